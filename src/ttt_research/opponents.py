@@ -1,0 +1,192 @@
+"""Batched opponents: who the learner plays against.
+
+Every opponent answers one question for B games at once: given the board codes (B,)
+where it is to move, which cells does it play? (``act``). Opponents that remember
+something per game (``mixed`` draws its strong-or-weak choice once per game) are told
+which games just started (``reset``).
+
+Most opponents here are fixed move distributions over all 19,683 codes (``probs``, an
+(N, 9) table), so acting is a gather and an inverse-CDF draw, and the exact evaluator
+can use the very same table:
+
+* ``random``: uniform over legal moves (with a faster path: no (B, 9) tensor at all).
+* ``minimax``: uniform over minimax-optimal moves; it never loses.
+* ``rules``: the rule-based "perfect" player the PPO seed trained against. In order:
+  win, block, fork, block a fork, centre, corner, side; uniform among the cells that the
+  first applicable rule names. It is not perfect: see ``rules_record`` and the README.
+* ``mixed``: per game, the strong player with probability ``p_perfect``, else random.
+
+Policy opponents (self-play, snapshot pools) join through the same ``Opponent`` interface.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import game
+from .evaluate import perfect_probs, random_probs, uniform_over
+
+
+class Opponent:
+    """The interface: ``act`` picks moves for B games; ``reset`` hears which games restart."""
+
+    name = "opponent"
+
+    def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
+        """``started`` (B,) bool marks games that begin now (all True at the start)."""
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(B,) codes where this opponent is to move -> (B,) int64 cells."""
+        raise NotImplementedError
+
+
+class TableOpponent(Opponent):
+    """An opponent given by a fixed (N, 9) move-probability table over all codes."""
+
+    def __init__(self, probs: torch.Tensor, name: str = "table"):
+        self.probs = probs.double()  # (N, 9) float64, exact, for the evaluator
+        self.name = name
+        self._cdf: dict[str, torch.Tensor] = {}
+
+    def cdf(self, device: torch.device) -> torch.Tensor:
+        """(N, 9) float32 cumulative probabilities on ``device``; cells from a row's last
+        legal cell on are set above 1, so rounding can never pick a cell past it."""
+        key = str(device)
+        if key not in self._cdf:
+            p = self.probs.float()
+            cdf = p.cumsum(-1)
+            last = torch.where(p > 0, torch.arange(game.CELLS), -1).amax(-1, keepdim=True)
+            cdf = torch.where(torch.arange(game.CELLS) >= last, 2.0, cdf)
+            self._cdf[key] = cdf.to(device)
+        return self._cdf[key]
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        cdf = self.cdf(code.device)[code]  # (B, 9)
+        u = torch.rand((code.numel(), 1), device=code.device, generator=generator)
+        # Inverse CDF: the first cell whose cumulative probability exceeds u.
+        return (cdf <= u).sum(-1)
+
+
+class RandomOpponent(TableOpponent):
+    """Uniform over legal moves."""
+
+    def __init__(self):
+        super().__init__(random_probs(), "random")
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return game.random_moves(code, generator)
+
+
+class MinimaxOpponent(TableOpponent):
+    """Uniform over minimax-optimal moves: a perfect player that varies its play."""
+
+    def __init__(self):
+        super().__init__(perfect_probs(), "minimax")
+
+
+def rules_probs() -> torch.Tensor:
+    """(N, 9) float64: the rule-based player's move distribution at every code.
+
+    Computed for all codes at once. For the player to move ("me") and the other ("them"):
+    win (a move that completes my line), block (a cell that would complete theirs), fork
+    (a move after which I threaten two lines), block a fork (a cell that would give them
+    two threats), centre, a corner, a side. The first rule with any cell decides; its cells
+    are equally likely.
+    """
+    t = game.tables()
+    codes = torch.arange(game.N_CODES)
+    me = t.mover.long()
+    digit_me = torch.where(me == game.X, 1, 2)[:, None]
+    digit_them = 3 - digit_me
+    place_them = codes[:, None] + digit_them * game.POW3  # (N, 9) codes if *they* played there
+    place_them = torch.where(t.legal, place_them, codes[:, None])
+    after_me = t.next2d  # (N, 9)
+
+    lines = t.board[:, game.LINES].sum(-1)  # (N, 8) line sums in -3..3
+    threats_x = (lines == 2).sum(-1)  # lines with two X and an empty cell
+    threats_o = (lines == -2).sum(-1)
+
+    def threats(code: torch.Tensor, player: torch.Tensor) -> torch.Tensor:
+        return torch.where(player == game.X, threats_x[code], threats_o[code])
+
+    legal = t.legal
+    pl = me[:, None].expand(-1, game.CELLS)
+    rules = [
+        legal & (t.winner[after_me] == me[:, None]),  # win
+        legal & (t.winner[place_them] == -me[:, None]),  # block
+        legal & (threats(after_me, pl) >= 2),  # fork
+        legal & (threats(place_them, -pl) >= 2),  # block a fork
+        legal & (torch.arange(game.CELLS) == 4),  # centre
+        legal & torch.isin(torch.arange(game.CELLS), torch.tensor([0, 2, 6, 8])),  # corner
+        legal,  # side (all that is left)
+    ]
+    chosen = torch.zeros_like(legal)
+    decided = torch.zeros(game.N_CODES, dtype=torch.bool)
+    for cells in rules:
+        use = cells.any(-1) & ~decided
+        chosen |= cells & use[:, None]
+        decided |= use
+    return uniform_over(chosen)
+
+
+class RulesOpponent(TableOpponent):
+    """The seed's rule-based player (see ``rules_probs``)."""
+
+    def __init__(self):
+        super().__init__(rules_probs(), "rules")
+
+
+class MixedOpponent(Opponent):
+    """Per game: ``strong`` with probability ``p_perfect``, else ``weak`` (random)."""
+
+    def __init__(self, p_perfect: float = 0.5, strong: Opponent | None = None,
+                 weak: Opponent | None = None):
+        if not 0.0 <= p_perfect <= 1.0:
+            raise ValueError(f"opponent.p_perfect must be in [0, 1], got {p_perfect}")
+        self.p_perfect = float(p_perfect)
+        self.strong = strong or MinimaxOpponent()
+        self.weak = weak or RandomOpponent()
+        self.name = f"mixed({self.strong.name}@{self.p_perfect:g})"
+        self.is_strong: torch.Tensor | None = None  # (B,) bool, drawn per game
+
+    def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
+        draw = torch.rand(started.shape, device=started.device, generator=generator) < self.p_perfect
+        if self.is_strong is None or self.is_strong.shape != started.shape:
+            self.is_strong = draw
+        else:
+            self.is_strong = torch.where(started, draw, self.is_strong)
+        self.strong.reset(started, generator)
+        self.weak.reset(started, generator)
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        if self.is_strong is None or self.is_strong.shape != code.shape:
+            self.reset(torch.ones(code.shape, dtype=torch.bool, device=code.device), generator)
+        # Both players move in every game and we keep one: cheaper than splitting the batch.
+        return torch.where(self.is_strong, self.strong.act(code, generator),
+                           self.weak.act(code, generator))
+
+
+def build(name: str, p_perfect: float = 0.5, strong: str = "minimax") -> Opponent:
+    """An opponent by name: random, minimax, rules, mixed (strong player by name)."""
+    simple = {"random": RandomOpponent, "minimax": MinimaxOpponent, "rules": RulesOpponent}
+    if name in simple:
+        return simple[name]()
+    if name == "mixed":
+        if strong not in simple:
+            raise ValueError(f"opponent.strong must be one of {sorted(simple)}, got {strong!r}")
+        return MixedOpponent(p_perfect, simple[strong]())
+    raise ValueError(f"unknown opponent {name!r}: choose from random, minimax, rules, mixed")
+
+
+def rules_record() -> dict[str, dict[str, float]]:
+    """Exact record of the rule-based player against a minimax player, from each seat:
+    the rule player's win / loss / tie."""
+    from .evaluate import outcome_probs
+
+    rules, perfect = rules_probs(), perfect_probs()
+    as_x = outcome_probs(rules, perfect)[game.EMPTY_CODE]
+    as_o = outcome_probs(perfect, rules)[game.EMPTY_CODE]
+    return {
+        "as_x": {"win": float(as_x[0]), "loss": float(as_x[1]), "tie": float(as_x[2])},
+        "as_o": {"win": float(as_o[1]), "loss": float(as_o[0]), "tie": float(as_o[2])},
+    }

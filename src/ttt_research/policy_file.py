@@ -1,0 +1,73 @@
+"""Load a trained policy from a file, with one-line errors for bad files.
+
+A policy file is an ONNX model that follows the contract (input ``board`` float32
+``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``). Loading returns a
+batched logits function (``evaluate.PolicyFn``) and the model's metadata. Anything wrong
+with the file raises ``PolicyFileError`` whose message is the one line a user sees.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+class PolicyFileError(Exception):
+    """A policy file is missing, unreadable or does not follow the contract."""
+
+
+def _check_io(name: str, arg, kind: str) -> None:
+    """The contract: float32 with a last dimension of 9 and a free (or any) batch dimension."""
+    shape = list(arg.shape)
+    if arg.type != "tensor(float)" or len(shape) != 2 or shape[1] != 9:
+        raise PolicyFileError(
+            f"{name}: model {kind} {arg.name!r} is {arg.type} {shape}; "
+            f"the contract wants float32 [N, 9]"
+        )
+
+
+def load_onnx(path: str | Path):
+    """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one."""
+    import onnxruntime as ort
+
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such file")
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4  # errors come back to us as exceptions, not log spam
+    try:
+        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises several private exception types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    if len(inputs) != 1:
+        raise PolicyFileError(f"{path}: model has {len(inputs)} inputs; the contract wants one, 'board'")
+    _check_io(str(path), inputs[0], "input")
+    _check_io(str(path), outputs[0], "output")
+    in_name, out_name = inputs[0].name, outputs[0].name
+
+    def logits(view: torch.Tensor) -> torch.Tensor:
+        x = view.detach().cpu().numpy().astype(np.float32)
+        try:
+            out = session.run([out_name], {in_name: x})[0]
+        except Exception as e:
+            raise PolicyFileError(
+                f"{path}: the model failed to run on a [N, 9] batch ({str(e)[:160]})") from None
+        if out.shape != x.shape:
+            raise PolicyFileError(
+                f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
+        return torch.from_numpy(out)
+
+    meta = dict(session.get_modelmeta().custom_metadata_map)
+    return logits, meta
+
+
+def load_policy(path: str | Path):
+    """(logits_fn, metadata) for a policy file, chosen by its suffix."""
+    path = Path(path)
+    if path.suffix == ".onnx" or not path.suffix:
+        return load_onnx(path)
+    raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx)")
