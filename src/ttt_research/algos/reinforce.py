@@ -1,0 +1,162 @@
+"""antirez-style REINFORCE with reward scaling, batched (``algo=reinforce``).
+
+antirez's ttt-rl learns from each finished game like this, for every move the network
+made: take the game's reward (win / tie / loss from the table), scale it by how late the
+move came, ``0.5 + 0.5 * ply / plies`` (ply counts both players' moves), and nudge the
+softmax output towards a target: the move it played if the scaled reward is >= 0, else
+uniform over the *other* legal moves. The nudge is the cross-entropy gradient
+``softmax - target`` times ``|scaled reward|``.
+
+    Note: with a target of "the move played", ``|r| * CE`` is exactly the REINFORCE
+    loss ``-r * log pi(a|s)`` for r >= 0; for r < 0 antirez pushes probability towards
+    the alternatives rather than just away from the move, which keeps the update
+    bounded (a plain ``-r * log pi`` grows without limit as pi(a|s) -> 0).
+
+Two modes:
+
+* **batched** (default): ``games_per_update`` games at once, one SGD step on the mean
+  over games, moves sampled from the softmax at ``temperature`` (0 = greedy, the seed's).
+* **faithful** (``faithful=true``): the seed, move for move: one game at a time, greedy,
+  an SGD step after each of the network's moves, the softmax over all 9 outputs (the
+  network must learn that occupied cells are bad). ``games_per_update`` games are played
+  this way within one training step (a Lightning step per game would cost more than the
+  game); the experiment ``antirez_repro`` sets the rest of the seed (net, reward, seat).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .. import game
+from ..rollout import play
+from .base import RLModule
+
+
+def move_importance(ply: torch.Tensor, plies: torch.Tensor) -> torch.Tensor:
+    """antirez's scaling: late moves count more. (M,) move index (0-based, both players'
+    moves counted) and (M,) moves in the game -> (M,) in [0.5, 1)."""
+    return 0.5 + 0.5 * ply.float() / plies.float()
+
+
+def antirez_targets(action: torch.Tensor, legal: torch.Tensor, scaled: torch.Tensor) -> torch.Tensor:
+    """(M,) moves played, (M, 9) legal masks, (M,) scaled rewards -> (M, 9) target rows:
+    one-hot on the move when the reward is >= 0, else uniform over the other legal cells
+    (all zero when there is no other cell: nothing to learn from a forced move)."""
+    played = F.one_hot(action, game.CELLS).bool()
+    others = (legal & ~played).float()
+    others = others / others.sum(-1, keepdim=True).clamp_min(1.0)
+    return torch.where((scaled >= 0)[:, None], played.float(), others)
+
+
+def weighted_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
+                           weight: torch.Tensor) -> torch.Tensor:
+    """(M, 9) logits, (M, 9) target distributions, (M,) weights -> (M,) weighted CE.
+    Its gradient in the logits is ``weight * (softmax - target)``: antirez's deltas."""
+    return -weight * (targets * F.log_softmax(logits, -1)).sum(-1)
+
+
+class Reinforce(RLModule):
+    """The LightningModule for ``algo=reinforce``."""
+
+    def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
+                 masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
+                 minibatches: int = 1, optimizer=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
+        self.lr = float(lr)
+        self.temperature = 0.0 if faithful else float(temperature)
+        self.masked_softmax = masked_softmax and not faithful
+        self.faithful = bool(faithful)
+        self.baseline = bool(baseline) and not faithful
+        self.minibatches = int(minibatches)
+        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
+
+    def configure_optimizers(self):
+        if self.optimizer_factory is None or self.faithful:  # the seed: plain SGD
+            return torch.optim.SGD(self.net.parameters(), lr=self.lr)
+        return self.optimizer_factory(self.net.parameters(), lr=self.lr)
+
+    # ------------------------------------------------------------------ acting
+
+    def logits(self, view: torch.Tensor) -> torch.Tensor:
+        return self.net(view) if self.masked_softmax else self.net.raw_logits(view)
+
+    @torch.no_grad()
+    def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """(B, 9) view and legal mask -> (B,) moves: greedy, or a softmax sample at
+        ``temperature`` drawn by the Gumbel-max trick (argmax of logits/T + Gumbel noise)."""
+        logits = self.net(view)  # masked: occupied cells are never chosen
+        if self.temperature <= 0:
+            return logits.argmax(-1)
+        u = torch.rand(logits.shape, device=logits.device, generator=self.generator)
+        gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0)))
+        return (logits / self.temperature + gumbel).argmax(-1)
+
+    # ------------------------------------------------------------------ learning
+
+    def move_batch(self, ep):
+        """Flatten the learner's moves of ``ep``: views, legal masks, moves, scaled rewards."""
+        m = ep.learner  # (T, B)
+        T, B = m.shape
+        ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
+        plies = ep.plies[None].expand(T, B)[m]
+        reward = self.reward.of(ep.outcome, ep.forfeit)
+        if self.baseline:  # compare each game with the batch's average game
+            reward = reward - reward.mean()
+        reward = reward[None].expand(T, B)[m]
+        scaled = reward * move_importance(ply, plies)
+        return ep.view[m].float(), ep.legal[m], ep.action[m], scaled
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        if self.faithful:
+            return self._faithful_step(opt)
+        ep = play(self.games_per_update, self.act, self.opponent, self.seat, self.device,
+                  self.generator)
+        view, legal, action, scaled = self.move_batch(ep)
+        targets = antirez_targets(action, legal, scaled)
+        # Several SGD steps per batch of games, each on a random share of the moves: many
+        # small updates learn faster than one big one, and playing stays batched.
+        order = torch.randperm(view.shape[0], device=self.device, generator=self.generator)
+        total = torch.zeros((), device=self.device)
+        for idx in order.chunk(self.minibatches):
+            share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
+            loss = weighted_cross_entropy(self.logits(view[idx]), targets[idx],
+                                          scaled[idx].abs()).sum() / share
+            opt.zero_grad()
+            self.manual_backward(loss)
+            opt.step()
+            total += loss.detach()
+        self.log_rollout(ep, {"loss": total / self.minibatches, "lr": torch.tensor(self.lr)})
+
+    def _faithful_step(self, opt):
+        """``games_per_update`` games, each learned from move by move as the seed does."""
+        raw_opt = opt.optimizer  # the plain SGD: Lightning's wrapper costs more than the step
+        results = []
+        total = torch.zeros((), device=self.device)
+        for _ in range(self.games_per_update):
+            ep = play(1, self.act, self.opponent, self.seat, self.device, self.generator)
+            view, legal, action, scaled = self.move_batch(ep)
+            targets = antirez_targets(action, legal, scaled)
+            for i in range(view.shape[0]):  # one SGD step per move, in playing order
+                loss = weighted_cross_entropy(self.logits(view[i:i + 1]), targets[i:i + 1],
+                                              scaled[i:i + 1].abs()).sum()
+                raw_opt.zero_grad()
+                self.manual_backward(loss)
+                raw_opt.step()
+                total += loss.detach()
+            results.append(ep)
+        merged = _concat(results)
+        self.log_rollout(merged, {"loss": total / merged.batch, "lr": torch.tensor(self.lr)})
+
+
+def _concat(eps):
+    """Join single-game ``Episodes`` along the batch axis (for logging the faithful mode)."""
+    from ..rollout import Episodes
+
+    fields = {}
+    for name in Episodes.__dataclass_fields__:
+        parts = [getattr(e, name) for e in eps]
+        fields[name] = torch.cat(parts, dim=1 if parts[0].dim() >= 2 else 0)
+    return Episodes(**fields)
