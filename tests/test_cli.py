@@ -58,10 +58,15 @@ def test_evaluate_bad_files_get_one_line_and_exit_2(tmp_path, make, needle):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr
 
 
-def test_main_job_prints_exact_evaluation():
-    out = run("ttt_research")
+def test_main_job_trains_and_writes_the_run_folder(tmp_path):
+    out = run("ttt_research", "budget.games=4096", "algo.games_per_update=1024", "progress=false",
+              f"hydra.run.dir={tmp_path}")
     assert out.returncode == 0, out.stderr
-    assert "0.9948" in out.stdout and "0.9164" in out.stdout and "0.0714" in out.stdout
+    assert "Exact evaluation after 4,096 games" in out.stdout
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert f"{report['as_o']['vs_random']['win']:.4f}" in out.stdout
+    assert "budget" in (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert "Traceback" not in out.stderr
 
 
 def test_readme_python_example_runs_and_random_x_never_beats_minimax():
@@ -73,3 +78,21 @@ def test_readme_python_example_runs_and_random_x_never_beats_minimax():
     scope: dict = {}
     exec(code, scope)
     assert scope["result"][0] == 0 and scope["result"][1] > 0.5
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"PK\x03\x04 truncated zip", "not a readable checkpoint"),
+    (None, "not a ttt_research checkpoint"),
+])
+def test_evaluate_bad_checkpoints_get_one_line_and_exit_2(tmp_path, content, needle):
+    import torch
+
+    path = tmp_path / "model.ckpt"
+    if content is None:
+        torch.save({"state_dict": {}, "something": 1}, path)  # a torch file, but not ours
+    else:
+        path.write_bytes(content)
+    out = run("ttt_research.evaluate", str(path))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], out.stderr

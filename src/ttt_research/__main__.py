@@ -1,36 +1,34 @@
-"""``python -m ttt_research``: until training lands, prints the exact evaluation of the
-built-in policies (the solver's perfect player and the best unbeatable player against a
-random opponent) and the rule-based opponent's exact record against minimax."""
+"""``python -m ttt_research [overrides]``: train one agent (Hydra app; ``-m`` for sweeps).
+
+Examples::
+
+    python -m ttt_research                                  # REINFORCE as O vs random
+    python -m ttt_research net=mlp25 seed=3 budget.games=200000
+    python -m ttt_research +experiment=antirez_repro        # the seed program, faithfully
+"""
 
 from __future__ import annotations
 
-import torch
+import sys
 
-from . import game
-from .evaluate import evaluate_actions, format_table, random_probs
-from .opponents import rules_record
-from .solver import best_response, solve
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from .config import ConfigError
 
 
-def main() -> None:
-    sol = solve()
-    minimax = sol.optimal.to(torch.int8).argmax(-1)  # lowest optimal cell
-    print("Perfect player (lowest minimax-optimal cell), exact:")
-    print(format_table(evaluate_actions(minimax)), "\n")
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float:
+    from .train import train  # imported here so that --help and config errors stay fast
 
-    # The best unbeatable player: among optimal moves, the one that wins most vs random.
-    best = minimax.clone()
-    for seat in (game.X, game.O):
-        actions, _ = best_response(random_probs(), seat, (1.0, 0.0, -1.0), allowed=sol.optimal)
-        mine = game.tables().mover == seat
-        best[mine] = actions[mine]
-    print("Best unbeatable player against a random opponent, exact:")
-    print(format_table(evaluate_actions(best)), "\n")
-
-    record = rules_record()
-    print("Rule-based player (the PPO seed's sparring partner) vs minimax, exact:")
-    for seat, r in record.items():
-        print(f"  {seat}: win {r['win']:.4f}  loss {r['loss']:.4f}  tie {r['tie']:.4f}")
+    try:
+        report = train(cfg, HydraConfig.get().runtime.output_dir)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    seats = {"x": ["as_x"], "o": ["as_o"], "both": ["as_x", "as_o"]}[cfg.seat.side]
+    return min(report[s]["vs_random"]["win"] - report[s]["vs_random"]["loss"] for s in seats)
 
 
 if __name__ == "__main__":

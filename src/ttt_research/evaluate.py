@@ -207,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m ttt_research.evaluate",
-        description="Exact evaluation of a greedy policy (ONNX file) over the whole game tree.")
-    parser.add_argument("path", help="policy file (.onnx, following the contract)")
+        description="Exact evaluation of a greedy policy over the whole game tree.")
+    parser.add_argument("path", help="policy file: .onnx (following the contract) or .ckpt")
     parser.add_argument("--json", action="store_true", help="print the eval.json report")
     args = parser.parse_args(argv)
     try:

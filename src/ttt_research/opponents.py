@@ -139,13 +139,13 @@ class RulesOpponent(TableOpponent):
 class MixedOpponent(Opponent):
     """Per game: ``strong`` with probability ``p_perfect``, else ``weak`` (random)."""
 
-    def __init__(self, p_perfect: float = 0.5, strong: Opponent | None = None,
-                 weak: Opponent | None = None):
+    def __init__(self, p_perfect: float = 0.5, strong: Opponent | str = "minimax",
+                 weak: Opponent | str = "random"):
         if not 0.0 <= p_perfect <= 1.0:
             raise ValueError(f"opponent.p_perfect must be in [0, 1], got {p_perfect}")
         self.p_perfect = float(p_perfect)
-        self.strong = strong or MinimaxOpponent()
-        self.weak = weak or RandomOpponent()
+        self.strong = build(strong) if isinstance(strong, str) else strong
+        self.weak = build(weak) if isinstance(weak, str) else weak
         self.name = f"mixed({self.strong.name}@{self.p_perfect:g})"
         self.is_strong: torch.Tensor | None = None  # (B,) bool, drawn per game
 
@@ -166,15 +166,17 @@ class MixedOpponent(Opponent):
                            self.weak.act(code, generator))
 
 
+FIXED = {"random": RandomOpponent, "minimax": MinimaxOpponent, "rules": RulesOpponent}
+
+
 def build(name: str, p_perfect: float = 0.5, strong: str = "minimax") -> Opponent:
     """An opponent by name: random, minimax, rules, mixed (strong player by name)."""
-    simple = {"random": RandomOpponent, "minimax": MinimaxOpponent, "rules": RulesOpponent}
-    if name in simple:
-        return simple[name]()
+    if name in FIXED:
+        return FIXED[name]()
     if name == "mixed":
-        if strong not in simple:
-            raise ValueError(f"opponent.strong must be one of {sorted(simple)}, got {strong!r}")
-        return MixedOpponent(p_perfect, simple[strong]())
+        if strong not in FIXED:
+            raise ValueError(f"opponent.strong must be one of {sorted(FIXED)}, got {strong!r}")
+        return MixedOpponent(p_perfect, strong)
     raise ValueError(f"unknown opponent {name!r}: choose from random, minimax, rules, mixed")
 
 

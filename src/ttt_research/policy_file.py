@@ -1,13 +1,16 @@
 """Load a trained policy from a file, with one-line errors for bad files.
 
-A policy file is an ONNX model that follows the contract (input ``board`` float32
-``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``). Loading returns a
-batched logits function (``evaluate.PolicyFn``) and the model's metadata. Anything wrong
-with the file raises ``PolicyFileError`` whose message is the one line a user sees.
+A policy file is either an ONNX model that follows the contract (input ``board`` float32
+``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``) or a Lightning
+checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec``, what it
+takes to rebuild the network). Loading returns a batched logits function
+(``evaluate.PolicyFn``) and metadata. Anything wrong with the file raises
+``PolicyFileError`` whose message is the one line a user sees.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +68,48 @@ def load_onnx(path: str | Path):
     return logits, meta
 
 
-def load_policy(path: str | Path):
-    """(logits_fn, metadata) for a policy file, chosen by its suffix."""
+def load_checkpoint(path: str | Path):
+    """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one."""
+    from .nets import MLP
+
     path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such file")
+    try:
+        ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise PolicyFileError(f"{path}: not a readable checkpoint ({first[:160]})") from None
+    if not isinstance(ckpt, dict) or "net_spec" not in ckpt or "state_dict" not in ckpt:
+        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (no network description)")
+    spec = ckpt["net_spec"]
+    weights = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+    try:
+        net = MLP(hidden=spec["hidden"], encoding=spec["encoding"])
+        net.load_state_dict(weights)
+    except Exception as e:
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({str(e)[:120]})") from None
+    hp = ckpt.get("hyper_parameters", {})
+    meta = {
+        "algo": str(ckpt.get("algo", hp.get("algo", ""))),
+        "net": json.dumps(spec),
+        "seed": str(hp.get("seed", "")),
+        "games_trained": str(ckpt.get("games_played", "")),
+    }
+    return net.eval(), meta
+
+
+def load_policy(path: str | Path):
+    """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt)."""
+    path = Path(path)
+    if path.suffix == ".ckpt":
+        net, meta = load_checkpoint(path)
+
+        def logits(view: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():
+                return net(view)
+
+        return logits, meta
     if path.suffix == ".onnx" or not path.suffix:
         return load_onnx(path)
-    raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx)")
+    raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")

@@ -80,6 +80,7 @@ class RLModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["net_spec"] = self.net.spec()
+        checkpoint["algo"] = type(self).__name__.lower()
         checkpoint["games_played"] = self.games_played
         if self.generator is not None:
             checkpoint["generator_state"] = self.generator.get_state()

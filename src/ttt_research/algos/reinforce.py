@@ -61,15 +61,23 @@ class Reinforce(RLModule):
 
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
                  masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
-                 minibatches: int = 1, optimizer=None, **kwargs):
+                 minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
+                 lr_final: float | None = None, rollouts: int = 1, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
         self.temperature = 0.0 if faithful else float(temperature)
         self.masked_softmax = masked_softmax and not faithful
         self.faithful = bool(faithful)
-        self.baseline = bool(baseline) and not faithful
+        # False: none; True: the batch's mean reward; a number: that constant.
+        self.baseline = False if faithful or baseline is False else (
+            True if baseline is True else float(baseline))
         self.minibatches = int(minibatches)
+        self.rollouts = max(1, int(rollouts))
+        # Schedules over the budget (linear in the share of games played); None: constant.
+        self.temperature_start = self.temperature
+        self.temperature_final = None if faithful or temperature_final is None else float(temperature_final)
+        self.lr_final = None if faithful or lr_final is None else float(lr_final)
         self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
 
     def configure_optimizers(self):
@@ -93,6 +101,21 @@ class Reinforce(RLModule):
         gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0)))
         return (logits / self.temperature + gumbel).argmax(-1)
 
+    # ------------------------------------------------------------------ schedules
+
+    def _progress(self) -> float:
+        return min(1.0, self.games_played / max(1, self.budget_games))
+
+    def _apply_schedules(self, opt) -> float:
+        """Set this update's temperature and learning rate; returns the learning rate."""
+        f = self._progress()
+        if self.temperature_final is not None:
+            self.temperature = self.temperature_start + f * (self.temperature_final - self.temperature_start)
+        lr = self.lr if self.lr_final is None else self.lr + f * (self.lr_final - self.lr)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        return lr
+
     # ------------------------------------------------------------------ learning
 
     def move_batch(self, ep):
@@ -102,8 +125,10 @@ class Reinforce(RLModule):
         ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
         plies = ep.plies[None].expand(T, B)[m]
         reward = self.reward.of(ep.outcome, ep.forfeit)
-        if self.baseline:  # compare each game with the batch's average game
+        if self.baseline is True:  # compare each game with the batch's average game
             reward = reward - reward.mean()
+        elif self.baseline is not False:
+            reward = reward - self.baseline
         reward = reward[None].expand(T, B)[m]
         scaled = reward * move_importance(ply, plies)
         return ep.view[m].float(), ep.legal[m], ep.action[m], scaled
@@ -112,8 +137,26 @@ class Reinforce(RLModule):
         opt = self.optimizers()
         if self.faithful:
             return self._faithful_step(opt)
-        ep = play(self.games_per_update, self.act, self.opponent, self.seat, self.device,
-                  self.generator)
+        raw_opt = opt.optimizer  # Lightning's wrapper costs about as much as a small step
+        lr = self._apply_schedules(raw_opt)
+        # One Lightning step plays ``games_per_update`` games as ``rollouts`` successive
+        # batches, each learned from before the next is played: small batches keep the
+        # data close to the current policy, and the step's fixed costs (logging) are paid
+        # once per step rather than once per batch.
+        games = -(-self.games_per_update // self.rollouts)
+        results = []
+        total = torch.zeros((), device=self.device)
+        for _ in range(self.rollouts):
+            ep = play(games, self.act, self.opponent, self.seat, self.device, self.generator)
+            total += self._learn(raw_opt, ep)
+            results.append(ep)
+        merged = results[0] if len(results) == 1 else _concat(results)
+        self.log_rollout(merged, {"loss": total / (self.rollouts * self.minibatches),
+                                  "lr": torch.tensor(lr),
+                                  "temperature": torch.tensor(self.temperature)})
+
+    def _learn(self, raw_opt, ep) -> torch.Tensor:
+        """``minibatches`` SGD steps on the moves of ``ep``; returns the summed loss."""
         view, legal, action, scaled = self.move_batch(ep)
         targets = antirez_targets(action, legal, scaled)
         # Several SGD steps per batch of games, each on a random share of the moves: many
@@ -124,11 +167,11 @@ class Reinforce(RLModule):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
             loss = weighted_cross_entropy(self.logits(view[idx]), targets[idx],
                                           scaled[idx].abs()).sum() / share
-            opt.zero_grad()
+            raw_opt.zero_grad()
             self.manual_backward(loss)
-            opt.step()
+            raw_opt.step()
             total += loss.detach()
-        self.log_rollout(ep, {"loss": total / self.minibatches, "lr": torch.tensor(self.lr)})
+        return total
 
     def _faithful_step(self, opt):
         """``games_per_update`` games, each learned from move by move as the seed does."""

@@ -1,0 +1,101 @@
+"""One training run, as a short plain sequence (``python -m ttt_research`` calls ``train``).
+
+validate the config -> build net, opponent, reward, algorithm (``_target_``) -> callbacks and
+loggers -> Trainer -> fit -> exact evaluation -> run folder: ``eval.json``,
+``policy.onnx``, ``curves.png`` beside Lightning's ``checkpoints/last.ckpt`` and
+``metrics.csv`` -> the evaluation as a table on the console.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+import lightning as L
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import CSVLogger
+from omegaconf import DictConfig, OmegaConf
+
+from .callbacks import ExactEvaluation, PeriodicCheckpoint
+from .config import ConfigError, validate
+from .evaluate import evaluate_policy, format_table
+from .export import export
+from .plots import plot_curves
+
+
+def quiet_lightning() -> None:
+    """Keep the console for what matters: Lightning's start-up chatter and the warning about
+    dataloader workers (our data is made on the device, there is nothing to load) go."""
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for pattern in (".*does not have many workers.*", ".*litlogger.*", ".*LitLogger.*",
+                    ".*smaller than the logging interval.*", ".*TorchScript-based ONNX.*",
+                    ".*LeafSpec.*"):
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def progress_bar(setting, callbacks: list) -> bool:
+    """A Rich progress bar on a terminal (or when asked); none in logs and CI."""
+    on = sys.stdout.isatty() if setting == "auto" else bool(setting)
+    if on:
+        from lightning.pytorch.callbacks import RichProgressBar
+
+        callbacks.append(RichProgressBar(leave=True))
+    return on
+
+
+def build(cfg: DictConfig):
+    """The LightningModule of the config, with its net, opponent and reward."""
+    net = instantiate(cfg.net)
+    opponent = instantiate(cfg.opponent)
+    reward = instantiate(cfg.reward)
+    # A partial, called with the built objects: instantiate() would turn them into configs.
+    algo = instantiate(cfg.algo, _partial_=True)
+    return algo(net=net, opponent=opponent, reward=reward, seat=cfg.seat.side,
+                budget_games=cfg.budget.games, seed=cfg.seed)
+
+
+def train(cfg: DictConfig, run_dir: str | Path) -> dict:
+    """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
+    validate(cfg)
+    quiet_lightning()
+    run_dir = Path(run_dir)
+    ckpt_dir = run_dir / "checkpoints"
+    resume_from = ckpt_dir / "last.ckpt" if cfg.resume else None
+    if resume_from is not None and not resume_from.is_file():
+        raise ConfigError(f"resume=true but there is no checkpoint at {resume_from}")
+
+    L.seed_everything(cfg.seed, verbose=False)
+    module = build(cfg)
+    evaluation = ExactEvaluation(cfg.eval_every)
+    callbacks: list = [evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
+    show_bar = progress_bar(cfg.progress, callbacks)
+    loggers = [CSVLogger(save_dir=str(run_dir), name="", version="")]
+    loggers += [instantiate(c) for c in cfg.logger.values() if isinstance(c, DictConfig) and "_target_" in c]
+    trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
+                          limit_train_batches=module.total_updates, enable_checkpointing=False,
+                          enable_progress_bar=show_bar)
+    trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
+
+    report = evaluate_policy(module.greedy)
+    if trainer.is_global_zero:
+        write_outputs(cfg, run_dir, module, report)
+    return report
+
+
+def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
+    """eval.json, policy.onnx (with its parity check), curves.png, and the console table."""
+    (run_dir / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    meta = {"algo": OmegaConf.select(cfg, "algo._target_").rsplit(".", 1)[-1].lower(),
+            "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
+            "games_trained": str(module.games_played), "eval": json.dumps(report)}
+    parity = export(module.net, run_dir / "policy.onnx", meta)
+    title = (f"{meta['algo']} {module.net.spec()['hidden']} {module.net.spec()['encoding']}, "
+             f"seat {cfg.seat.side}, seed {cfg.seed}")
+    plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
+    print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
+    print(format_table(report))
+    print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")

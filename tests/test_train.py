@@ -1,0 +1,204 @@
+"""Training: every config option composes and trains a tiny budget; the run folder of the
+contract; bad values refused with one line; the update checked against hand-computed numbers."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+
+from ttt_research import evaluate as ev
+from ttt_research.algos.reinforce import antirez_targets, move_importance, weighted_cross_entropy
+from ttt_research.config import ConfigError, validate
+from ttt_research.policy_file import load_policy
+from ttt_research.train import build, train
+
+CONF = Path(__file__).parents[1] / "src" / "ttt_research" / "conf"
+TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]
+
+
+def make_cfg(*overrides):
+    with initialize_config_module(config_module="ttt_research.conf", version_base="1.3"):
+        return compose(config_name="config", overrides=[*TINY, *overrides])
+
+
+def options(group):
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+GROUP_OPTIONS = [(g, o) for g in ("algo", "net", "reward", "opponent", "seat", "logger")
+                 for o in options(g)] + [("trainer", "cpu")]
+
+
+@pytest.mark.parametrize("group,option", GROUP_OPTIONS)
+def test_every_group_option_composes_and_trains(tmp_path, group, option):
+    report = train(make_cfg(f"{group}={option}"), tmp_path)
+    assert json.loads((tmp_path / "eval.json").read_text()) == json.loads(json.dumps(report))
+    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+
+
+@pytest.mark.parametrize("name", options("experiment"))
+def test_every_experiment_composes_and_trains(tmp_path, name):
+    cfg = make_cfg(f"+experiment={name}", "budget.games=300", "algo.games_per_update=100")
+    assert cfg.budget.games == 300
+    train(cfg, tmp_path)
+    assert (tmp_path / "eval.json").is_file()
+
+
+def test_run_folder_follows_the_contract(tmp_path):
+    report = train(make_cfg("seed=3"), tmp_path)
+    for name in ("metrics.csv", "eval.json", "policy.onnx", "curves.png", "checkpoints/last.ckpt",
+                 ".hydra/config.yaml" if (tmp_path / ".hydra").exists() else "metrics.csv"):
+        assert (tmp_path / name).stat().st_size > 0
+    header = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
+    for metric in ("rollout/win_rate", "rollout/loss_rate", "rollout/tie_rate", "train/loss",
+                   "perf/games_per_s", "eval/x_random_win", "eval/o_random_loss",
+                   "eval/x_perfect_loss", "eval/o_worst_case", "eval/optimal_move_rate"):
+        assert metric in header
+    # The checkpoint and the ONNX file both evaluate to exactly the run's eval.json.
+    for file in ("checkpoints/last.ckpt", "policy.onnx"):
+        policy, meta = load_policy(tmp_path / file)
+        assert ev.evaluate_policy(policy) == report
+    assert meta["algo"] == "reinforce" and meta["seed"] == "3" and meta["games_trained"] == "2048"
+
+
+def test_evaluate_cli_accepts_a_checkpoint(tmp_path):
+    report = train(make_cfg(), tmp_path)
+    out = subprocess.run([sys.executable, "-m", "ttt_research.evaluate",
+                          str(tmp_path / "checkpoints" / "last.ckpt"), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == json.loads(json.dumps(report))
+
+
+def test_same_seed_same_evaluation(tmp_path):
+    a = train(make_cfg("seed=7"), tmp_path / "a")
+    b = train(make_cfg("seed=7"), tmp_path / "b")
+    c = train(make_cfg("seed=8"), tmp_path / "c")
+    assert a == b
+    assert a != c
+
+
+def test_a_short_run_measurably_improves_the_exact_evaluation(tmp_path):
+    cfg = make_cfg("budget.games=120000", "algo.games_per_update=4096", "eval_every=100")
+    untrained = ev.evaluate_policy(build(cfg).greedy)
+    trained = train(cfg, tmp_path)
+    before, after = untrained["as_o"]["vs_random"], trained["as_o"]["vs_random"]
+    assert after["loss"] < before["loss"] - 0.05
+    assert after["win"] > before["win"] + 0.05
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("budget.games=0", "budget.games must be a positive integer"),
+    ("budget.games=-5", "budget.games must be a positive integer"),
+    ("net.hidden=[0]", "net.hidden must be a non-empty list of positive integers"),
+    ("net.hidden=[]", "net.hidden must be a non-empty list of positive integers"),
+    ("reward.win=abc", "reward.win must be a finite number"),
+    ("opponent=mixed opponent.p_perfect=1.5", "opponent.p_perfect must be a probability in [0, 1]"),
+    ("net.encoding=onehot27", "net.encoding must be one of planes18, signed9"),
+    ("algo.lr=-0.1", "algo.lr must be a positive number"),
+    ("eval_every=0", "eval_every must be a positive integer"),
+])
+def test_bad_values_are_refused_with_one_line(override, needle):
+    with pytest.raises(ConfigError, match="^" + needle.replace("[", r"\[").replace("]", r"\]")):
+        validate(make_cfg(*override.split()))
+
+
+def _run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "ttt_research", *args, "progress=false"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_bad_value_exits_2_with_one_line_and_no_traceback(tmp_path):
+    out = _run_cli("budget.games=-5", f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert lines == ["error: budget.games must be a positive integer, got -5"]
+    assert not (tmp_path / "checkpoints").exists()  # refused before any work
+
+
+def test_cli_unknown_option_lists_the_choices(tmp_path):
+    out = _run_cli("net=mlp999", f"hydra.run.dir={tmp_path}")
+    assert out.returncode != 0
+    assert "mlp999" in out.stderr and "mlp128" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_resume_without_a_checkpoint_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        train(make_cfg("resume=true"), tmp_path)
+
+
+# ----------------------------------------------------------------- the update, by hand
+
+
+def test_move_importance_and_targets_by_hand():
+    #  ply 1 of 5 moves -> 0.5 + 0.5 * 1/5 = 0.6; ply 4 of 5 -> 0.9
+    assert move_importance(torch.tensor([1, 4]), torch.tensor([5, 5])).tolist() == pytest.approx([0.6, 0.9])
+    legal = torch.tensor([[True, False, True, True, False, False, False, False, False]] * 2)
+    t = antirez_targets(torch.tensor([2, 2]), legal, torch.tensor([0.6, -1.2]))
+    assert t[0].tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0]  # rewarded: the move played
+    assert t[1].tolist() == [0.5, 0, 0, 0.5, 0, 0, 0, 0, 0]  # punished: the other legal cells
+
+
+def test_weighted_cross_entropy_gradient_is_antirez_delta():
+    """d loss / d logits = |r| * (softmax - target): antirez's output deltas."""
+    logits = torch.tensor([[0.2, -0.1, 0.5, 0.0, 0.3, -0.4, 0.1, 0.0, 0.2]], requires_grad=True)
+    target = torch.zeros(1, 9)
+    target[0, 4] = 1.0
+    weight = torch.tensor([1.8])
+    weighted_cross_entropy(logits, target, weight).sum().backward()
+    expected = 1.8 * (torch.softmax(logits.detach(), -1) - target)
+    assert torch.allclose(logits.grad, expected, atol=1e-7)
+    # And the loss value itself: -1.8 * log softmax(logits)[4].
+    value = weighted_cross_entropy(logits.detach(), target, weight)
+    assert value.item() == pytest.approx(-1.8 * torch.log_softmax(logits.detach(), -1)[0, 4].item())
+
+
+def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
+    """One batched SGD step on one game = antirez's backprop summed over the learner's moves,
+    written out by hand (hidden ReLU layer, softmax deltas) for a tiny 18 -> 3 -> 9 net."""
+    cfg = make_cfg("net.hidden=[3]", "algo.games_per_update=1", "algo.minibatches=1",
+                   "algo.lr=0.1", "algo.masked_softmax=false", "budget.games=1", "seed=5")
+    module = build(cfg)
+    module.generator = torch.Generator().manual_seed(0)
+    w = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
+    # Play the game the module will learn from, with the same generator state.
+    from ttt_research.rollout import play
+
+    state = module.generator.get_state()
+    ep = play(1, module.act, module.opponent, "o", "cpu", module.generator)
+    view, legal, action, scaled = module.move_batch(ep)
+    targets = antirez_targets(action, legal, scaled)
+    # antirez's backprop, by hand, gradients summed over the moves.
+    W1, b1, W2, b2 = w["body.0.weight"], w["body.0.bias"], w["body.2.weight"], w["body.2.bias"]
+    gW1, gb1, gW2, gb2 = (torch.zeros_like(t) for t in (W1, b1, W2, b2))
+    x_all = module.net.encode(view)
+    for x, tgt, r in zip(x_all, targets, scaled, strict=True):
+        h = torch.relu(W1 @ x + b1)
+        p = torch.softmax(W2 @ h + b2, -1)
+        d_out = (p - tgt) * r.abs()
+        d_hid = (W2.T @ d_out) * (h > 0)
+        gW2 += torch.outer(d_out, h)
+        gb2 += d_out
+        gW1 += torch.outer(d_hid, x)
+        gb1 += d_hid
+    # Now let the module take its step from the same state.
+    module.generator.set_state(state)
+    sgd = torch.optim.SGD(module.net.parameters(), lr=0.1)
+
+    class Wrapped:  # what Lightning's optimizers() hands a module: the optimiser inside
+        optimizer = sgd
+        step, zero_grad = sgd.step, sgd.zero_grad
+
+    module.optimizers = lambda: Wrapped
+    module.manual_backward = lambda loss: loss.backward()
+    module.log_rollout = lambda *a, **k: None
+    module.training_step(0, 0)
+    new = module.net.state_dict()
+    assert torch.allclose(new["body.2.weight"], W2 - 0.1 * gW2, atol=1e-6)
+    assert torch.allclose(new["body.2.bias"], b2 - 0.1 * gb2, atol=1e-6)
+    assert torch.allclose(new["body.0.weight"], W1 - 0.1 * gW1, atol=1e-6)
+    assert torch.allclose(new["body.0.bias"], b1 - 0.1 * gb1, atol=1e-6)
