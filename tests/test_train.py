@@ -48,6 +48,14 @@ def test_every_experiment_composes_and_trains(tmp_path, name):
     assert (tmp_path / "eval.json").is_file()
 
 
+def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
+    report = train(make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo"), tmp_path)
+    assert 0.0 < report["raw_illegal_move_rate"] <= 1.0  # an untrained net picks occupied cells
+    header = (tmp_path / "metrics.csv").read_text().splitlines()
+    # Forfeits end games early: fewer learner moves than the ~4 of a game played to the end.
+    assert report["as_x"]["worst_case"] in ("win", "draw", "loss")
+
+
 def test_run_folder_follows_the_contract(tmp_path):
     report = train(make_cfg("seed=3"), tmp_path)
     for name in ("metrics.csv", "eval.json", "policy.onnx", "curves.png", "checkpoints/last.ckpt",

@@ -70,9 +70,12 @@ def validate(cfg: DictConfig) -> None:
         v = _get(cfg, "opponent.p_perfect")
         _need(_is_number(v) and 0.0 <= v <= 1.0, "opponent.p_perfect", "a probability in [0, 1]", v)
     for key in ("opponent.strong", "opponent.weak"):
-        if _get(cfg, key) is not None:
-            v = _get(cfg, key)
+        v = _get(cfg, key)
+        if v is not None and not OmegaConf.is_config(v):
             _need(v in ("random", "minimax", "rules"), key, "random, minimax or rules", v)
+    for key in ("opponent.every", "opponent.size"):
+        if _get(cfg, key) is not None:
+            positive_int(cfg, key)
 
     v = _get(cfg, "seat.side")
     _need(v in SEATS, "seat.side", f"one of {', '.join(SEATS)}", v)
@@ -90,7 +93,16 @@ def _validate_algo(cfg: DictConfig) -> None:
     if _get(cfg, "algo.temperature") is not None:
         v = _get(cfg, "algo.temperature")
         _need(_is_number(v) and v >= 0, "algo.temperature", "a number >= 0 (0 = greedy)", v)
-    for key in ("algo.faithful", "algo.baseline", "algo.masked_softmax"):
+    for key, lo, hi in (("algo.gamma", 0.0, 1.0), ("algo.gae_lambda", 0.0, 1.0), ("algo.clip", 0.0, 1.0)):
+        v = _get(cfg, key)
+        if v is not None:
+            _need(_is_number(v) and lo < v <= hi, key, f"a number in ({lo:g}, {hi:g}]", v)
+    for key in ("algo.ent_coef", "algo.vf_coef", "algo.max_grad_norm"):
+        v = _get(cfg, key)
+        if v is not None:
+            _need(_is_number(v) and v >= 0, key, "a number >= 0", v)
+    for key in ("algo.faithful", "algo.masked_softmax", "algo.masking", "algo.shared_trunk",
+                "algo.norm_adv"):
         if _get(cfg, key) is not None:
             v = _get(cfg, key)
             _need(isinstance(v, bool), key, "true or false", v)

@@ -26,7 +26,7 @@ class MLP(nn.Module):
     """Mover's view (B, 9) -> logits (B, 9), ReLU hidden layers of the given sizes."""
 
     def __init__(self, hidden: list[int] | tuple[int, ...] = (100,), encoding: str = "planes18",
-                 init: str = "default"):
+                 init: str = "default", outputs: int = 9):
         super().__init__()
         self.encoding_name = encoding
         self.encode = encodings.get(encoding)
@@ -35,7 +35,7 @@ class MLP(nn.Module):
         layers: list[nn.Module] = []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
             layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
-        layers.append(nn.Linear(sizes[-1], 9))
+        layers.append(nn.Linear(sizes[-1], outputs))  # 9 logits; 1 for a value network
         self.body = nn.Sequential(*layers)
         if init == "uniform":  # antirez's ttt-rl: every weight and bias uniform in [-0.5, 0.5]
             for p in self.parameters():
@@ -46,6 +46,10 @@ class MLP(nn.Module):
     def spec(self) -> dict:
         """What it takes to build this network again (stored in checkpoints)."""
         return {"hidden": self.hidden, "encoding": self.encoding_name}
+
+    def trunk(self, view: torch.Tensor) -> torch.Tensor:
+        """(B, 9) mover's view -> (B, H) last hidden layer (for a shared value head)."""
+        return self.body[:-1](self.encode(view))
 
     def raw_logits(self, view: torch.Tensor) -> torch.Tensor:
         """(B, 9) mover's view -> (B, 9) logits for every cell, occupied ones included."""

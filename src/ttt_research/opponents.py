@@ -16,10 +16,14 @@ can use the very same table:
   first applicable rule names. It is not perfect: see ``rules_record`` and the README.
 * ``mixed``: per game, the strong player with probability ``p_perfect``, else random.
 
-Policy opponents (self-play, snapshot pools) join through the same ``Opponent`` interface.
+Opponents made of policies join through the same interface, and hear about every update
+(``on_update``): ``self`` (a marker: the learner plays both sides), ``pool`` (snapshots of
+the learner) and ``curriculum`` (a schedule over any of the above).
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -38,6 +42,20 @@ class Opponent:
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """(B,) codes where this opponent is to move -> (B,) int64 cells."""
         raise NotImplementedError
+
+    def on_update(self, net: torch.nn.Module, progress: float, update: int) -> None:
+        """Called before each update with the learner's network, the share of the budget
+        played so far and the update index (snapshot pools and curricula listen)."""
+
+
+class SelfPlay(Opponent):
+    """``opponent=self``: the learner plays both sides (``rollout.play`` sees this marker and
+    lets the learner move everywhere; both sides' moves are learned from)."""
+
+    name = "self"
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        raise RuntimeError("self-play has no separate opponent: rollout.play moves for both sides")
 
 
 class TableOpponent(Opponent):
@@ -158,6 +176,10 @@ class MixedOpponent(Opponent):
         self.strong.reset(started, generator)
         self.weak.reset(started, generator)
 
+    def on_update(self, net: torch.nn.Module, progress: float, update: int) -> None:
+        self.strong.on_update(net, progress, update)
+        self.weak.on_update(net, progress, update)
+
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         if self.is_strong is None or self.is_strong.shape != code.shape:
             self.reset(torch.ones(code.shape, dtype=torch.bool, device=code.device), generator)
@@ -167,6 +189,82 @@ class MixedOpponent(Opponent):
 
 
 FIXED = {"random": RandomOpponent, "minimax": MinimaxOpponent, "rules": RulesOpponent}
+
+
+class PolicyOpponent(Opponent):
+    """A frozen copy of a policy network, sampling from its masked softmax."""
+
+    def __init__(self, net: torch.nn.Module, name: str = "policy"):
+        self.net = copy.deepcopy(net).eval().requires_grad_(False)
+        self.name = name
+
+    @torch.no_grad()
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        t = game.tables(code.device)
+        logits = self.net(t.view[code].float())  # occupied cells masked
+        u = torch.rand(logits.shape, device=code.device, generator=generator)
+        return (logits - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+
+
+class PoolOpponent(Opponent):
+    """Snapshots of the learner, taken every ``every`` updates (at most ``size``, oldest
+    dropped; the latest always among them); each game draws one snapshot to play."""
+
+    def __init__(self, every: int = 10, size: int = 8):
+        if every < 1 or size < 1:
+            raise ValueError(f"opponent.every and opponent.size must be >= 1, got {every}, {size}")
+        self.every, self.size = int(every), int(size)
+        self.snapshots: list[PolicyOpponent] = []
+        self.choice: torch.Tensor | None = None  # (B,) snapshot index per game
+        self.name = f"pool({size}, every {every})"
+
+    def on_update(self, net: torch.nn.Module, progress: float, update: int) -> None:
+        if not self.snapshots or update % self.every == 0:
+            self.snapshots = (self.snapshots + [PolicyOpponent(net, f"snapshot@{update}")])[-self.size:]
+
+    def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
+        n = max(1, len(self.snapshots))
+        draw = torch.randint(n, started.shape, device=started.device, generator=generator)
+        if self.choice is None or self.choice.shape != started.shape:
+            self.choice = draw
+        else:
+            self.choice = torch.where(started, draw, self.choice.clamp_max(n - 1))
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        if not self.snapshots:
+            raise RuntimeError("the pool is empty: it fills when training starts")
+        if self.choice is None or self.choice.shape != code.shape:
+            self.reset(torch.ones(code.shape, dtype=torch.bool, device=code.device), generator)
+        moves = torch.stack([s.act(code, generator) for s in self.snapshots])  # (K, B)
+        return moves.gather(0, self.choice[None].clamp_max(len(self.snapshots) - 1)).squeeze(0)
+
+
+class Curriculum(Opponent):
+    """A schedule over opponents: ``stages`` is a list of (until, opponent) with ``until``
+    the share of the budget at which the stage ends; the last stage runs to the end."""
+
+    def __init__(self, stages: list):
+        self.stages = [(float(s["until"]), s["opponent"]) for s in stages]
+        if not self.stages:
+            raise ValueError("opponent.stages must list at least one stage")
+        self.index = 0
+        self.name = "curriculum(" + " -> ".join(o.name for _, o in self.stages) + ")"
+
+    @property
+    def current(self) -> Opponent:
+        return self.stages[self.index][1]
+
+    def on_update(self, net: torch.nn.Module, progress: float, update: int) -> None:
+        for _, opponent in self.stages:  # every stage hears it: pools keep their snapshots
+            opponent.on_update(net, progress, update)
+        while self.index < len(self.stages) - 1 and progress >= self.stages[self.index][0]:
+            self.index += 1
+
+    def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
+        self.current.reset(started, generator)
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.current.act(code, generator)
 
 
 def build(name: str, p_perfect: float = 0.5, strong: str = "minimax") -> Opponent:

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from . import game
-from .opponents import Opponent
+from .opponents import Opponent, SelfPlay
 
 SEATS = ("x", "o", "both")
 # The learner's move function: mover's view (B, 9) float and legal mask (B, 9) -> cells (B,).
@@ -53,9 +53,9 @@ class Episodes:
     action: torch.Tensor  # (T, B) int64, the cell played
     active: torch.Tensor  # (T, B) bool, the game was still going at this ply
     learner: torch.Tensor  # (T, B) bool, an active ply where the learner moved
-    seat: torch.Tensor  # (B,) int8, the learner's side: +1 X, -1 O
+    seat: torch.Tensor  # (B,) int8, the learner's side: +1 X, -1 O (X in self-play)
     outcome: torch.Tensor  # (B,) int8, from the learner's side: +1 win, 0 tie, -1 loss
-    forfeit: torch.Tensor  # (B,) bool, the learner lost by an illegal move
+    forfeit: torch.Tensor  # (B,) bool, the learner lost by an illegal move (self-play: a side did)
     plies: torch.Tensor  # (B,) int64, moves played in the game
 
     @property
@@ -88,7 +88,8 @@ def play(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
     device = torch.device(device)
     t = game.tables(device)
     T = game.CELLS
-    seats = draw_seats(batch, seat, device, generator)
+    self_play = isinstance(opponent, SelfPlay)  # the learner moves for both sides
+    seats = draw_seats(batch, "x" if self_play else seat, device, generator)
     code = torch.zeros(batch, dtype=torch.long, device=device)
     over = torch.zeros(batch, dtype=torch.bool, device=device)
     winner = torch.zeros(batch, dtype=torch.int8, device=device)
@@ -104,10 +105,10 @@ def play(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
     for ply in range(T):
         mover = game.X if ply % 2 == 0 else game.O  # lockstep: every live game has `ply` pieces
         view, legal = t.view[code], t.legal[code]
-        mine = seats == mover
+        mine = (seats == mover) | self_play
         # With a fixed seat only one side moves at this ply: skip the other's computation.
-        learner_moves = seat == "both" or (seat == "x") == (mover == game.X)
-        opponent_moves = seat == "both" or not learner_moves
+        learner_moves = self_play or seat == "both" or (seat == "x") == (mover == game.X)
+        opponent_moves = not self_play and (seat == "both" or not learner_moves)
         if learner_moves and opponent_moves:
             action = torch.where(mine, learner(view.float(), legal), opponent.act(code, generator))
         elif learner_moves:

@@ -81,6 +81,8 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
 
     report = evaluate_policy(module.greedy)
+    if getattr(module, "masking", True) is False:  # how often the raw policy picks an occupied cell
+        report["raw_illegal_move_rate"] = module.raw_illegal_rate()
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
     return report

@@ -14,8 +14,19 @@ uniform over the *other* legal moves. The nudge is the cross-entropy gradient
 
 Two modes:
 
-* **batched** (default): ``games_per_update`` games at once, one SGD step on the mean
-  over games, moves sampled from the softmax at ``temperature`` (0 = greedy, the seed's).
+* **batched** (default): ``games_per_update`` games per training step, played as
+  ``rollouts`` successive batches of games in lockstep; after each batch, ``minibatches``
+  optimiser steps on random shares of its moves (the loss is the mean over games). Moves
+  are sampled from the masked softmax at ``temperature`` (0 = greedy, the seed's),
+  annealed linearly to ``temperature_final`` over the budget when that is set.
+
+    Why anneal: at temperature 1 the rule's fixed point is soft (a loss pushes towards
+    *every* other move, like an entropy bonus, and weighs only ``1 / (legal - 1)`` on
+    the move itself), so the greedy policy read off it still loses 2-3% of games to the
+    random player; a sharp behaviour policy is risk-averse (a loss then costs the played
+    move its whole ``|r|``) but stops exploring. Exploring at 1 and ending near 0.1 gets
+    most of both. Small batches (a few hundred games) keep the data on-policy, which
+    matters more here than the number of optimiser steps.
 * **faithful** (``faithful=true``): the seed, move for move: one game at a time, greedy,
   an SGD step after each of the network's moves, the softmax over all 9 outputs (the
   network must learn that occupied cells are bad). ``games_per_update`` games are played
@@ -62,22 +73,21 @@ class Reinforce(RLModule):
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
                  masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
-                 lr_final: float | None = None, rollouts: int = 1, **kwargs):
+                 rollouts: int = 1, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
         self.temperature = 0.0 if faithful else float(temperature)
         self.masked_softmax = masked_softmax and not faithful
         self.faithful = bool(faithful)
-        # False: none; True: the batch's mean reward; a number: that constant.
-        self.baseline = False if faithful or baseline is False else (
-            True if baseline is True else float(baseline))
+        self.baseline = bool(baseline) and not faithful
         self.minibatches = int(minibatches)
         self.rollouts = max(1, int(rollouts))
-        # Schedules over the budget (linear in the share of games played); None: constant.
+        # Temperature annealing: linear in the share of the budget played, from
+        # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
-        self.temperature_final = None if faithful or temperature_final is None else float(temperature_final)
-        self.lr_final = None if faithful or lr_final is None else float(lr_final)
+        self.temperature_final = (None if faithful or temperature_final is None
+                                  else float(temperature_final))
         self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
 
     def configure_optimizers(self):
@@ -101,20 +111,13 @@ class Reinforce(RLModule):
         gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0)))
         return (logits / self.temperature + gumbel).argmax(-1)
 
-    # ------------------------------------------------------------------ schedules
-
-    def _progress(self) -> float:
-        return min(1.0, self.games_played / max(1, self.budget_games))
-
-    def _apply_schedules(self, opt) -> float:
-        """Set this update's temperature and learning rate; returns the learning rate."""
-        f = self._progress()
+    def anneal_temperature(self) -> None:
+        """Set this step's sampling temperature from the share of the budget played
+        (``games_played`` is checkpointed, so a resumed run continues the schedule)."""
         if self.temperature_final is not None:
-            self.temperature = self.temperature_start + f * (self.temperature_final - self.temperature_start)
-        lr = self.lr if self.lr_final is None else self.lr + f * (self.lr_final - self.lr)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        return lr
+            f = min(1.0, self.games_played / max(1, self.budget_games))
+            self.temperature = self.temperature_start + f * (self.temperature_final
+                                                             - self.temperature_start)
 
     # ------------------------------------------------------------------ learning
 
@@ -125,10 +128,8 @@ class Reinforce(RLModule):
         ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
         plies = ep.plies[None].expand(T, B)[m]
         reward = self.reward.of(ep.outcome, ep.forfeit)
-        if self.baseline is True:  # compare each game with the batch's average game
+        if self.baseline:  # compare each game with the batch's average game
             reward = reward - reward.mean()
-        elif self.baseline is not False:
-            reward = reward - self.baseline
         reward = reward[None].expand(T, B)[m]
         scaled = reward * move_importance(ply, plies)
         return ep.view[m].float(), ep.legal[m], ep.action[m], scaled
@@ -138,7 +139,7 @@ class Reinforce(RLModule):
         if self.faithful:
             return self._faithful_step(opt)
         raw_opt = opt.optimizer  # Lightning's wrapper costs about as much as a small step
-        lr = self._apply_schedules(raw_opt)
+        self.anneal_temperature()
         # One Lightning step plays ``games_per_update`` games as ``rollouts`` successive
         # batches, each learned from before the next is played: small batches keep the
         # data close to the current policy, and the step's fixed costs (logging) are paid
@@ -152,7 +153,7 @@ class Reinforce(RLModule):
             results.append(ep)
         merged = results[0] if len(results) == 1 else _concat(results)
         self.log_rollout(merged, {"loss": total / (self.rollouts * self.minibatches),
-                                  "lr": torch.tensor(lr),
+                                  "lr": torch.tensor(self.lr),
                                   "temperature": torch.tensor(self.temperature)})
 
     def _learn(self, raw_opt, ep) -> torch.Tensor:

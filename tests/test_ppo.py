@@ -1,0 +1,98 @@
+"""PPO's terms, each on numbers worked out by hand, and its opponents made of policies."""
+
+import math
+
+import pytest
+import torch
+
+from ttt_research import game
+from ttt_research.algos.ppo import (explained_variance, gae, masked_entropy, normalise,
+                                    policy_loss, value_loss)
+from ttt_research.nets import MASKED, MLP
+from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
+from ttt_research.rollout import play
+
+
+def test_gae_over_one_sides_moves_by_hand():
+    # O moves at plies 1 and 3 of one game and wins after its second move.
+    #   ply 3 (last): delta = 1 - 0.2 = 0.8, A = 0.8
+    #   ply 1: delta = 0 + 0.9 * 0.2 - 0.5 = -0.32, A = -0.32 + 0.9 * 0.5 * 0.8 = 0.04
+    mask = torch.tensor([[False], [True], [False], [True]])
+    last = torch.tensor([[False], [False], [False], [True]])
+    reward = torch.tensor([[0.0], [0.0], [0.0], [1.0]])
+    value = torch.tensor([[9.0], [0.5], [9.0], [0.2]])  # 9s sit on the other side's plies
+    adv, ret = gae(reward, value, mask, last, gamma=0.9, lam=0.5)
+    assert adv[:, 0].tolist() == pytest.approx([0.0, 0.04, 0.0, 0.8])
+    assert ret[:, 0].tolist() == pytest.approx([0.0, 0.54, 0.0, 1.0])
+
+
+def test_gae_cuts_at_the_last_move_of_each_game():
+    # Two games side by side; the first ends after one move with -2, the second after two.
+    mask = torch.tensor([[True, True], [True, True]])
+    last = torch.tensor([[True, False], [False, True]])
+    mask[1, 0] = False
+    reward = torch.tensor([[-2.0, 0.0], [0.0, 1.0]])
+    value = torch.tensor([[0.0, 0.1], [0.0, 0.3]])
+    adv, _ = gae(reward, value, mask, last, gamma=1.0, lam=1.0)
+    assert adv[0, 0].item() == pytest.approx(-2.0)  # nothing after its last move leaks in
+    assert adv[0, 1].item() == pytest.approx(1.0 - 0.1)  # Monte Carlo return minus V
+
+
+def test_clipped_surrogate_by_hand():
+    # ratio 1.5 with A = +2: min(3, 2.4) -> loss -2.4; ratio 0.5 with A = -1: max clips at 0.8.
+    logp = torch.log(torch.tensor([0.6, 0.2]))
+    logp_old = torch.log(torch.tensor([0.4, 0.4]))
+    adv = torch.tensor([2.0, -1.0])
+    assert policy_loss(logp, logp_old, adv, clip=0.2).item() == pytest.approx((-2.4 + 0.8) / 2)
+
+
+def test_value_loss_entropy_and_diagnostics_by_hand():
+    assert value_loss(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 4.0])).item() == pytest.approx(1.25)
+    logits = torch.tensor([[0.0, 0.0] + [MASKED] * 7])
+    legal = torch.tensor([[True, True] + [False] * 7])
+    assert masked_entropy(logits, legal).item() == pytest.approx(math.log(2))
+    ret = torch.tensor([1.0, 2.0, 3.0])
+    assert explained_variance(ret.clone(), ret).item() == pytest.approx(1.0)
+    assert explained_variance(torch.full((3,), 2.0), ret).item() == pytest.approx(0.0)
+    z = normalise(torch.tensor([1.0, 2.0, 3.0, 6.0]))
+    assert z.mean().item() == pytest.approx(0.0, abs=1e-6) and z.std().item() == pytest.approx(1.0)
+
+
+def _greedy_net(seed=0):
+    torch.manual_seed(seed)
+    return MLP([16], "signed9")
+
+
+def test_self_play_lets_the_learner_move_for_both_sides():
+    net = _greedy_net()
+    gen = torch.Generator().manual_seed(0)
+    ep = play(64, lambda v, legal: net(v).argmax(-1), SelfPlay(), "both", "cpu", gen)
+    assert torch.equal(ep.learner, ep.active)  # every move of every game is the learner's
+    assert (ep.seat == game.X).all()
+
+
+def test_pool_snapshots_every_k_updates_and_keeps_the_latest():
+    pool = PoolOpponent(every=3, size=2)
+    nets = [_greedy_net(i) for i in range(7)]
+    for update, net in enumerate(nets):
+        pool.on_update(net, update / 7, update)
+    # Snapshots at updates 0, 3, 6; only the last two kept.
+    assert [s.name for s in pool.snapshots] == ["snapshot@3", "snapshot@6"]
+    w = pool.snapshots[-1].net.body[0].weight
+    assert torch.equal(w, nets[6].body[0].weight) and not w.requires_grad
+    codes = torch.zeros(500, dtype=torch.long)
+    gen = torch.Generator().manual_seed(1)
+    pool.reset(torch.ones(500, dtype=torch.bool), gen)
+    moves = pool.act(codes, gen)
+    assert game.tables().legal[codes, moves].all()
+    assert set(pool.choice.tolist()) == {0, 1}
+
+
+def test_curriculum_moves_through_its_stages():
+    a, b = RandomOpponent(), MixedOpponent(0.5, "minimax")
+    cur = Curriculum([{"until": 0.5, "opponent": a}, {"until": 1.0, "opponent": b}])
+    net = _greedy_net()
+    cur.on_update(net, 0.2, 0)
+    assert cur.current is a
+    cur.on_update(net, 0.5, 1)
+    assert cur.current is b
