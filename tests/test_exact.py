@@ -62,6 +62,7 @@ def test_best_unbeatable_player_scores_the_best_possible_rows():
     ((1.0, 0.3, -2.0), (0.9948, 0.0, 0.0052), (0.9164, 0.0, 0.0836)),  # antirez
     ((1.0, 0.2, -1.0), (0.9948, 0.0, 0.0052), (0.9291, 0.0042, 0.0667)),  # antirez_readme
     ((1.0, 0.0, -1.0), (0.9948, 0.0, 0.0052), (0.9323, 0.0074, 0.0603)),  # zero_sum
+    ((1.0, 0.3, -5.0), (0.9948, 0.0, 0.0052), (0.9164, 0.0, 0.0836)),  # cautious (PPO's default)
 ])
 def test_reward_optimal_agents_vs_random_match_facts(reward, as_x, as_o):
     for seat, want in ((game.X, as_x), (game.O, as_o)):

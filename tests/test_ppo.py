@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from ttt_research import game
-from ttt_research.algos.ppo import (explained_variance, gae, masked_entropy, normalise,
-                                    policy_loss, value_loss)
+from ttt_research.algos.ppo import explained_variance, gae, masked_entropy, normalise, policy_loss, value_loss
 from ttt_research.nets import MASKED, MLP
 from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
 from ttt_research.rollout import play

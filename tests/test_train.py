@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_module
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ttt_research import evaluate as ev
+from ttt_research import game
 from ttt_research.algos.reinforce import antirez_targets, move_importance, weighted_cross_entropy
 from ttt_research.config import ConfigError, validate
 from ttt_research.policy_file import load_policy
@@ -49,11 +52,32 @@ def test_every_experiment_composes_and_trains(tmp_path, name):
 
 
 def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
-    report = train(make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo"), tmp_path)
-    assert 0.0 < report["raw_illegal_move_rate"] <= 1.0  # an untrained net picks occupied cells
-    header = (tmp_path / "metrics.csv").read_text().splitlines()
-    # Forfeits end games early: fewer learner moves than the ~4 of a game played to the end.
-    assert report["as_x"]["worst_case"] in ("win", "draw", "loss")
+    from ttt_research.rollout import play
+
+    cfg = make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo")
+    module = build(cfg)
+    module.generator = torch.Generator().manual_seed(0)
+    ep = play(512, module.act, module.opponent, "both", "cpu", module.generator)
+    assert ep.forfeit.any()  # an untrained net picks occupied cells...
+    assert (ep.outcome[ep.forfeit] == -1).all()  # ...and loses those games,
+    assert (module.reward.of(ep.outcome, ep.forfeit)[ep.forfeit] == -10.0).all()  # at -10
+    report = train(cfg, tmp_path)
+    assert 0.0 < report["raw_illegal_move_rate"] <= 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_masked_policies_never_choose_an_occupied_cell(seed):
+    """Property: with masking on, PPO's and REINFORCE's sampled moves are legal on every
+    reachable position, whatever the (random) weights."""
+    torch.manual_seed(seed)
+    codes = ev.decision_codes()
+    t = game.tables()
+    for algo in ("ppo", "reinforce"):
+        module = build(make_cfg(f"algo={algo}"))
+        module.generator = torch.Generator().manual_seed(seed)
+        moves = module.act(t.view[codes].float(), t.legal[codes])
+        assert t.legal[codes, moves].all()
 
 
 def test_run_folder_follows_the_contract(tmp_path):
@@ -168,7 +192,7 @@ def test_weighted_cross_entropy_gradient_is_antirez_delta():
 def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     """One batched SGD step on one game = antirez's backprop summed over the learner's moves,
     written out by hand (hidden ReLU layer, softmax deltas) for a tiny 18 -> 3 -> 9 net."""
-    cfg = make_cfg("net.hidden=[3]", "algo.games_per_update=1", "algo.minibatches=1",
+    cfg = make_cfg("net.hidden=[3]", "algo.games_per_update=1", "algo.minibatches=1", "algo.rollouts=1",
                    "algo.lr=0.1", "algo.masked_softmax=false", "budget.games=1", "seed=5")
     module = build(cfg)
     module.generator = torch.Generator().manual_seed(0)
@@ -210,3 +234,74 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     assert torch.allclose(new["body.2.bias"], b2 - 0.1 * gb2, atol=1e-6)
     assert torch.allclose(new["body.0.weight"], W1 - 0.1 * gW1, atol=1e-6)
     assert torch.allclose(new["body.0.bias"], b1 - 0.1 * gb1, atol=1e-6)
+
+
+def test_faithful_mode_learns_and_repeats_itself(tmp_path):
+    """The seed's loop (NumPy, one SGD step per move): it learns, and a seed fixes the run."""
+    over = ["+experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]
+    cfg = make_cfg(*over)
+    untrained = ev.evaluate_policy(build(cfg).greedy)
+    a = train(cfg, tmp_path / "a")
+    b = train(make_cfg(*over), tmp_path / "b")
+    assert a == b
+    assert a["as_o"]["vs_random"]["loss"] < untrained["as_o"]["vs_random"]["loss"] - 0.05
+
+
+def test_faithful_numpy_step_equals_torch_autograd_step():
+    """One game through algos/faithful.py moves the weights exactly as the torch path's
+    per-move SGD steps do on the same game (same moves replayed)."""
+    import numpy as np
+
+    from ttt_research.algos import faithful
+    from ttt_research.nets import MLP
+    from ttt_research.rollout import Reward
+
+    torch.manual_seed(0)
+    net = MLP([5], "planes18", init="uniform")
+    twin = MLP([5], "planes18")
+    twin.load_state_dict(net.state_dict())
+    reward = Reward(1.0, 0.3, -2.0, -2.0)
+    stats = faithful.train_games(net, 1, reward, 0.1, game.O, np.random.default_rng(3))
+    # Replay: the same rng gives the same random X moves; the twin's greedy O moves are the
+    # same because the twin's weights equal the fast net's before the game.
+    rng = np.random.default_rng(3)
+    rules = faithful.RuleLists()
+    code, mover, moves = 0, game.X, []
+    while not rules.done[code]:
+        legal = rules.legal[code]
+        if mover == game.O:
+            z = twin.raw_logits(game.tables().view[code][None].float())[0]
+            cell = max(legal, key=lambda c: (float(z[c]), -c))
+        else:
+            cell = legal[int(rng.integers(len(legal)))]
+        moves.append((code, cell, mover))
+        code = rules.next[code][cell]
+        mover = -mover
+    outcome = rules.winner[code] * game.O
+    base = {1: 1.0, 0: 0.3, -1: -2.0}[outcome]
+    sgd = torch.optim.SGD(twin.parameters(), lr=0.1)
+    for ply, (state, cell, who) in enumerate(moves):
+        if who != game.O:
+            continue
+        scaled = torch.tensor([base * (0.5 + 0.5 * ply / len(moves))])
+        legal = game.tables().legal[state][None]
+        target = antirez_targets(torch.tensor([cell]), legal, scaled)
+        loss = weighted_cross_entropy(twin.raw_logits(game.tables().view[state][None].float()),
+                                      target, scaled.abs()).sum()
+        sgd.zero_grad()
+        loss.backward()
+        sgd.step()
+    assert stats["win"] + stats["loss"] + stats["tie"] == 1
+    for (k, v), (_, w) in zip(net.state_dict().items(), twin.state_dict().items(), strict=True):
+        assert torch.allclose(v, w, atol=1e-5), k
+
+
+def test_a_short_ppo_run_improves_the_exact_evaluation_from_both_seats(tmp_path):
+    cfg = make_cfg("algo=ppo", "net=mlp128", "budget.games=30000", "algo.games_per_update=2048",
+                   "eval_every=100")
+    untrained = ev.evaluate_policy(build(cfg).greedy)
+    trained = train(cfg, tmp_path)
+    for seat in ("as_x", "as_o"):
+        before, after = untrained[seat]["vs_random"], trained[seat]["vs_random"]
+        assert after["loss"] < before["loss"] - 0.05
+        assert after["win"] > before["win"] + 0.05

@@ -50,6 +50,8 @@ def validate(cfg: DictConfig) -> None:
         positive_int(cfg, key)
     v = _get(cfg, "resume")
     _need(isinstance(v, bool), "resume", "true or false", v)
+    v = _get(cfg, "threads")
+    _need(v is None or (_is_int(v) and v > 0), "threads", "a positive integer or null", v)
     v = _get(cfg, "progress")
     _need(v in ("auto", True, False), "progress", "auto, true or false", v)
 

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import lightning as L
+import torch
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
@@ -68,6 +69,8 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if resume_from is not None and not resume_from.is_file():
         raise ConfigError(f"resume=true but there is no checkpoint at {resume_from}")
 
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
     evaluation = ExactEvaluation(cfg.eval_every)

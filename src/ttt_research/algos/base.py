@@ -105,15 +105,19 @@ class RLModule(L.LightningModule):
 
     def log_rollout(self, episodes: Episodes, extra: dict[str, torch.Tensor]) -> None:
         """Rollout rates, ``train/*`` terms and speed, every update."""
-        self.games_played += episodes.batch
+        self.log_results(episodes.batch, episodes.rates(), extra)
+
+    def log_results(self, games: int, rates: dict, extra: dict[str, torch.Tensor]) -> None:
+        """Log an update of ``games`` games: sampled rates, ``train/*`` terms, games/s."""
+        self.games_played += games
         now = time.perf_counter()
-        metrics = {f"rollout/{k}": v for k, v in episodes.rates().items()}
+        metrics = {f"rollout/{k}": v for k, v in rates.items()}
         metrics.update({f"train/{k}": v.detach() for k, v in extra.items()})
         metrics["train/games"] = float(self.games_played)
         if self._last_time is not None:
-            metrics["perf/games_per_s"] = episodes.batch / max(now - self._last_time, 1e-9)
+            metrics["perf/games_per_s"] = games / max(now - self._last_time, 1e-9)
         self._last_time = now
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=episodes.batch)
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=games)
         if "perf/games_per_s" in metrics:
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)

@@ -33,7 +33,6 @@ import torch.nn.functional as F
 
 from .. import game
 from ..nets import MLP
-from ..opponents import SelfPlay
 from ..rollout import Episodes, play
 from .base import RLModule
 

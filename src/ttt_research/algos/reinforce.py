@@ -36,11 +36,14 @@ Two modes:
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .. import game
+from ..opponents import RandomOpponent
 from ..rollout import play
+from . import faithful
 from .base import RLModule
 
 
@@ -176,6 +179,9 @@ class Reinforce(RLModule):
 
     def _faithful_step(self, opt):
         """``games_per_update`` games, each learned from move by move as the seed does."""
+        if faithful.supports(self.net) and isinstance(self.opponent, RandomOpponent) \
+                and self.seat in ("x", "o"):
+            return self._faithful_fast()
         raw_opt = opt.optimizer  # the plain SGD: Lightning's wrapper costs more than the step
         results = []
         total = torch.zeros((), device=self.device)
@@ -193,6 +199,19 @@ class Reinforce(RLModule):
             results.append(ep)
         merged = _concat(results)
         self.log_rollout(merged, {"loss": total / merged.batch, "lr": torch.tensor(self.lr)})
+
+
+    def _faithful_fast(self):
+        """The same loop in NumPy on the network's own weights (``algos/faithful.py``)."""
+        seed = int(torch.randint(2**62, (1,), generator=self.generator))  # keeps runs reproducible
+        seat = game.X if self.seat == "x" else game.O
+        with torch.no_grad():
+            s = faithful.train_games(self.net, self.games_per_update, self.reward, self.lr, seat,
+                                     np.random.default_rng(seed))
+        n = self.games_per_update
+        rates = {"win_rate": s["win"] / n, "loss_rate": s["loss"] / n, "tie_rate": s["tie"] / n}
+        self.log_results(n, rates, {"loss": torch.tensor(s["loss_sum"] / n),
+                                    "lr": torch.tensor(self.lr)})
 
 
 def _concat(eps):
