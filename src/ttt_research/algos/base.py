@@ -89,10 +89,15 @@ class RLModule(L.LightningModule):
         self.games_played = int(checkpoint.get("games_played", 0))
         self._generator_state = checkpoint.get("generator_state")
 
+    @property
+    def progress(self) -> float:
+        """Share of the game budget played so far, in [0, 1] (schedules follow it; it is
+        checkpointed through ``games_played``, so a resumed run continues them)."""
+        return min(1.0, self.games_played / max(1, self.budget_games))
+
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
         """Tell the opponent an update is coming (pools snapshot, curricula move on)."""
-        progress = min(1.0, self.games_played / max(1, self.budget_games))
-        self.opponent.on_update(self.net, progress, batch_idx)
+        self.opponent.on_update(self.net, self.progress, batch_idx)
 
     # ------------------------------------------------------------------ policy
 

@@ -115,12 +115,10 @@ class Reinforce(RLModule):
         return (logits / self.temperature + gumbel).argmax(-1)
 
     def anneal_temperature(self) -> None:
-        """Set this step's sampling temperature from the share of the budget played
-        (``games_played`` is checkpointed, so a resumed run continues the schedule)."""
+        """Set this step's sampling temperature from the share of the budget played."""
         if self.temperature_final is not None:
-            f = min(1.0, self.games_played / max(1, self.budget_games))
-            self.temperature = self.temperature_start + f * (self.temperature_final
-                                                             - self.temperature_start)
+            self.temperature = self.temperature_start + self.progress * (
+                self.temperature_final - self.temperature_start)
 
     # ------------------------------------------------------------------ learning
 
