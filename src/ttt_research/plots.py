@@ -79,10 +79,10 @@ def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
                             label=f"{label} as {st.upper()} (exact)")
         pts = s.get(f"eval/{st}_worst_case", [])
         beaten = [x for x, y in pts if y < 0]
-        if pts and len(beaten) < len(pts):
+        if pts and len(beaten) < len(pts):  # tick marks where the agent cannot be beaten
             safe = [x for x, y in pts if y >= 0]
-            bottom.scatter(safe, [floor] * len(safe), marker="|", color="black", s=120,
-                           label=f"unbeatable as {st.upper()}" if i == 0 else None)
+            bottom.scatter(safe, [floor * (1 + i)] * len(safe), marker="|", s=120,
+                           color="black" if i == 0 else "grey", label=f"unbeatable as {st.upper()}")
     bottom.set_yscale("log")
     bottom.set_ylim(floor / 2, 1.5)
     bottom.set_xlabel("training games")
