@@ -305,3 +305,34 @@ def test_a_short_ppo_run_improves_the_exact_evaluation_from_both_seats(tmp_path)
         before, after = untrained[seat]["vs_random"], trained[seat]["vs_random"]
         assert after["loss"] < before["loss"] - 0.05
         assert after["win"] > before["win"] + 0.05
+
+
+def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
+    """SIGKILL once a checkpoint exists, rerun with resume=true: same eval.json as a run that
+    was never interrupted (the generator state and game counter are in the checkpoint), and
+    metrics.csv keeps the rows from before the kill."""
+    import csv
+    import os
+    import signal
+    import time
+
+    args = ["budget.games=200000", "algo.games_per_update=512", "algo.rollouts=1",
+            "checkpoint_every=10", "eval_every=50"]
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", *args, "progress=false",
+                             f"hydra.run.dir={killed}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    ckpt = killed / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 120
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert ckpt.exists() and not (killed / "eval.json").exists()  # killed mid-run
+    resumed = _run_cli(*args, "resume=true", f"hydra.run.dir={killed}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _run_cli(*args, f"hydra.run.dir={whole}").returncode == 0
+    assert (killed / "eval.json").read_text() == (whole / "eval.json").read_text()
+    with open(killed / "metrics.csv", newline="") as f:
+        games = [float(r["train/games"]) for r in csv.DictReader(f) if r.get("train/games")]
+    assert games[0] == 512 and max(games) >= 200000

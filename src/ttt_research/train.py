@@ -81,7 +81,10 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           limit_train_batches=module.total_updates, enable_checkpointing=False,
                           enable_progress_bar=show_bar)
+    earlier = _set_aside_metrics(run_dir) if resume_from else None
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
+    if earlier is not None:
+        _merge_metrics(earlier, run_dir / "metrics.csv", resume_from)
 
     report = evaluate_policy(module.greedy)
     if getattr(module, "masking", True) is False:  # how often the raw policy picks an occupied cell
@@ -89,6 +92,35 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
     return report
+
+
+def _set_aside_metrics(run_dir: Path) -> Path | None:
+    """Lightning's CSV logger starts metrics.csv afresh; keep the rows from before a resume."""
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        return None
+    earlier = run_dir / "metrics.before-resume.csv"
+    path.replace(earlier)
+    return earlier
+
+
+def _merge_metrics(earlier: Path, current: Path, checkpoint: Path) -> None:
+    """metrics.csv = the rows logged up to the checkpoint, then the resumed run's rows."""
+    import csv
+
+    games = torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0)
+    with open(earlier, newline="") as f:
+        old = [r for r in csv.DictReader(f) if float(r.get("train/games") or 0) <= games]
+    new = []
+    if current.is_file():
+        with open(current, newline="") as f:
+            new = list(csv.DictReader(f))
+    header = list(dict.fromkeys(k for r in old + new for k in r))
+    with open(current, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(old + new)
+    earlier.unlink()
 
 
 def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
