@@ -165,11 +165,9 @@ class PPO(RLModule):
 
     # ------------------------------------------------------------------ learning
 
-    def _progress(self) -> float:
-        return min(1.0, self.games_played / max(1, self.budget_games))
-
     def _scheduled(self, start: float, final) -> float:
-        return start if final is None else start + self._progress() * (float(final) - start)
+        """A linear schedule over the budget (``RLModule.progress``); None: constant."""
+        return start if final is None else start + self.progress * (float(final) - start)
 
     def trajectories(self, ep: Episodes):
         """Flatten the learned-from moves of ``ep`` with their advantages and returns."""
