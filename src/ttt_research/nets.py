@@ -22,6 +22,15 @@ from . import encodings
 MASKED = -1e9
 
 
+def sample(logits: torch.Tensor, generator: torch.Generator | None = None,
+           temperature: float = 1.0) -> torch.Tensor:
+    """(B, 9) logits -> (B,) cells drawn from softmax(logits / temperature), by the
+    Gumbel-max trick: argmax of logits / T plus Gumbel noise (masked cells stay at -1e9,
+    so they are never drawn). One uniform draw per cell, on the logits' device."""
+    u = torch.rand(logits.shape, device=logits.device, generator=generator)
+    return (logits / temperature - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+
+
 class MLP(nn.Module):
     """Mover's view (B, 9) -> logits (B, 9), ReLU hidden layers of the given sizes."""
 

@@ -29,6 +29,7 @@ import torch
 
 from . import game
 from .evaluate import perfect_probs, random_probs, uniform_over
+from .nets import sample
 
 
 class Opponent:
@@ -201,9 +202,7 @@ class PolicyOpponent(Opponent):
     @torch.no_grad()
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         t = game.tables(code.device)
-        logits = self.net(t.view[code].float())  # occupied cells masked
-        u = torch.rand(logits.shape, device=code.device, generator=generator)
-        return (logits - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+        return sample(self.net(t.view[code].float()), generator)  # occupied cells masked
 
 
 class PoolOpponent(Opponent):

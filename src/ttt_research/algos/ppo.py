@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import game
-from ..nets import MLP
+from ..nets import MLP, sample
 from ..rollout import Episodes, play
 from .base import RLModule
 
@@ -159,9 +159,7 @@ class PPO(RLModule):
     @torch.no_grad()
     def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """Sample from the policy by the Gumbel-max trick: argmax(logits + Gumbel noise)."""
-        logits = self.logits(view)
-        u = torch.rand(logits.shape, device=logits.device, generator=self.generator)
-        return (logits - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+        return sample(self.logits(view), self.generator)
 
     # ------------------------------------------------------------------ learning
 

@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import game
+from ..nets import sample
 from ..opponents import RandomOpponent
 from ..rollout import play
 from . import faithful
@@ -110,9 +111,7 @@ class Reinforce(RLModule):
         logits = self.net(view)  # masked: occupied cells are never chosen
         if self.temperature <= 0:
             return logits.argmax(-1)
-        u = torch.rand(logits.shape, device=logits.device, generator=self.generator)
-        gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0)))
-        return (logits / self.temperature + gumbel).argmax(-1)
+        return sample(logits, self.generator, self.temperature)
 
     def anneal_temperature(self) -> None:
         """Set this step's sampling temperature from the share of the budget played."""
