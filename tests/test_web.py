@@ -1,0 +1,265 @@
+"""The browser game: the ``play --web`` server, and complete games in a real Chromium.
+
+The browser tests drive Debian's chromium (``/usr/bin/chromium``) headless through
+Playwright for Python, against the real ``python -m ttt_research.play PATH --web``
+server. They are skipped only when chromium, Playwright or ``web/node_modules`` (``npm ci``
+in ``web/``) is missing; ``.ci/run`` installs all three.
+"""
+
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import torch
+
+from trained import tiny_run
+from ttt_research import evaluate as ev
+from ttt_research import game
+from ttt_research.play import decide
+from ttt_research.policy_file import load_policy
+from ttt_research.serve import ORT_DIST, WEB_DIR, make_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SYMBOLS = {"X": game.X, "O": game.O, "": game.EMPTY}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny trained run: (run folder, its eval.json report)."""
+    run_dir = tmp_path_factory.mktemp("run")
+    return run_dir, tiny_run(run_dir, "seed=5")
+
+
+@contextmanager
+def served(path):
+    """``play PATH --web --port 0`` in a subprocess; yields the URL it prints."""
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research.play", str(path), "--web", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found, f"no URL in {line!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"
+        yield found[0]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0  # Ctrl-C ends the server cleanly
+
+
+@contextmanager
+def in_thread(path):
+    """The same server in this process (no interpreter start-up); yields its base URL."""
+    server = make_server(path, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, r.headers.get("Content-Type"), r.read()
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def test_a_checkpoint_is_served_as_the_contract_onnx_with_the_same_evaluation(run, tmp_path):
+    run_dir, report = run
+    with in_thread(run_dir / "checkpoints" / "last.ckpt") as url:
+        _, ctype, model = get(url + "policy.onnx")
+        info = json.loads(get(url + "model.json")[2])
+        status, html_type, page = get(url)
+        _, js_type, _ = get(url + "app.js")
+        with pytest.raises(urllib.error.HTTPError) as listing:
+            get(url + "node_modules/")
+        with pytest.raises(urllib.error.HTTPError):
+            get(url + "../pyproject.toml")
+    (tmp_path / "served.onnx").write_bytes(model)
+    policy, meta = load_policy(tmp_path / "served.onnx")
+    assert ev.evaluate_policy(policy) == report
+    assert info["error"] is None and info["name"] == "last.ckpt" and info["meta"]["seed"] == "5"
+    assert meta["games_trained"] == "2048"
+    assert status == 200 and html_type.startswith("text/html") and b'src="app.js"' in page
+    assert js_type.startswith("text/javascript") and listing.value.code == 404
+
+
+def test_a_missing_model_is_reported_in_model_json_and_404(tmp_path):
+    with in_thread(tmp_path / "missing.onnx") as url:
+        info = json.loads(get(url + "model.json")[2])
+        with pytest.raises(urllib.error.HTTPError) as e:
+            get(url + "policy.onnx")
+    assert "missing.onnx: no such file" in info["error"]
+    assert e.value.code == 404 and b"no such file" in e.value.read()
+
+
+def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
+    (tmp_path / "cut.onnx").write_bytes(b"\x08\x07garbage")
+    with served(tmp_path / "cut.onnx") as url:
+        info = json.loads(get(url + "model.json")[2])
+    assert "not a valid ONNX model" in info["error"]
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+def _playwright():
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    if not (WEB_DIR / ORT_DIST).is_dir():
+        pytest.skip("web/node_modules is missing (run `npm ci` in web/)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright for Python is not installed (pip install -e '.[dev]')")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_playwright = _playwright()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def open_game(page, url):
+    page.goto(url)
+    page.wait_for_function("['ready', 'error'].includes(document.getElementById('board').dataset.state)",
+                           timeout=30_000)
+
+
+def cell_texts(page, part: str) -> list[str]:
+    """The text of each cell's ``part`` (piece or prob), '' where it has none."""
+    script = f"cells => cells.map(c => c.querySelector('.{part}')?.textContent ?? '')"
+    return page.eval_on_selector_all(".cell", script)
+
+
+def read_board(page) -> list[int]:
+    return [SYMBOLS[t] for t in cell_texts(page, "piece")]
+
+
+def read_heat(page) -> list[float | None]:
+    """The heat map's percentages as probabilities; None on cells occupied before the move."""
+    return [float(t.rstrip("%")) / 100 if t else None for t in cell_texts(page, "prob")]
+
+
+def code_of(board: list[int]) -> int:
+    return int(game.encode(torch.tensor([board], dtype=torch.int8))[0])
+
+
+def play_one_game(page, seat: str, policy, greedy, rng) -> tuple[int, int]:
+    """Play one game by clicking, checking every agent move; returns (winner, agent moves)."""
+    human = game.X if seat == "x" else game.O
+    page.click(f"#play-{seat}")
+    before, agent_moves = [0] * 9, 0  # the board the agent moves from next
+    while True:
+        # Wait for the person's turn (after the agent's reply, if one is due) or the end.
+        due = sum(v != 0 for v in before) + (game.to_move(torch.tensor([before]))[0] != human)
+        page.wait_for_function(f"(b => b.dataset.state === 'over' || b.dataset.state === 'human' && "
+                               f"Number(b.dataset.ply) >= {due})(document.getElementById('board'))",
+                               timeout=30_000)
+        board = read_board(page)
+        new = [i for i in range(9) if board[i] != before[i]]
+        if board.count(-human) > before.count(-human):  # the agent moved since `before`
+            assert len(new) == 1 and before[new[0]] == game.EMPTY  # never an occupied cell
+            code = code_of(before)
+            assert new[0] == int(greedy[code]), f"position {before}: page {new[0]}, python {greedy[code]}"
+            heat = read_heat(page)
+            _, probs = decide(policy, code)
+            for i in range(9):
+                assert (heat[i] is None) == (before[i] != 0)
+                if heat[i] is not None:  # shown with one decimal, computed in float32
+                    assert abs(heat[i] - float(probs[i])) < 6e-4
+            agent_moves += 1
+        state = page.eval_on_selector("#board", "b => b.dataset.state")
+        if state == "over":
+            return int(game.winner(torch.tensor([board]))[0]), agent_moves
+        cell = rng.choice([i for i in range(9) if board[i] == game.EMPTY])
+        page.click(f'.cell[data-cell="{cell}"]')
+        before = board.copy()
+        before[cell] = human
+
+
+@pytest.mark.parametrize("file", ["checkpoints/last.ckpt", "policy.onnx"])
+def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, page, file):
+    run_dir, _ = run
+    policy, _ = load_policy(run_dir / file)
+    greedy, _ = ev.greedy_actions(policy)
+    rng = random.Random(0)
+    total = 0
+    with served(run_dir / file) as url:
+        open_game(page, url)
+        assert page.eval_on_selector("#board", "b => b.dataset.state") == "ready"
+        assert "seed 5" in page.inner_text("#model")
+        for seat in ("x", "o", "x", "o", "x", "o"):
+            winner, moves = play_one_game(page, seat, policy, greedy, rng)
+            total += moves
+            human = game.X if seat == "x" else game.O
+            expected = {0: "draw", human: "human", -human: "agent"}[winner]
+            banner = page.locator("#result")
+            assert banner.is_visible() and banner.get_attribute("data-result") == expected
+            assert banner.inner_text() == {"human": "You win!", "agent": "The agent wins.",
+                                           "draw": "Draw."}[expected]
+        timing = page.locator("#timing")
+        assert int(timing.get_attribute("data-moves")) == total
+        median = float(timing.get_attribute("data-median-ms"))
+        assert median > 0 and f"median {median:.2f} ms" in timing.inner_text()
+        print(f"\n{file}: median in-browser inference {median:.3f} ms over {total} agent moves")
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda d: d / "missing.onnx", "missing.onnx: no such file"),
+    (lambda d: (d / "cut.onnx").write_bytes(b"\x08\x07garbage") and d / "cut.onnx", "not a valid ONNX model"),
+])
+def test_a_missing_or_broken_model_shows_a_clear_message_on_the_page(page, tmp_path, make, needle):
+    with in_thread(make(tmp_path)) as url:
+        open_game(page, url)
+        assert page.eval_on_selector("#board", "b => b.dataset.state") == "error"
+        assert needle in page.inner_text("#error") and page.locator("#error").is_visible()
+        assert page.locator("#play-x").is_disabled() and page.locator("#play-o").is_disabled()
+
+
+def test_a_file_the_browser_cannot_run_shows_a_clear_message(run, page):
+    """The page's own check: a URL that is not a model fails in onnxruntime-web."""
+    with in_thread(run[0] / "policy.onnx") as url:
+        open_game(page, url + "?model=style.css")
+        assert "style.css is not a policy model this page can run" in page.inner_text("#error")
+        assert page.eval_on_selector("#board", "b => b.dataset.state") == "error"
+
+
+def test_seat_choice_is_needed_before_clicking_cells(run, page):
+    with in_thread(run[0] / "policy.onnx") as url:
+        open_game(page, url)
+        assert page.locator('.cell[data-cell="4"]').is_disabled()
+        page.click("#play-x")
+        page.click('.cell[data-cell="4"]')
+        page.wait_for_function("document.getElementById('board').dataset.ply === '2'")
+        assert read_board(page)[4] == game.X and read_board(page).count(game.O) == 1
+        assert page.locator('.cell[data-cell="4"]').is_disabled()  # occupied: no second click
+

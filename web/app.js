@@ -1,0 +1,198 @@
+// The browser game: loads policy.onnx with onnxruntime-web (from web/node_modules, no
+// CDN), plays its greedy policy against the person, and shows the agent's move
+// probabilities as a heat map and the time each inference took.
+//
+// The page keeps its state in data attributes that a test can wait on: #board has
+// data-state (loading | ready | human | agent | over | error) and data-ply; #result has
+// data-result (human | agent | draw); #timing has data-last-ms, data-median-ms, data-moves.
+
+import { X, O, decide, isOver, median, mover, moverView, winner } from "./rules.js";
+
+const ORT_MODULE = "./node_modules/onnxruntime-web/dist/ort.wasm.min.mjs";
+const $ = (id) => document.getElementById(id);
+const boardEl = $("board");
+const cells = [...boardEl.querySelectorAll(".cell")];
+const NAME = { [X]: "X", [O]: "O" };
+
+let ort = null;
+let session = null;
+let game = null; // { board, human, id }
+let games = 0; // bumps on every new game, so a late inference of an old game is dropped
+const times = []; // ms per agent move, every game since the page loaded
+
+function setState(state) {
+  boardEl.dataset.state = state;
+  const plies = game ? game.board.filter((v) => v !== 0).length : 0;
+  boardEl.dataset.ply = String(plies);
+  for (const c of cells) {
+    const i = Number(c.dataset.cell);
+    c.disabled = state !== "human" || game.board[i] !== 0;
+  }
+}
+
+function fail(message) {
+  const el = $("error");
+  el.textContent = message;
+  el.hidden = false;
+  $("status").textContent = "";
+  for (const b of document.querySelectorAll(".seats button")) b.disabled = true;
+  setState("error");
+}
+
+function draw(heat) {
+  cells.forEach((c, i) => {
+    const v = game.board[i];
+    c.replaceChildren();
+    if (v) {
+      const piece = document.createElement("span");
+      piece.className = "piece";
+      piece.textContent = NAME[v];
+      c.appendChild(piece);
+    }
+    c.classList.toggle("last", heat?.move === i);
+    const p = heat && heat.probs[i];
+    c.style.background = p ? `rgba(var(--heat), ${(0.08 + 0.72 * p).toFixed(3)})` : "";
+    if (heat && heat.before[i] === 0) {
+      const tag = document.createElement("span");
+      tag.className = "prob";
+      tag.textContent = `${(100 * p).toFixed(1)}%`;
+      c.appendChild(tag);
+    }
+  });
+}
+
+function showTiming() {
+  const el = $("timing");
+  const last = times[times.length - 1];
+  const med = median(times);
+  el.dataset.lastMs = last.toFixed(4);
+  el.dataset.medianMs = med.toFixed(4);
+  el.dataset.moves = String(times.length);
+  el.textContent = `Inference per move: ${last.toFixed(2)} ms this move, median ${med.toFixed(2)} ms ` +
+    `over ${times.length} move${times.length === 1 ? "" : "s"} (goal: under 2 ms).`;
+}
+
+async function logitsFor(board) {
+  const input = new ort.Tensor("float32", moverView(board), [1, 9]);
+  const t0 = performance.now();
+  const out = await session.run({ [session.inputNames[0]]: input });
+  const ms = performance.now() - t0;
+  return { logits: out[session.outputNames[0]].data, ms };
+}
+
+function finish() {
+  const w = winner(game.board);
+  const result = w === 0 ? "draw" : w === game.human ? "human" : "agent";
+  const el = $("result");
+  el.dataset.result = result;
+  el.textContent = { human: "You win!", agent: "The agent wins.", draw: "Draw." }[result];
+  el.hidden = false;
+  $("status").textContent = "Choose a side to play again.";
+  setState("over");
+}
+
+async function agentMove() {
+  const id = game.id;
+  setState("agent");
+  $("status").textContent = "The agent is thinking…";
+  let decision;
+  try {
+    const { logits, ms } = await logitsFor(game.board);
+    decision = decide(game.board, logits);
+    times.push(ms);
+  } catch (e) {
+    fail(`The model failed to run: ${e.message ?? e}`);
+    return;
+  }
+  if (id !== game.id) return; // a new game started meanwhile
+  const before = [...game.board];
+  game.board[decision.move] = mover(game.board);
+  draw({ ...decision, before });
+  showTiming();
+  if (isOver(game.board)) return finish();
+  $("status").textContent = `Your turn (${NAME[game.human]}).`;
+  setState("human");
+}
+
+function humanMove(i) {
+  if (boardEl.dataset.state !== "human" || game.board[i] !== 0) return;
+  game.board[i] = game.human;
+  draw(null);
+  if (isOver(game.board)) return finish();
+  agentMove();
+}
+
+function start(seat) {
+  game = { board: new Array(9).fill(0), human: seat === "x" ? X : O, id: ++games };
+  $("result").hidden = true;
+  delete $("result").dataset.result;
+  draw(null);
+  if (game.human === X) {
+    $("status").textContent = "Your turn (X).";
+    setState("human");
+  } else {
+    agentMove();
+  }
+}
+
+async function load() {
+  const params = new URLSearchParams(location.search);
+  const url = params.get("model") ?? "policy.onnx";
+  try {
+    ort = await import(ORT_MODULE);
+  } catch (e) {
+    return fail(`onnxruntime-web is not installed next to this page: run "npm ci" in web/ (${e.message})`);
+  }
+  // One thread: the model is a tiny MLP, worker hand-offs would cost more than they save,
+  // and a single thread needs no cross-origin isolation from the server.
+  ort.env.wasm.numThreads = 1;
+  let name = url;
+  if (!params.has("model")) {
+    const info = await fetch("model.json").then((r) => (r.ok ? r.json() : null)).catch(() => null);
+    if (info?.error) return fail(`The model could not be loaded: ${info.error}`);
+    if (info) name = describe(info);
+  }
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    return fail(`The model could not be loaded from ${url}: ${e.message}`);
+  }
+  if (!response.ok) {
+    const why = (await response.text()).trim().slice(0, 200) || response.statusText;
+    return fail(`The model could not be loaded from ${url} (HTTP ${response.status}): ${why}`);
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  try {
+    session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+    // A first run warms the runtime up (not timed) and checks the contract's shapes.
+    const out = await session.run({ [session.inputNames[0]]: new ort.Tensor("float32", new Float32Array(9), [1, 9]) });
+    const dims = out[session.outputNames[0]].dims;
+    if (dims.length !== 2 || dims[1] !== 9) throw new Error(`its output is [${dims}], the contract wants [N, 9]`);
+  } catch (e) {
+    return fail(`${url} is not a policy model this page can run: ${e.message ?? e}`);
+  }
+  $("model").textContent = `Model: ${name}`;
+  for (const b of document.querySelectorAll(".seats button")) b.disabled = false;
+  $("status").textContent = "Choose a side to start.";
+  boardEl.dataset.state = "ready";
+}
+
+function describe(info) {
+  const m = info.meta ?? {};
+  let hidden = null;
+  try {
+    hidden = JSON.parse(m.net).hidden.join("x");
+  } catch {
+    // a foreign model without our metadata: the file name says enough
+  }
+  const parts = [m.algo, hidden, m.seed && `seed ${m.seed}`,
+    m.games_trained && `${Number(m.games_trained).toLocaleString("en")} games`].filter(Boolean);
+  return parts.length ? `${info.name} (${parts.join(", ")})` : info.name;
+}
+
+for (const c of cells) c.disabled = true;
+for (const c of cells) c.addEventListener("click", () => humanMove(Number(c.dataset.cell)));
+for (const b of document.querySelectorAll(".seats button")) b.addEventListener("click", () => start(b.dataset.seat));
+window.ttt = { times, state: () => game && { board: [...game.board], human: game.human } };
+load();
