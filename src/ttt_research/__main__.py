@@ -20,6 +20,8 @@ from .config import ConfigError
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
+    from .objectives import objective
+    from .tracking import finish
     from .train import train  # imported here so that --help and config errors stay fast
 
     try:
@@ -27,8 +29,10 @@ def main(cfg: DictConfig) -> float:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    seats = {"x": ["as_x"], "o": ["as_o"], "both": ["as_x", "as_o"]}[cfg.seat.side]
-    return min(report[s]["vs_random"]["win"] - report[s]["vs_random"]["loss"] for s in seats)
+    finally:
+        finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
+    # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
+    return objective(report, cfg.seat.side, cfg.optimized_metric)
 
 
 if __name__ == "__main__":

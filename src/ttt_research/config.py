@@ -13,6 +13,7 @@ from numbers import Real
 from omegaconf import DictConfig, OmegaConf
 
 from .encodings import ENCODINGS
+from .objectives import NAMES as OBJECTIVES
 from .rollout import SEATS
 
 
@@ -54,6 +55,8 @@ def validate(cfg: DictConfig) -> None:
     _need(v is None or (_is_int(v) and v > 0), "threads", "a positive integer or null", v)
     v = _get(cfg, "progress")
     _need(v in ("auto", True, False), "progress", "auto, true or false", v)
+    v = _get(cfg, "optimized_metric")
+    _need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
 
     hidden = _get(cfg, "net.hidden")
     ok = OmegaConf.is_list(hidden) and len(hidden) > 0 and all(_is_int(h) and h > 0 for h in hidden)

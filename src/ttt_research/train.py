@@ -17,7 +17,6 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
-from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
@@ -25,6 +24,7 @@ from .config import ConfigError, validate
 from .evaluate import evaluate_policy, format_table
 from .export import export
 from .plots import plot_curves
+from .tracking import make_loggers, publish
 
 
 def quiet_lightning() -> None:
@@ -76,8 +76,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     evaluation = ExactEvaluation(cfg.eval_every)
     callbacks: list = [evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
     show_bar = progress_bar(cfg.progress, callbacks)
-    loggers = [CSVLogger(save_dir=str(run_dir), name="", version="")]
-    loggers += [instantiate(c) for c in cfg.logger.values() if isinstance(c, DictConfig) and "_target_" in c]
+    loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           limit_train_batches=module.total_updates, enable_checkpointing=False,
                           enable_progress_bar=show_bar)
@@ -91,6 +90,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         report["raw_illegal_move_rate"] = module.raw_illegal_rate()
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
+        publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
     return report
 
 

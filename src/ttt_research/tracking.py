@@ -1,0 +1,235 @@
+"""Experiment tracking: the loggers of a run and what they receive when it ends.
+
+``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
+``report.py`` read) plus whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
+``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
+the run folder is complete: the objective and the exact metrics as the run's summary,
+``curves.png`` as an image, ``eval.json``, ``policy.onnx`` and the final checkpoint as a W&B
+``model`` artifact, and then ``wandb.finish()``, so that every job of a multirun is its own
+W&B run. ``finish`` is the safety net the entry point calls whatever happened.
+
+W&B never blocks a run: with ``mode: auto`` it goes online only when an API key is at hand
+*and* the server answers within two seconds; otherwise it writes an offline run under
+``RUN/wandb/`` (upload it later with ``wandb sync RUN/wandb/offline-run-*``). It is never
+asked to log in, so it never prompts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import netrc
+import os
+import socket
+import sys
+import warnings
+from pathlib import Path
+from urllib.parse import urlparse
+
+from hydra.utils import get_class, instantiate
+from lightning.pytorch.loggers import CSVLogger, Logger
+from omegaconf import DictConfig, OmegaConf
+
+from .config import ConfigError
+from .objectives import objective
+
+log = logging.getLogger(__name__)
+
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+# Keys of a logger's config that are ours, not its constructor's.
+OWN_KEYS = ("mode", "log_artifacts")
+
+
+# ---------------------------------------------------------------------- building
+
+
+def make_loggers(cfg: DictConfig, run_dir: str | Path) -> list[Logger]:
+    """CSV (always) + the ``logger`` group's choices, all writing under ``run_dir``."""
+    run_dir = Path(run_dir)
+    # Hydra's train.log is already in the run folder; Lightning warns about any file there.
+    warnings.filterwarnings("ignore", message=".*Experiment logs directory .* exists and is not empty.*")
+    loggers: list[Logger] = [CSVLogger(save_dir=str(run_dir), name="", version="")]
+    for key, spec in cfg.logger.items():
+        if not (isinstance(spec, DictConfig) and "_target_" in spec):
+            continue
+        target = str(spec._target_)
+        if target.endswith("WandbLogger"):
+            loggers.append(_wandb_logger(cfg, spec, run_dir))
+        elif target.endswith("TensorBoardLogger"):
+            if not any(importlib.util.find_spec(m) for m in ("tensorboard", "tensorboardX")):
+                raise ConfigError("logger=tensorboard needs the tensorboard package: "
+                                  "pip install 'ttt_research[tensorboard]'")
+            loggers.append(instantiate(spec, save_dir=str(run_dir)))
+        else:
+            loggers.append(instantiate(spec, save_dir=str(run_dir)))
+        log.debug("logger %s: %s", key, target)
+    return loggers
+
+
+def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
+    if importlib.util.find_spec("wandb") is None:
+        raise ConfigError("logger=wandb needs the wandb package: pip install 'ttt_research[wandb]'")
+    requested = spec.get("mode", "auto")
+    if requested not in WANDB_MODES:
+        raise ConfigError(f"logger.wandb.mode must be one of {', '.join(WANDB_MODES)}, got {requested!r}")
+    # Before wandb is imported: no banners, no prompts, no code or git snapshot to collect.
+    os.environ.setdefault("WANDB_SILENT", "true")
+    os.environ.setdefault("WANDB_DISABLE_CODE", "true")
+    mode = wandb_mode(requested)
+    import wandb
+
+    kwargs = {k: v for k, v in OmegaConf.to_container(spec, resolve=True).items() if k not in OWN_KEYS}
+    kwargs["name"] = kwargs.get("name") or _job_name(run_dir)
+    kwargs["group"] = kwargs.get("group") or _sweep_group()
+    kwargs["tags"] = list(kwargs.get("tags") or [])
+    previous = _previous_run_id(run_dir) if cfg.resume else None
+    if previous:
+        kwargs["id"] = previous  # resume=true continues the same W&B run (resume="allow")
+    kwargs["mode"] = mode
+    kwargs["settings"] = wandb.Settings(console="off", silent=True, init_timeout=60)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # Called, not instantiate()d: the Settings object must reach wandb.init as it is.
+    logger = get_class(kwargs.pop("_target_"))(save_dir=str(run_dir), **kwargs)
+    if mode == "offline":
+        log.info("W&B offline (no API key or no server): %s/wandb/; upload later with "
+                 "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
+    # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours).
+    logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+    return logger
+
+
+def wandb_mode(requested: str = "auto") -> str:
+    """``online`` only with an API key and a server that answers; else ``offline``.
+
+    An explicit ``WANDB_MODE`` in the environment wins over ``auto``, as W&B users expect.
+    """
+    if requested != "auto":
+        return requested
+    env = os.environ.get("WANDB_MODE", "").lower()
+    if env in ("online", "offline", "disabled"):
+        return env
+    if env == "dryrun":
+        return "offline"
+    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    host = urlparse(base).hostname or "api.wandb.ai"
+    port = urlparse(base).port or (80 if base.startswith("http:") else 443)
+    if not _has_api_key(host):
+        return "offline"
+    return "online" if _reachable(host, port) else "offline"
+
+
+def _has_api_key(host: str) -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:  # where `wandb login` stores the key
+        return netrc.netrc().authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _job_name(run_dir: Path) -> str:
+    """The job's overrides (``net=mlp25,seed=1``) when Hydra runs it, else the folder name."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        name = HydraConfig.get().job.override_dirname
+    except ValueError:  # not under @hydra.main (tests, the compose API)
+        name = ""
+    return name or run_dir.name
+
+
+def _sweep_group() -> str | None:
+    """In a multirun, the sweep folder: one W&B group per sweep. A single run: no group."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+        return str(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
+    except ValueError:
+        return None
+
+
+def _previous_run_id(run_dir: Path) -> str | None:
+    """The id of the W&B run this folder already holds (``wandb/latest-run`` points to it)."""
+    latest = run_dir / "wandb" / "latest-run"
+    if not latest.exists():
+        return None
+    return os.path.realpath(latest).rsplit("-", 1)[-1] or None
+
+
+# ---------------------------------------------------------------------- at the end
+
+
+def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report: dict) -> float:
+    """Send the finished run folder to the trackers; close the W&B run. Returns the objective."""
+    from .callbacks import eval_metrics
+
+    run_dir = Path(run_dir)
+    name = cfg.get("optimized_metric", "score")
+    value = objective(report, cfg.seat.side, name)
+    summary = {**eval_metrics(report), "objective": value}
+    for logger in loggers:
+        kind = type(logger).__name__
+        if kind == "WandbLogger":
+            spec = next((s for s in cfg.logger.values() if isinstance(s, DictConfig)
+                         and str(s.get("_target_", "")).endswith("WandbLogger")), {})
+            _publish_wandb(logger.experiment, run_dir, report, summary, name,
+                           artifacts=bool(spec.get("log_artifacts", True)))
+        elif kind == "TensorBoardLogger":
+            _publish_tensorboard(logger, cfg, run_dir, report, summary)
+    finish()
+    return value
+
+
+def _publish_wandb(run, run_dir: Path, report: dict, summary: dict, name: str, artifacts: bool) -> None:
+    import wandb
+
+    run.summary.update({**summary, "optimized_metric": name, "eval": report})
+    if (run_dir / "curves.png").is_file():
+        run.log({"curves": wandb.Image(str(run_dir / "curves.png"))})
+    if not artifacts:
+        return
+    meta = {"eval": report, "objective": summary["objective"], "optimized_metric": name}
+    art = wandb.Artifact(f"policy-{run.id}", type="model", metadata=meta)
+    for path in (run_dir / "eval.json", run_dir / "policy.onnx", run_dir / "checkpoints" / "last.ckpt"):
+        if path.is_file():
+            art.add_file(str(path), name=path.name)
+    run.log_artifact(art, aliases=["final"])
+
+
+def _publish_tensorboard(logger, cfg: DictConfig, run_dir: Path, report: dict, summary: dict) -> None:
+    # hparams with the final metrics: TensorBoard's HPARAMS tab compares runs on them. Under
+    # final/*: Lightning also logs them as scalars at step 0, which must not join eval/* curves.
+    final = {"final/" + k.rsplit("/", 1)[-1]: v for k, v in summary.items()}
+    logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True), final)
+    writer = logger.experiment
+    writer.add_text("eval.json", "```\n" + json.dumps(report, indent=2) + "\n```")
+    png = run_dir / "curves.png"
+    if png.is_file():
+        import matplotlib.image as mpimg
+
+        writer.add_image("curves", mpimg.imread(str(png)), dataformats="HWC")  # (H, W, 4) in [0, 1]
+    writer.flush()
+
+
+def finish() -> None:
+    """Close the W&B run of this process, if one is open (a no-op without wandb).
+
+    ``wandb.finish()`` ends the run; ``wandb.teardown()`` then stops W&B's background
+    process, which is what writes the run's files out: without it an offline run can stay a
+    7-byte header until the process exits (and a reused joblib worker may never exit cleanly).
+    """
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and getattr(wandb, "run", None) is not None:
+        wandb.finish()
+        wandb.teardown()

@@ -1,0 +1,352 @@
+"""Tracking and sweeps: offline W&B and TensorBoard runs hold the exact evaluation; a Hydra
+multirun gives one run folder (and one W&B run) per job; an Optuna sweep returns the best
+trial's objective; ``report`` tabulates and plots a sweep; the objective ranks agents as
+documented; the SLURM launcher and the W&B sweep compose into valid configs."""
+
+import csv
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from hydra import compose, initialize_config_module
+
+from ttt_research import evaluate as ev
+from ttt_research import game, report
+from ttt_research.config import ConfigError, validate
+from ttt_research.objectives import NAMES, direction, objective
+from ttt_research.solver import best_response, solve
+from ttt_research.train import train
+
+ROOT = Path(__file__).parents[1]
+TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]
+
+
+def make_cfg(*overrides, hydra=False):
+    with initialize_config_module(config_module="ttt_research.conf", version_base="1.3"):
+        return compose(config_name="config", overrides=[*TINY, *overrides], return_hydra_config=hydra)
+
+
+def no_wandb_account(home: Path) -> dict:
+    """An environment with no W&B key anywhere (no variable, an empty home: no ~/.netrc)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env["HOME"] = str(home)
+    return env
+
+
+def wandb_records(run_dir: Path) -> list:
+    """The records of the one offline W&B run under ``run_dir`` (W&B's .wandb log: a 7-byte
+    header, then LevelDB-style chunks of protobuf ``Record``s in 32 KiB blocks)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    raw = path.read_bytes()
+    assert raw[:4] == b":W&B"
+    pos, buf, out = 7, b"", []
+    while pos + 7 <= len(raw):
+        left = 32768 - pos % 32768
+        if left < 7:  # a block's tail too short for a chunk header is padding
+            pos += left
+            continue
+        _, length, kind = struct.unpack("<IHB", raw[pos:pos + 7])
+        pos += 7
+        buf += raw[pos:pos + length]
+        pos += length
+        if kind in (1, 4):  # a full record, or the last chunk of one
+            rec = pb.Record()
+            rec.ParseFromString(buf)
+            out.append(rec)
+            buf = b""
+    return out
+
+
+def key(item) -> str:
+    return item.key or "/".join(item.nested_key)  # W&B writes some keys as a path
+
+
+def of_kind(records, kind):
+    return [r for r in records if r.WhichOneof("record_type") == kind]
+
+
+def last_summary(records) -> dict:
+    summary: dict = {}
+    for r in of_kind(records, "summary"):
+        summary.update({key(i): json.loads(i.value_json) for i in r.summary.update})
+    return summary
+
+
+# ---------------------------------------------------------------------- W&B, TensorBoard
+
+
+def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, monkeypatch):
+    for k in [k for k in os.environ if k.startswith("WANDB_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc: no key
+    from ttt_research import tracking
+
+    assert tracking.wandb_mode("auto") == "offline"
+    run_dir = tmp_path / "run"
+    rep = train(make_cfg("logger=wandb", "logger.wandb.tags=[tiny]"), run_dir)
+    import wandb
+
+    assert wandb.run is None  # finished: the next job gets a run of its own
+    records = wandb_records(run_dir)
+    (run,) = of_kind(records, "run")
+    assert run.run.project == "ttt_research" and list(run.run.tags) == ["tiny"]
+    config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
+    assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [100]  # the whole config
+    summary = last_summary(records)
+    # The exact evaluation, as in eval.json (written there with 12 decimals).
+    assert summary["eval/o_random_win"] == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-11)
+    assert summary["eval/x_random_loss"] == pytest.approx(rep["as_x"]["vs_random"]["loss"], abs=1e-11)
+    assert summary["eval/optimal_move_rate"] == rep["optimal_move_rate"]
+    assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
+    history = [{key(i): json.loads(i.value_json) for i in r.history.item} for r in of_kind(records, "history")]
+    evals = [h["eval/o_random_loss"] for h in history if "eval/o_random_loss" in h]
+    assert len(evals) == 2  # after updates 2 and 4: the curve, not only the end
+    (art,) = of_kind(records, "artifact")
+    assert art.artifact.type == "model"
+    assert sorted(m.path for m in art.artifact.manifest.contents) == ["eval.json", "last.ckpt", "policy.onnx"]
+    assert list(run_dir.glob("wandb/offline-run-*/files/media/images/curves_*.png"))
+    assert of_kind(records, "exit")
+
+
+def test_wandb_mode_is_offline_without_key_or_server(monkeypatch, tmp_path):
+    from ttt_research import tracking
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # a key, but nobody answers
+    assert tracking.wandb_mode("auto") == "offline"
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert tracking.wandb_mode("auto") == "disabled"
+    assert tracking.wandb_mode("offline") == "offline"
+
+
+def test_tensorboard_run_holds_exact_metrics_hparams_and_curves(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    rep = train(make_cfg("logger=tensorboard", "seat=x"), tmp_path)
+    acc = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0, "scalars": 0})
+    acc.Reload()
+    win = acc.Scalars("eval/x_random_win")
+    assert len(win) == 2 and win[-1].value == pytest.approx(rep["as_x"]["vs_random"]["win"], abs=1e-6)
+    assert acc.Scalars("final/objective")[0].value == pytest.approx(objective(rep, "x"), abs=1e-6)
+    assert acc.Images("curves")[0].width > 500
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    content = acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
+    assert hparams["seat/side"].string_value == "x" and hparams["budget/games"].number_value == 2048
+
+
+def test_missing_or_bad_logger_settings_are_one_line_config_errors(tmp_path):
+    from ttt_research.tracking import make_loggers
+
+    with pytest.raises(ConfigError, match="logger.wandb.mode must be one of auto, online, offline"):
+        make_loggers(make_cfg("logger=wandb", "logger.wandb.mode=maybe"), tmp_path)
+    with pytest.raises(ConfigError, match="optimized_metric must be one of score"):
+        validate(make_cfg("optimized_metric=wins"))
+
+
+# ---------------------------------------------------------------------- the objective
+
+
+SOL = solve()
+T = game.tables()
+
+
+def agent(reward_as_o):
+    """X: the best unbeatable player; O: reward-optimal vs random under ``reward_as_o``."""
+    acts = SOL.optimal.to(torch.int8).argmax(-1)
+    a, _ = best_response(ev.random_probs(), game.X, (1.0, 0.0, -1.0), allowed=SOL.optimal)
+    acts[T.mover == game.X] = a[T.mover == game.X]
+    safe = reward_as_o == (1.0, 0.3, -2.0)  # antirez: the optimum is unbeatable anyway
+    b, _ = best_response(ev.random_probs(), game.O, reward_as_o, allowed=SOL.optimal if safe else None)
+    acts[T.mover == game.O] = b[T.mover == game.O]
+    return ev.evaluate_actions(acts)
+
+
+def test_score_ranks_every_unbeatable_agent_above_a_riskier_one_that_wins_more():
+    ceiling = agent((1.0, 0.3, -2.0))  # FACTS: X 0.9948 / 0, O 0.9164 / 0, unbeatable
+    risky = agent((1.0, 0.0, -1.0))  # FACTS (zero_sum): O 0.9323 / 0.0074, beatable
+    assert objective(ceiling, "x") == pytest.approx(0.9948, abs=5e-5)
+    assert objective(ceiling, "both") == pytest.approx(0.9164, abs=5e-5)  # the worse seat
+    assert objective(risky, "o", "win") == pytest.approx(0.9323, abs=5e-5)  # more wins...
+    assert objective(risky, "o") == pytest.approx(0.9323 - 0.0074 - 1, abs=1e-4)  # ...but beatable
+    assert objective(risky, "o") < 0 < objective(ceiling, "o")
+    assert objective(risky, "both", "loss") == pytest.approx(0.0074, abs=5e-5)
+    assert objective(risky, "o", "eval/o_worst_case") == -1.0
+    assert direction("loss") == "minimize" and direction("score") == "maximize"
+    assert len(NAMES) == 4 + 11
+
+
+# ---------------------------------------------------------------------- multirun and report
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A two-job multirun in parallel (joblib), each job logging to W&B with no account."""
+    out = tmp_path_factory.mktemp("sweep")
+    cmd = [sys.executable, "-m", "ttt_research", "-m", "net=mlp25,mlp100", "seed=1", *TINY,
+           "logger=wandb", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={out}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         env=no_wandb_account(out / "home"), cwd=out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out
+
+
+def test_two_job_multirun_gives_two_run_folders_and_two_wandb_runs(sweep):
+    evals = sorted(sweep.glob("*/eval.json"))
+    assert [p.parent.name for p in evals] == ["0", "1"]
+    ids, nets = set(), []
+    for job in ("0", "1"):
+        rep = json.loads((sweep / job / "eval.json").read_text())
+        assert set(rep) >= {"as_x", "as_o", "optimal_move_rate"}
+        overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
+        nets.append(next(o for o in overrides if o.startswith("net=")))
+        (run,) = of_kind(wandb_records(sweep / job), "run")
+        assert nets[-1] in run.run.display_name  # named after the job's overrides
+        assert run.run.run_group == str(sweep)  # one group per sweep
+        assert last_summary(wandb_records(sweep / job))["eval/o_random_win"] == pytest.approx(
+            rep["as_o"]["vs_random"]["win"], abs=1e-11)
+        ids.add(run.run.run_id)
+    assert sorted(nets) == ["net=mlp100", "net=mlp25"] and len(ids) == 2
+
+
+def test_report_tabulates_and_plots_a_sweep(sweep):
+    res = subprocess.run([sys.executable, "-m", "ttt_research.report", str(sweep)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    md = (sweep / "report.md").read_text()
+    assert "| net | seeds | O win vs random |" in md  # only the override that differs
+    with open(sweep / "report.csv", newline="") as f:
+        rows = {r["net"]: r for r in csv.DictReader(f)}
+    for job in ("0", "1"):
+        rep = json.loads((sweep / job / "eval.json").read_text())
+        overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
+        net = next(o for o in overrides if o.startswith("net=")).split("=")[1]
+        row = rows[net]
+        assert float(row["o_win_mean"]) == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-12)
+        assert float(row["objective_max"]) == pytest.approx(objective(rep, "o"), abs=1e-12)
+        assert f"| {net} | 1 | {rep['as_o']['vs_random']['win']:.4f} |" in md
+    import matplotlib.image as mpimg
+
+    png = mpimg.imread(str(sweep / "report.png"))
+    assert png.shape[0] > 400 and png.shape[1] > 400 and png.std() > 0.01  # a drawn plot
+
+
+def fake_run(path: Path, seed: int, lr: str, o_loss: float, worst: list[float]):
+    """A run folder as training leaves it: eval.json, Hydra's record, metrics.csv."""
+    (path / ".hydra").mkdir(parents=True)
+    side = {"vs_random": {"win": 0.9 - o_loss, "loss": o_loss, "tie": 0.1},
+            "vs_perfect": {"win": 0.0, "loss": 0.0, "tie": 1.0}, "worst_case": "loss" if o_loss else "draw"}
+    rep = {"as_x": side, "as_o": side, "optimal_move_rate": 0.9, "decision_points": 500}
+    (path / "eval.json").write_text(json.dumps(rep))
+    overrides = [f"seed={seed}", f"algo.lr={lr}", "net=mlp25"]
+    (path / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    (path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
+        {"seed": seed, "seat": {"side": "o"}, "optimized_metric": "score"}))
+    with open(path / "metrics.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "train/games", "eval/o_worst_case", "eval/o_random_win", "eval/o_random_loss"])
+        for i, v in enumerate(worst):
+            w.writerow([i, 1000 * (i + 1), v, 0.5 + 0.1 * i, 0.1 / (i + 1)])
+
+
+def test_report_means_min_max_across_seeds_and_games_to_unbeatable_for_good(tmp_path):
+    fake_run(tmp_path / "0", 0, "0.1", 0.0, [-1, 0, -1, 0, 0])  # safe for good from 4,000 games
+    fake_run(tmp_path / "1", 1, "0.1", 0.0, [0, 0, 0, 0, 0])  # from the first evaluation
+    fake_run(tmp_path / "2", 0, "0.3", 0.02, [0, 0, -1, -1, -1])  # lost it again: never
+    files = report.report(tmp_path)
+    with open(files["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["algo.lr"], r["runs"], r["seeds"]) for r in rows] == [("0.1", "2", "0 1"), ("0.3", "1", "0")]
+    assert float(rows[0]["o_win_mean"]) == pytest.approx(0.9) and rows[0]["unbeatable"] == "2"
+    assert float(rows[1]["o_loss_max"]) == pytest.approx(0.02) and rows[1]["unbeatable"] == "0"
+    assert float(rows[0]["unbeatable_since_games_median"]) == 2500.0  # median of 4,000 and 1,000
+    md = files["md"].read_text()
+    assert "| 0.1 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 4k, 1k |" in md
+    assert "| 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | never |" in md
+    assert "net" not in md.splitlines()[2]  # the same in every run: not a column
+    with open(files["runs"], newline="") as f:
+        assert len(list(csv.DictReader(f))) == 3
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda d: d / "missing", "no such directory"),
+    (lambda d: d, "no runs under"),
+])
+def test_report_on_a_bad_dir_is_one_line_and_exit_2(tmp_path, make, needle):
+    res = subprocess.run([sys.executable, "-m", "ttt_research.report", str(make(tmp_path))],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+
+
+# ---------------------------------------------------------------------- Optuna
+
+
+def test_two_trial_optuna_sweep_finishes_and_reports_the_best_trial(tmp_path):
+    cmd = [sys.executable, "-m", "ttt_research", "-m", "hparams_search=reinforce_optuna",
+           "hydra.sweeper.n_trials=2", *TINY, "algo.rollouts=4", f"hydra.sweep.dir={tmp_path}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         env=no_wandb_account(tmp_path / "home"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    best = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text())
+    # The searched keys, less those fixed on the command line (games_per_update, rollouts).
+    assert set(best["best_params"]) == {"algo.lr", "algo.minibatches", "algo.temperature",
+                                        "algo.temperature_final", "reward.tie", "reward.loss"}
+    scores = {}
+    for job in ("0", "1"):
+        rep = json.loads((tmp_path / job / "eval.json").read_text())
+        overrides = yaml.safe_load((tmp_path / job / ".hydra" / "overrides.yaml").read_text())
+        scores[job] = (objective(rep, "o", "score"), overrides)
+    top, overrides = max(scores.values(), key=lambda s: s[0])
+    assert best["best_value"] == pytest.approx(top, abs=1e-9)  # each trial returned its exact score
+    assert f"algo.lr={best['best_params']['algo.lr']}" in overrides
+    assert 0.1 <= best["best_params"]["algo.lr"] <= 3.0
+    assert best["best_params"]["algo.minibatches"] in (1, 2, 4, 8)
+
+
+def test_ppo_optuna_preset_searches_ppo_with_a_seeded_tpe():
+    cfg = make_cfg("hparams_search=ppo_optuna", hydra=True)
+    sweeper = cfg.hydra.sweeper
+    assert cfg.algo._target_.endswith("PPO") and cfg.seat.side == "both"
+    assert sweeper._target_.endswith("OptunaSweeper") and sweeper.direction == "maximize"
+    assert sweeper.sampler._target_ == "optuna.samplers.TPESampler" and sweeper.sampler.seed == 0
+    searched = {"algo.lr", "algo.ent_coef", "algo.clip", "algo.games_per_update", "reward.loss"}
+    assert searched <= set(sweeper.params)
+    validate(cfg)
+
+
+# ---------------------------------------------------------------------- beyond one machine
+
+
+def test_slurm_launcher_example_composes_on_submitit():
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    cfg = make_cfg("hydra/launcher=slurm", hydra=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
+    assert launcher.cpus_per_task == 2 and launcher.timeout_min == 30
+
+
+def test_wandb_sweep_drives_the_hydra_entry_point_with_valid_overrides():
+    spec = yaml.safe_load((ROOT / "experiments" / "wandb_sweep.yaml").read_text())
+    assert spec["command"][:4] == ["${env}", "${interpreter}", "-m", "ttt_research"]
+    assert "${args_no_hyphens}" in spec["command"] and "logger=wandb" in spec["command"]
+    assert spec["metric"] == {"name": "objective", "goal": "maximize"}  # what publish() logs
+    fixed = [a for a in spec["command"] if "=" in a and not a.startswith(("$", "hydra."))]
+    for extreme in (0, -1):  # every parameter, at both ends of its range, is a valid override
+        overrides = []
+        for key, p in spec["parameters"].items():
+            values = p.get("values") or [p["min"], p["max"]]
+            overrides.append(f"{key}={values[extreme]}")
+        validate(make_cfg(*fixed, *overrides))
