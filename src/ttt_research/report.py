@@ -58,6 +58,14 @@ class Run:
         return pts[-1][0] if pts else None
 
     @property
+    def seconds(self) -> float | None:
+        """The job's wall time: from Hydra's record of its config to its last output file."""
+        start = self.path / ".hydra" / "config.yaml"
+        ends = [p.stat().st_mtime for p in (self.path / n for n in ("eval.json", "policy.onnx", "curves.png"))
+                if p.is_file()]
+        return max(ends) - start.stat().st_mtime if start.is_file() and ends else None
+
+    @property
     def unbeatable_since(self) -> float | None:
         """Games at the first exact evaluation after which every evaluation is unbeatable."""
         worst = [dict(self.series.get(f"eval/{s}_worst_case", [])) for s in self.trained]
@@ -175,6 +183,7 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
         row["since"] = [r.unbeatable_since for r in rs]
         row["objective"] = [r.objective for r in rs]
         row["optimal_move_rate"] = [r.report["optimal_move_rate"] for r in rs]
+        row["seconds"] = [r.seconds for r in rs if r.seconds is not None]
         row["metric"] = rs[0].metric
         rows.append(row)
         for r in rs:
@@ -184,7 +193,7 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
                             **{f"{s}_worst_case": r.report[f"as_{s}"]["worst_case"] for s in seats},
                             "unbeatable": r.unbeatable, "unbeatable_since_games": r.unbeatable_since,
                             "games": r.games, "optimal_move_rate": r.report["optimal_move_rate"],
-                            "objective": r.objective, "optimized_metric": r.metric})
+                            "objective": r.objective, "optimized_metric": r.metric, "seconds": r.seconds})
     return keys, rows, per_run
 
 
@@ -196,7 +205,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     head = [*(keys or ["runs"]), "seeds"]
     head += [f"{s.upper()} {o} vs random" for s in seats for o in ("win", "loss")]
     head += ["unbeatable", "unbeatable for good from (games)", "optimal moves",
-             f"objective ({rows[0]['metric']})"]
+             f"objective ({rows[0]['metric']})", "job s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [_fmt(row["label"][k]) or "(default)" for k in keys] or [str(len(row["runs"]))]
@@ -208,6 +217,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
         cells.append(", ".join(_games(g) for g in row["since"]))
         cells.append(_cell(row["optimal_move_rate"]))
         cells.append(_cell(row["objective"]))
+        cells.append(_cell(row["seconds"], 0) if row["seconds"] else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -217,7 +227,7 @@ def write_csv(path: Path, keys: list[str], rows: list[dict]) -> None:
     for row in rows:
         rec: dict = {k: row["label"][k] for k in keys}
         rec["runs"], rec["seeds"] = len(row["runs"]), " ".join(str(s) for s in row["seeds"])
-        for name in [k for k in row if k[:2] in ("x_", "o_")] + ["optimal_move_rate", "objective"]:
+        for name in [k for k in row if k[:2] in ("x_", "o_")] + ["optimal_move_rate", "objective", "seconds"]:
             if row[name]:
                 rec[f"{name}_mean"], rec[f"{name}_min"], rec[f"{name}_max"] = _stats(row[name])
         rec["unbeatable"] = row["unbeatable"]
