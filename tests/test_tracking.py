@@ -106,7 +106,8 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     assert summary["eval/x_random_loss"] == pytest.approx(rep["as_x"]["vs_random"]["loss"], abs=1e-11)
     assert summary["eval/optimal_move_rate"] == rep["optimal_move_rate"]
     assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
-    history = [{key(i): json.loads(i.value_json) for i in r.history.item} for r in of_kind(records, "history")]
+    history = [{key(i): json.loads(i.value_json) for i in r.history.item}
+               for r in of_kind(records, "history")]
     evals = [h["eval/o_random_loss"] for h in history if "eval/o_random_loss" in h]
     assert len(evals) == 2  # after updates 2 and 4: the curve, not only the end
     (art,) = of_kind(records, "artifact")
@@ -271,9 +272,11 @@ def test_report_means_min_max_across_seeds_and_games_to_unbeatable_for_good(tmp_
     assert float(rows[0]["o_win_mean"]) == pytest.approx(0.9) and rows[0]["unbeatable"] == "2"
     assert float(rows[1]["o_loss_max"]) == pytest.approx(0.02) and rows[1]["unbeatable"] == "0"
     assert float(rows[0]["unbeatable_since_games_median"]) == 2500.0  # median of 4,000 and 1,000
+    assert float(rows[0]["first_unbeatable_games_median"]) == 1500.0  # of 2,000 and 1,000
+    assert float(rows[1]["first_unbeatable_games_median"]) == 1000.0  # safe at first, then lost
     md = files["md"].read_text()
-    assert "| 0.1 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 4k, 1k |" in md
-    assert "| 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | never |" in md
+    assert "| 0.1 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 2k, 1k | 4k, 1k |" in md
+    assert "| 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | 1k | never |" in md
     assert "net" not in md.splitlines()[2]  # the same in every run: not a column
     with open(files["runs"], newline="") as f:
         assert len(list(csv.DictReader(f))) == 3

@@ -65,14 +65,22 @@ class Run:
                 if p.is_file()]
         return max(ends) - start.stat().st_mtime if start.is_file() and ends else None
 
+    def _safe_at(self) -> list[tuple[float, bool]]:
+        """(games, unbeatable from every trained seat) at each exact evaluation."""
+        worst = [dict(self.series.get(f"eval/{s}_worst_case", [])) for s in self.trained]
+        points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
+        return [(g, all(w[g] >= 0 for w in worst)) for g in points]
+
+    @property
+    def first_unbeatable(self) -> float | None:
+        """Games at the first exact evaluation that finds the agent unbeatable."""
+        return next((g for g, safe in self._safe_at() if safe), None)
+
     @property
     def unbeatable_since(self) -> float | None:
         """Games at the first exact evaluation after which every evaluation is unbeatable."""
-        worst = [dict(self.series.get(f"eval/{s}_worst_case", [])) for s in self.trained]
-        points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
         since = None
-        for g in points:
-            safe = all(w[g] >= 0 for w in worst)
+        for g, safe in self._safe_at():
             since = (since if since is not None else g) if safe else None
         return since
 
@@ -180,6 +188,7 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
             for outcome in ("win", "loss"):
                 row[f"{s}_{outcome}"] = [r.report[f"as_{s}"]["vs_random"][outcome] for r in mine]
         row["unbeatable"] = sum(r.unbeatable for r in rs)
+        row["first"] = [r.first_unbeatable for r in rs]
         row["since"] = [r.unbeatable_since for r in rs]
         row["objective"] = [r.objective for r in rs]
         row["optimal_move_rate"] = [r.report["optimal_move_rate"] for r in rs]
@@ -191,7 +200,8 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
                             **{f"{s}_{o}": r.report[f"as_{s}"]["vs_random"][o]
                                for s in seats for o in ("win", "loss", "tie")},
                             **{f"{s}_worst_case": r.report[f"as_{s}"]["worst_case"] for s in seats},
-                            "unbeatable": r.unbeatable, "unbeatable_since_games": r.unbeatable_since,
+                            "unbeatable": r.unbeatable, "first_unbeatable_games": r.first_unbeatable,
+                            "unbeatable_since_games": r.unbeatable_since,
                             "games": r.games, "optimal_move_rate": r.report["optimal_move_rate"],
                             "objective": r.objective, "optimized_metric": r.metric, "seconds": r.seconds})
     return keys, rows, per_run
@@ -204,7 +214,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     seats = [s for s in SEATS if f"{s}_win" in rows[0]]
     head = [*(keys or ["runs"]), "seeds"]
     head += [f"{s.upper()} {o} vs random" for s in seats for o in ("win", "loss")]
-    head += ["unbeatable", "unbeatable for good from (games)", "optimal moves",
+    head += ["unbeatable", "first unbeatable (games)", "unbeatable for good from (games)", "optimal moves",
              f"objective ({rows[0]['metric']})", "job s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
@@ -214,6 +224,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
             for o in ("win", "loss"):
                 cells.append(_cell(row[f"{s}_{o}"]) if row[f"{s}_{o}"] else "")
         cells.append(f"{row['unbeatable']} of {len(row['runs'])}")
+        cells.append(", ".join(_games(g) for g in row["first"]))
         cells.append(", ".join(_games(g) for g in row["since"]))
         cells.append(_cell(row["optimal_move_rate"]))
         cells.append(_cell(row["objective"]))
@@ -231,8 +242,10 @@ def write_csv(path: Path, keys: list[str], rows: list[dict]) -> None:
             if row[name]:
                 rec[f"{name}_mean"], rec[f"{name}_min"], rec[f"{name}_max"] = _stats(row[name])
         rec["unbeatable"] = row["unbeatable"]
-        reached = [g for g in row["since"] if g is not None]
-        rec["unbeatable_since_games_median"] = statistics.median(reached) if reached else ""
+        for name, key in (("first", "first_unbeatable_games_median"),
+                          ("since", "unbeatable_since_games_median")):
+            reached = [g for g in row[name] if g is not None]
+            rec[key] = statistics.median(reached) if reached else ""
         rec["optimized_metric"] = row["metric"]
         out.append(rec)
     _write_rows(path, out)
