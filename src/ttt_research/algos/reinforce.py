@@ -27,6 +27,14 @@ Two modes:
     move its whole ``|r|``) but stops exploring. Exploring at 1 and ending near 0.1 gets
     most of both. Small batches (a few hundred games) keep the data on-policy, which
     matters more here than the number of optimiser steps.
+* **position table** (``position_table=true``, the default): the same loss, computed per
+  *distinct position* rather than per move. Before each batch of games the network runs
+  once on every position where the learner can be to move (4,520; 2,097 as O)
+  and the batch is played by looking its logits up; afterwards the moves' weighted
+  targets are summed per position (``index_add_``), so one forward and one backward pass
+  over that table give exactly the gradient of the per-move loss, whatever the number of
+  games. The cost of an update stops growing with the batch: large batches (thousands of
+  games, SGD with momentum) then train at several hundred thousand games per second.
 * **faithful** (``faithful=true``): the seed, move for move: one game at a time, greedy,
   an SGD step after each of the network's moves, the softmax over all 9 outputs (the
   network must learn that occupied cells are bad). ``games_per_update`` games are played
@@ -42,7 +50,7 @@ import torch.nn.functional as F
 
 from .. import game
 from ..nets import sample
-from ..opponents import RandomOpponent
+from ..opponents import RandomOpponent, SelfPlay
 from ..rollout import play
 from . import faithful
 from .base import RLModule
@@ -77,7 +85,7 @@ class Reinforce(RLModule):
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
                  masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
-                 rollouts: int = 1, **kwargs):
+                 rollouts: int = 1, position_table: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
@@ -87,6 +95,9 @@ class Reinforce(RLModule):
         self.baseline = bool(baseline) and not faithful
         self.minibatches = int(minibatches)
         self.rollouts = max(1, int(rollouts))
+        self.position_table = bool(position_table) and not faithful
+        self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
+        self._table: torch.Tensor | None = None  # (P, 9) this batch's logits, for acting
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
@@ -148,11 +159,15 @@ class Reinforce(RLModule):
         results = []
         total = torch.zeros((), device=self.device)
         for _ in range(self.rollouts):
+            if self.position_table:
+                total += self._learn_by_position(raw_opt, games, results)
+                continue
             ep = play(games, self.act, self.opponent, self.seat, self.device, self.generator)
             total += self._learn(raw_opt, ep)
             results.append(ep)
         merged = results[0] if len(results) == 1 else _concat(results)
-        self.log_rollout(merged, {"loss": total / (self.rollouts * self.minibatches),
+        steps = self.rollouts * (1 if self.position_table else self.minibatches)
+        self.log_rollout(merged, {"loss": total / steps,
                                   "lr": torch.tensor(self.lr),
                                   "temperature": torch.tensor(self.temperature)})
 
@@ -173,6 +188,51 @@ class Reinforce(RLModule):
             raw_opt.step()
             total += loss.detach()
         return total
+
+    # ------------------------------------------------------------------ position table
+
+    def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The learner's decision positions: (P, 9) mover's views and the (3^9,) map from a
+        view's code (``view_code``) to its row (-1: not a decision position)."""
+        if self._positions is None or self._positions[0].device != self.device:
+            t = game.tables(self.device)
+            side = torch.ones_like(t.done)  # seat both, or self-play: every position
+            if self.seat in ("x", "o") and not isinstance(self.opponent, SelfPlay):
+                side = t.mover == (game.X if self.seat == "x" else game.O)
+            codes = torch.nonzero(t.reachable & ~t.done & side).squeeze(-1)
+            views = t.view[codes]
+            row_of = torch.full((game.N_CODES,), -1, dtype=torch.long, device=self.device)
+            row_of[view_code(views)] = torch.arange(codes.numel(), device=self.device)
+            self._positions = (views.float(), row_of)
+        return self._positions
+
+    @torch.no_grad()
+    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """``act`` with the logits looked up in this batch's table instead of a forward pass."""
+        logits = self._table[self.positions()[1][view_code(view)]]  # (B, 9), masked
+        if self.temperature <= 0:
+            return logits.argmax(-1)
+        return sample(logits, self.generator, self.temperature)
+
+    def _learn_by_position(self, raw_opt, games: int, results: list) -> torch.Tensor:
+        """Play ``games`` games from the position table, then one optimiser step on the
+        per-move loss summed per position. Returns the loss (mean per game)."""
+        views, row_of = self.positions()
+        logits = self.logits(views)  # (P, 9) with autograd: reused for the update
+        self._table = logits.detach() if self.masked_softmax else self.net(views).detach()
+        ep = play(games, self.act_from_table, self.opponent, self.seat, self.device,
+                  self.generator)
+        results.append(ep)
+        view, legal, action, scaled = self.move_batch(ep)
+        # Sum over moves of |r| * target, per position: sum_m |r_m| CE(t_m) at a position is
+        # CE against the summed targets, because CE is linear in its target.
+        weighted = antirez_targets(action, legal, scaled) * scaled.abs()[:, None]  # (M, 9)
+        target = torch.zeros_like(logits).index_add_(0, row_of[view_code(view)], weighted)
+        loss = -(target * F.log_softmax(logits, -1)).sum() / games
+        raw_opt.zero_grad()
+        self.manual_backward(loss)
+        raw_opt.step()
+        return loss.detach()
 
     def _faithful_step(self, opt):
         """``games_per_update`` games, each learned from move by move as the seed does."""
@@ -209,6 +269,12 @@ class Reinforce(RLModule):
         rates = {"win_rate": s["win"] / n, "loss_rate": s["loss"] / n, "tie_rate": s["tie"] / n}
         self.log_results(n, rates, {"loss": torch.tensor(s["loss_sum"] / n),
                                     "lr": torch.tensor(self.lr)})
+
+
+def view_code(view: torch.Tensor) -> torch.Tensor:
+    """(..., 9) mover's views -> (...,) base-3 codes (digits: 0 opponent, 1 empty, 2 own);
+    equal codes, equal views."""
+    return ((view.long() + 1) * game.POW3.to(view.device)).sum(-1)
 
 
 def _concat(eps):

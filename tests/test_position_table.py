@@ -1,0 +1,65 @@
+"""The position-table REINFORCE update is the per-move update, computed per position."""
+
+import torch
+from hydra.utils import instantiate
+
+from ttt_research import game
+from ttt_research.algos.reinforce import Reinforce, antirez_targets, view_code, weighted_cross_entropy
+from ttt_research.nets import MLP
+from ttt_research.opponents import RandomOpponent, SelfPlay
+from ttt_research.rollout import Reward, play
+
+ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
+
+
+def module(seat="o", opponent=None, **kw):
+    torch.manual_seed(0)
+    m = Reinforce(net=MLP([25], "planes18"), opponent=opponent or RandomOpponent(),
+                  reward=ANTIREZ, seat=seat, position_table=True, **kw)
+    m.generator = torch.Generator().manual_seed(1)
+    return m
+
+
+def grads(m, loss):
+    m.net.zero_grad()
+    loss.backward()
+    return [p.grad.clone() for p in m.net.parameters()]
+
+
+def test_decision_positions_are_the_learners_own():
+    t = game.tables()
+    for seat, n in (("o", 2097), ("x", 2423), ("both", 4520)):
+        views, row_of = module(seat).positions()
+        assert views.shape == (n, 9)
+        # Every row maps back to itself, and no other view has a row.
+        assert torch.equal(row_of[view_code(views)], torch.arange(n))
+        assert int((row_of >= 0).sum()) == n
+    # Self-play: the learner moves for both sides.
+    assert module("x", SelfPlay()).positions()[0].shape[0] == 4520
+    # A view with more own pieces than the opponent's is never a decision position.
+    assert module("both").positions()[1][view_code(torch.tensor([1., 1, 0, 0, 0, 0, 0, 0, 0]))] == -1
+
+
+def test_table_gradient_equals_the_per_move_gradient():
+    m = module(temperature=1.0)
+    views, row_of = m.positions()
+    logits = m.logits(views)
+    m._table = logits.detach()
+    ep = play(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
+    view, legal, action, scaled = m.move_batch(ep)
+    targets = antirez_targets(action, legal, scaled)
+    per_move = weighted_cross_entropy(m.logits(view), targets, scaled.abs()).sum() / 256
+    weighted = targets * scaled.abs()[:, None]
+    summed = torch.zeros_like(logits).index_add_(0, row_of[view_code(view)], weighted)
+    by_position = -(summed * torch.log_softmax(logits, -1)).sum() / 256
+    assert torch.allclose(per_move, by_position, rtol=1e-5)
+    for a, b in zip(grads(m, per_move), grads(m, by_position), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_acting_from_the_table_equals_acting_with_the_network():
+    m = module(temperature=0.0)  # greedy: the two must pick the very same cells
+    views, _ = m.positions()
+    m._table = m.net(views).detach()
+    with torch.no_grad():
+        assert torch.equal(m.act_from_table(views, views == 0), m.net(views).argmax(-1))
