@@ -72,7 +72,7 @@ def _unbeatable(report: dict) -> bool:
     return report["as_x"]["vs_random"]["loss"] == 0 and report["as_o"]["vs_random"]["loss"] == 0
 
 
-def run_sb3(steps: int, seed: int = 0, threads: int = 2, eval_every: int = 16_384,
+def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_384,
             n_envs: int = 8, n_steps: int = 2048, batch_size: int = 64,
             log: Callable[[str], None] | None = None) -> dict:
     """Train SB3 MaskablePPO (the seed's setup) for ``steps`` learner environment steps.
@@ -80,7 +80,9 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 2, eval_every: int = 16_38
     Args:
         steps: the budget in learner moves (rounded up to whole rollouts, see the module).
         seed: seeds SB3 (torch, numpy, the environments).
-        threads: torch threads during training (restored afterwards).
+        threads: torch threads during training (restored afterwards). 1 is SB3's fastest
+            here, and what FACTS.md measured: minibatches of 64 gain nothing from a second
+            thread, and on a shared 2-core machine two threads ran about 10x slower.
         eval_every: exact evaluation period, in environment steps (checked between updates).
         n_envs, n_steps, batch_size: SB3's rollout and minibatch sizes (the seed's defaults;
             tests shrink them).
@@ -213,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                     "evaluate it exactly (needs the 'compare' extra).")
     parser.add_argument("--steps", type=int, default=100_000, help="learner env steps (default 100000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: SB3's fastest on this machine)")
     parser.add_argument("--eval-every", type=int, default=16_384,
                         help="exact evaluation period in env steps (default: every update)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
