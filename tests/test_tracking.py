@@ -243,17 +243,17 @@ def test_report_tabulates_and_plots_a_sweep(sweep):
     assert png.shape[0] > 400 and png.shape[1] > 400 and png.std() > 0.01  # a drawn plot
 
 
-def fake_run(path: Path, seed: int, lr: str, o_loss: float, worst: list[float]):
+def fake_run(path: Path, seed: int, lr: str, o_loss: float, worst: list[float], *extra: str):
     """A run folder as training leaves it: eval.json, Hydra's record, metrics.csv."""
     (path / ".hydra").mkdir(parents=True)
     side = {"vs_random": {"win": 0.9 - o_loss, "loss": o_loss, "tie": 0.1},
             "vs_perfect": {"win": 0.0, "loss": 0.0, "tie": 1.0}, "worst_case": "loss" if o_loss else "draw"}
     rep = {"as_x": side, "as_o": side, "optimal_move_rate": 0.9, "decision_points": 500}
     (path / "eval.json").write_text(json.dumps(rep))
-    overrides = [f"seed={seed}", f"algo.lr={lr}", "net=mlp25"]
+    overrides = [f"seed={seed}", f"algo.lr={lr}", "net=mlp25", *extra]
     (path / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
     (path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"seed": seed, "seat": {"side": "o"}, "optimized_metric": "score"}))
+        {"seed": seed, "seat": {"side": "o"}, "optimized_metric": "score", "reward": {"tie": 0.3}}))
     with open(path / "metrics.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["step", "train/games", "eval/o_worst_case", "eval/o_random_win", "eval/o_random_loss"])
@@ -265,21 +265,24 @@ def test_report_means_min_max_across_seeds_and_games_to_unbeatable_for_good(tmp_
     fake_run(tmp_path / "0", 0, "0.1", 0.0, [-1, 0, -1, 0, 0])  # safe for good from 4,000 games
     fake_run(tmp_path / "1", 1, "0.1", 0.0, [0, 0, 0, 0, 0])  # from the first evaluation
     fake_run(tmp_path / "2", 0, "0.3", 0.02, [0, 0, -1, -1, -1])  # lost it again: never
+    fake_run(tmp_path / "3", 0, "0.3", 0.02, [0, 0, 0, 0, -1], "reward.tie=0.5")
     files = report.report(tmp_path)
     with open(files["csv"], newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["algo.lr"], r["runs"], r["seeds"]) for r in rows] == [("0.1", "2", "0 1"), ("0.3", "1", "0")]
+    # reward.tie: overridden in one run only; the others show the value they ran with.
+    assert [(r["algo.lr"], r["reward.tie"], r["runs"], r["seeds"]) for r in rows] == [
+        ("0.1", "0.3", "2", "0 1"), ("0.3", "0.3", "1", "0"), ("0.3", "0.5", "1", "0")]
     assert float(rows[0]["o_win_mean"]) == pytest.approx(0.9) and rows[0]["unbeatable"] == "2"
     assert float(rows[1]["o_loss_max"]) == pytest.approx(0.02) and rows[1]["unbeatable"] == "0"
     assert float(rows[0]["unbeatable_since_games_median"]) == 2500.0  # median of 4,000 and 1,000
     assert float(rows[0]["first_unbeatable_games_median"]) == 1500.0  # of 2,000 and 1,000
     assert float(rows[1]["first_unbeatable_games_median"]) == 1000.0  # safe at first, then lost
     md = files["md"].read_text()
-    assert "| 0.1 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 2k, 1k | 4k, 1k |" in md
-    assert "| 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | 1k | never |" in md
+    assert "| 0.1 | 0.3 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 2k, 1k | 4k, 1k |" in md
+    assert "| 0.3 | 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | 1k | never |" in md
     assert "net" not in md.splitlines()[2]  # the same in every run: not a column
     with open(files["runs"], newline="") as f:
-        assert len(list(csv.DictReader(f))) == 3
+        assert len(list(csv.DictReader(f))) == 4
 
 
 @pytest.mark.parametrize("make,needle", [

@@ -22,6 +22,7 @@ import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .objectives import SEAT_KEYS, direction, objective
 from .plots import read_metrics
@@ -39,6 +40,24 @@ class Run:
     metric: str                     # optimized_metric
     report: dict
     series: dict = field(default_factory=dict)  # metrics.csv: {name: [(games, value), ...]}
+    config: Any = None                          # .hydra/config.yaml (resolved), if any
+    choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
+
+    def value(self, key: str) -> str:
+        """The run's value of an override key; a key it did not override is read from what
+        it ran with (its group choice or config value), so ``net.encoding`` shows
+        ``planes18`` rather than a blank when only other runs set it."""
+        if key in self.overrides:
+            return self.overrides[key]
+        if key in self.choices:
+            return str(self.choices[key])
+        if self.config is not None:
+            from omegaconf import OmegaConf
+
+            v = OmegaConf.select(self.config, key, default=None)
+            if v is not None and not OmegaConf.is_config(v):
+                return str(v)
+        return ""
 
     @property
     def trained(self) -> list[str]:
@@ -114,7 +133,13 @@ def load_run(path: Path) -> Run:
     if not hydra.is_dir():  # a run folder without Hydra's record: its name is its identity
         overrides = {"run": path.name}
     series = read_metrics(path / "metrics.csv") if (path / "metrics.csv").is_file() else {}
-    return Run(path, overrides, seed, seat, metric, report, series)
+    cfg = OmegaConf.load(hydra / "config.yaml") if (hydra / "config.yaml").is_file() else None
+    choices = {}
+    if (hydra / "hydra.yaml").is_file():
+        found = OmegaConf.select(OmegaConf.load(hydra / "hydra.yaml"), "hydra.runtime.choices", default=None)
+        found = OmegaConf.to_container(found) if found is not None else {}
+        choices = {k: v for k, v in found.items() if isinstance(v, str)}
+    return Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
 
 
 def _natural(path: Path) -> list:
@@ -142,13 +167,13 @@ def find_runs(root: Path) -> list[Run]:
 def varying_keys(runs: list[Run]) -> list[str]:
     """Override keys whose value is not the same in every run (``seed`` aside)."""
     keys = list(dict.fromkeys(k for r in runs for k in r.overrides if k not in NOISE))
-    return [k for k in keys if len({r.overrides.get(k) for r in runs}) > 1]
+    return [k for k in keys if len({r.value(k) for r in runs}) > 1]
 
 
 def group_runs(runs: list[Run], keys: list[str]) -> list[tuple[dict[str, str], list[Run]]]:
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
-        groups.setdefault(tuple(r.overrides.get(k, "") for k in keys), []).append(r)
+        groups.setdefault(tuple(r.value(k) for k in keys), []).append(r)
     return [(dict(zip(keys, label, strict=True)), rs) for label, rs in groups.items()]
 
 
@@ -196,7 +221,7 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
         row["metric"] = rs[0].metric
         rows.append(row)
         for r in rs:
-            per_run.append({"run": str(r.path), **{k: r.overrides.get(k, "") for k in keys}, "seed": r.seed,
+            per_run.append({"run": str(r.path), **{k: r.value(k) for k in keys}, "seed": r.seed,
                             **{f"{s}_{o}": r.report[f"as_{s}"]["vs_random"][o]
                                for s in seats for o in ("win", "loss", "tie")},
                             **{f"{s}_worst_case": r.report[f"as_{s}"]["worst_case"] for s in seats},
