@@ -20,6 +20,7 @@ from .config import ConfigError
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
+    from .algos.base import NonFiniteError
     from .objectives import objective
     from .tracking import finish
     from .train import train  # imported here so that --help and config errors stay fast
@@ -29,6 +30,9 @@ def main(cfg: DictConfig) -> float:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(3)
     finally:
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.

@@ -1,15 +1,22 @@
-"""Lightning callbacks: exact evaluation during training.
+"""Lightning callbacks: exact evaluation during training, and crash-safe checkpoints.
 
 ``ExactEvaluation`` runs the exact evaluator (``evaluate.py``: the whole game tree, no
 sampling) every ``every`` updates and after the last one, logs the ``eval/*`` metrics of
 the contract, and keeps the history that ``plots.py`` draws. It costs ~15 ms, so an
 evaluation every few dozen updates is nearly free.
+
+``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, and
+never replaces a good checkpoint with a non-finite one.
 """
 
 from __future__ import annotations
 
-import lightning as L
+import os
 
+import lightning as L
+import torch
+
+from .algos.base import NonFiniteError
 from .evaluate import evaluate_policy
 
 WORST_VALUE = {"win": 1.0, "draw": 0.0, "loss": -1.0}
@@ -76,29 +83,39 @@ class PeriodicCheckpoint(L.Callback):
     optimiser steps per update. Written to a temporary file and renamed over the old one,
     so a kill at any moment leaves either the previous checkpoint or the new one, never a
     torn file (``os.replace`` is atomic on POSIX and Windows).
+
+    A module whose parameters are not all finite is never saved (the module's own guard
+    normally stops the run first, at the update that went wrong); when a run stops on
+    ``NonFiniteError``, the error is told which checkpoint is the last good one.
     """
 
     def __init__(self, dirpath: str, every: int = 100, filename: str = "last.ckpt"):
         self.dirpath = dirpath
         self.every = int(every)
         self.filename = filename
+        self.saved_update: int | None = None  # 1-based update of the checkpoint on disk
 
     @property
     def path(self) -> str:
-        import os
-
         return os.path.join(self.dirpath, self.filename)
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         last = batch_idx + 1 >= trainer.num_training_batches
         if (batch_idx + 1) % self.every and not last:
             return
-        self.save(trainer)
+        self.save(trainer, batch_idx + 1)
 
-    def save(self, trainer) -> None:
-        import os
-
+    def save(self, trainer, update: int | None = None) -> None:
+        module = trainer.lightning_module
+        if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            raise NonFiniteError(f"non-finite parameters at update {update}: checkpoint not written")
         tmp = self.path + ".tmp"
         trainer.save_checkpoint(tmp)
         if trainer.is_global_zero:
             os.replace(tmp, self.path)
+        self.saved_update = update
+
+    def on_exception(self, trainer, module, exception: BaseException) -> None:
+        if isinstance(exception, NonFiniteError) and os.path.isfile(self.path):
+            where = f" (update {self.saved_update})" if self.saved_update else ""
+            exception.checkpoint = f"{self.path}{where}"

@@ -48,6 +48,14 @@ class Opponent:
         """Called before each update with the learner's network, the share of the budget
         played so far and the update index (snapshot pools and curricula listen)."""
 
+    def state(self) -> dict:
+        """What this opponent has learned from training so far (pool snapshots, curriculum
+        stage), for checkpoints: a resumed run must meet the opponent it would have met."""
+        return {}
+
+    def restore(self, state: dict, net: torch.nn.Module) -> None:
+        """Undo ``state()``; ``net`` is the learner's network, a template for snapshots."""
+
 
 class SelfPlay(Opponent):
     """``opponent=self``: the learner plays both sides (``rollout.play`` sees this marker and
@@ -181,6 +189,13 @@ class MixedOpponent(Opponent):
         self.strong.on_update(net, progress, update)
         self.weak.on_update(net, progress, update)
 
+    def state(self) -> dict:
+        return {"strong": self.strong.state(), "weak": self.weak.state()}
+
+    def restore(self, state: dict, net: torch.nn.Module) -> None:
+        self.strong.restore(state.get("strong", {}), net)
+        self.weak.restore(state.get("weak", {}), net)
+
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         if self.is_strong is None or self.is_strong.shape != code.shape:
             self.reset(torch.ones(code.shape, dtype=torch.bool, device=code.device), generator)
@@ -221,6 +236,19 @@ class PoolOpponent(Opponent):
         if not self.snapshots or update % self.every == 0:
             self.snapshots = (self.snapshots + [PolicyOpponent(net, f"snapshot@{update}")])[-self.size:]
 
+    def state(self) -> dict:
+        # Weights only (plain tensors, so checkpoints stay loadable with weights_only=True).
+        return {"names": [s.name for s in self.snapshots],
+                "weights": [{k: v.detach().cpu() for k, v in s.net.state_dict().items()}
+                            for s in self.snapshots]}
+
+    def restore(self, state: dict, net: torch.nn.Module) -> None:
+        self.snapshots = []
+        for name, weights in zip(state.get("names", []), state.get("weights", []), strict=True):
+            snap = PolicyOpponent(net, name)  # a copy of the learner's shape...
+            snap.net.load_state_dict(weights)  # ...with the snapshot's weights
+            self.snapshots.append(snap)
+
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
         n = max(1, len(self.snapshots))
         draw = torch.randint(n, started.shape, device=started.device, generator=generator)
@@ -258,6 +286,14 @@ class Curriculum(Opponent):
             opponent.on_update(net, progress, update)
         while self.index < len(self.stages) - 1 and progress >= self.stages[self.index][0]:
             self.index += 1
+
+    def state(self) -> dict:
+        return {"index": self.index, "stages": [o.state() for _, o in self.stages]}
+
+    def restore(self, state: dict, net: torch.nn.Module) -> None:
+        self.index = int(state.get("index", 0))
+        for (_, opponent), sub in zip(self.stages, state.get("stages", []), strict=False):
+            opponent.restore(sub, net)
 
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
         self.current.reset(started, generator)

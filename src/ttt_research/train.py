@@ -80,7 +80,11 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           limit_train_batches=module.total_updates, enable_checkpointing=False,
                           enable_progress_bar=show_bar)
-    earlier = _set_aside_metrics(run_dir) if resume_from else None
+    # trainer=ddp: each of the world_size processes plays games_per_update games per update,
+    # so the budget takes world_size times fewer updates (algos/base.py counts all games).
+    module.processes = trainer.world_size
+    trainer.limit_train_batches = module.total_updates
+    earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     if earlier is not None:
         _merge_metrics(earlier, run_dir / "metrics.csv", resume_from)

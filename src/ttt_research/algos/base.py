@@ -7,8 +7,16 @@ base class owns the bookkeeping around that:
 * the training "data": there is none, so the dataloader yields update indices forever
   and the Trainer's ``limit_train_batches`` is the number of updates in the budget;
 * a ``torch.Generator`` on the module's device for every random draw in rollouts, seeded
-  from ``seed`` (and saved in checkpoints, so a resumed run draws what it would have);
+  from ``seed`` and the process's rank (and saved in checkpoints, one state per process,
+  so a resumed run draws what it would have);
 * the game counter, the rollout metrics and ``perf/games_per_s``;
+* the opponent's training state (pool snapshots, curriculum stage) in checkpoints;
+* the numerical guard: a non-finite loss term or parameter stops the run at the update
+  where it appears (``NonFiniteError``), before any checkpoint can store it;
+* multi-process training (``trainer=ddp``): each process plays ``games_per_update`` games
+  per update with its own random stream, DDP averages the gradients (the algorithms call
+  ``manual_backward``), and the rollout numbers are averaged across processes once per
+  update, so every process logs, counts and schedules the same global figures;
 * the greedy policy that the exact evaluator and the exporter see.
 """
 
@@ -24,6 +32,19 @@ from torch.utils.data import DataLoader, IterableDataset
 from ..nets import MLP
 from ..opponents import Opponent
 from ..rollout import SEATS, Episodes, Reward
+
+
+class NonFiniteError(RuntimeError):
+    """A loss term or a parameter became NaN or infinite: the run stops at this update."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.checkpoint: str | None = None  # the last good checkpoint, filled in by its callback
+
+    def __str__(self) -> str:
+        kept = f"; the last good checkpoint is kept: {self.checkpoint}" if self.checkpoint else \
+            "; no checkpoint was written before it"
+        return f"{self.args[0]}{kept}"
 
 
 class _Updates(IterableDataset):
@@ -51,9 +72,12 @@ class RLModule(L.LightningModule):
         self.games_per_update = int(games_per_update)
         self.budget_games = int(budget_games)
         self.seed = int(seed)
-        self.games_played = 0
+        self.games_played = 0  # all processes together
+        self.games_local = 0  # this process's games (DDP: each process plays its own)
+        self.processes = 1  # DDP world size, set by train.py before fitting
+        self.update_index = 0  # the update being played (0-based), for messages
         self.generator: torch.Generator | None = None
-        self._generator_state: torch.Tensor | None = None
+        self._generator_states: list | None = None  # from a checkpoint, one per process
         self._last_time: float | None = None
         self.latest_eval: dict | None = None  # set by the exact-evaluation callback
         self.automatic_optimization = False
@@ -62,8 +86,9 @@ class RLModule(L.LightningModule):
 
     @property
     def total_updates(self) -> int:
-        """Updates in the budget: enough batches of games to cover ``budget_games``."""
-        return max(1, math.ceil(self.budget_games / self.games_per_update))
+        """Updates in the budget: enough batches of games to cover ``budget_games``, each
+        update playing ``games_per_update`` games in every process."""
+        return max(1, math.ceil(self.budget_games / (self.games_per_update * self.processes)))
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(_Updates(), batch_size=None)
@@ -74,20 +99,58 @@ class RLModule(L.LightningModule):
         rank = self.global_rank
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed * 1_000_003 + rank)  # one stream per process
-        if self._generator_state is not None:
-            self.generator.set_state(self._generator_state)
-            self._generator_state = None
+        states = self._generator_states
+        if states is not None:
+            if len(states) == self.trainer.world_size:
+                self.generator.set_state(states[rank])
+            else:  # resumed with another number of processes: fresh, distinct streams
+                self.generator.manual_seed((self.seed * 1_000_003 + rank) ^ (self.games_played << 20))
+            self._generator_states = None
+
+    def _per_process(self, value: torch.Tensor) -> list[torch.Tensor]:
+        """One ``value`` from every process, in rank order (a list of one without DDP)."""
+        if self.trainer.world_size == 1:
+            return [value]
+        import torch.distributed as dist
+
+        value = value.to(self.device)  # NCCL gathers CUDA tensors only
+        gathered = [torch.empty_like(value) for _ in range(self.trainer.world_size)]
+        dist.all_gather(gathered, value)
+        return [g.cpu() for g in gathered]
+
+    def on_train_end(self) -> None:
+        """DDP: every process must end with the same weights (DDP averaged every gradient);
+        a mismatch means some update bypassed it, and the run must not pass as good."""
+        if self.trainer.world_size == 1:
+            return
+        flat = torch.cat([p.detach().flatten() for p in self.parameters()]).double()
+        checksum = torch.stack([flat.sum(), (flat * torch.arange(flat.numel(), device=flat.device)).sum()])
+        sums = self._per_process(checksum)
+        if any(not torch.equal(s, sums[0]) for s in sums):
+            raise RuntimeError("the DDP processes ended with different weights: an update "
+                               "bypassed DDP's gradient averaging")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # Called on every process (Lightning writes the file from rank 0): gather what
+        # differs between processes, i.e. each one's random stream and game count.
         checkpoint["net_spec"] = self.net.spec()
         checkpoint["algo"] = type(self).__name__.lower()
         checkpoint["games_played"] = self.games_played
+        checkpoint["games_by_process"] = [int(g) for g in self._per_process(
+            torch.tensor(self.games_local, dtype=torch.int64))]
+        checkpoint["opponent_state"] = self.opponent.state()
         if self.generator is not None:
-            checkpoint["generator_state"] = self.generator.get_state()
+            checkpoint["generator_states"] = self._per_process(self.generator.get_state())
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.games_played = int(checkpoint.get("games_played", 0))
-        self._generator_state = checkpoint.get("generator_state")
+        by_process = checkpoint.get("games_by_process", [self.games_played])
+        self._generator_states = checkpoint.get("generator_states")
+        if self._generator_states is None and "generator_state" in checkpoint:  # older files
+            self._generator_states = [checkpoint["generator_state"]]
+        rank = self.global_rank
+        self.games_local = int(by_process[rank]) if rank < len(by_process) else 0
+        self.opponent.restore(checkpoint.get("opponent_state", {}), self.net)
 
     @property
     def progress(self) -> float:
@@ -97,6 +160,7 @@ class RLModule(L.LightningModule):
 
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
         """Tell the opponent an update is coming (pools snapshot, curricula move on)."""
+        self.update_index = batch_idx
         self.opponent.on_update(self.net, self.progress, batch_idx)
 
     # ------------------------------------------------------------------ policy
@@ -113,16 +177,58 @@ class RLModule(L.LightningModule):
         self.log_results(episodes.batch, episodes.rates(), extra)
 
     def log_results(self, games: int, rates: dict, extra: dict[str, torch.Tensor]) -> None:
-        """Log an update of ``games`` games: sampled rates, ``train/*`` terms, games/s."""
-        self.games_played += games
+        """Log an update of ``games`` games (in this process): sampled rates, ``train/*``
+        terms, games/s; then check that the update left everything finite."""
         now = time.perf_counter()
-        metrics = {f"rollout/{k}": v for k, v in rates.items()}
-        metrics.update({f"train/{k}": v.detach() for k, v in extra.items()})
-        metrics["train/games"] = float(self.games_played)
+        metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
+                   for k, v in rates.items()}
+        metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
+                        .detach() for k, v in extra.items()})
         if self._last_time is not None:
-            metrics["perf/games_per_s"] = games / max(now - self._last_time, 1e-9)
+            metrics["perf/games_per_s"] = torch.tensor(
+                games / max(now - self._last_time, 1e-9), device=self.device)
         self._last_time = now
+        self.games_local += games
+        # DDP: every process played as many games, so the global rates and loss terms are
+        # the means over processes; one all-reduce of all of them, then each process logs
+        # the same numbers (Lightning's loggers write from rank 0 only).
+        metrics = dict(zip(metrics, self.mean_over_processes(torch.stack(list(metrics.values())))
+                           .unbind(), strict=True))
+        if "perf/games_per_s" in metrics:  # the whole job's speed: the sum over processes
+            metrics["perf/games_per_s"] = metrics["perf/games_per_s"] * self.processes
+        self.games_played += games * self.processes
+        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")})
+        metrics["train/games"] = float(self.games_played)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=games)
         if "perf/games_per_s" in metrics:
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)
+
+    def mean_over_processes(self, values: torch.Tensor) -> torch.Tensor:
+        """(K,) numbers of this process -> (K,) means over all processes (DDP), one all-reduce."""
+        if self.processes == 1 or self._trainer is None:
+            return values
+        return self.trainer.strategy.reduce(values, reduce_op="mean")
+
+    # ------------------------------------------------------------------ numerical guard
+
+    def check_finite(self, terms: dict[str, torch.Tensor]) -> None:
+        """Stop at the first non-finite loss term or parameter, naming the update.
+
+        Runs at the end of every update, before the checkpoint callback, so the last
+        checkpoint on disk is always a finite one. One synchronisation for all the
+        checks (a (K,) bool tensor read once); parameters are the same in every DDP
+        process and the terms are already averaged, so all processes stop together.
+        """
+        params = dict(self.named_parameters())
+        finite = torch.stack([torch.isfinite(v).all() for v in terms.values()]
+                             + [torch.isfinite(p).all() for p in params.values()])
+        if bool(finite.all()):
+            return
+        bad = int((~finite).nonzero()[0])
+        names = list(terms) + list(params)
+        what = (f"{names[bad]} = {float(terms[names[bad]])}" if bad < len(terms)
+                else f"parameter {names[bad]}")
+        raise NonFiniteError(
+            f"non-finite value at update {self.update_index + 1} of {self.total_updates} "
+            f"(after {self.games_played:,} games): {what}; training stopped")

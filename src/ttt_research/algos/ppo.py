@@ -257,7 +257,9 @@ class PPO(RLModule):
             stats["explained_variance"] = explained_variance(value_old, ret)
             stats["lr"] = torch.tensor(lr)
             stats["ent_coef"] = torch.tensor(ent_coef)
-        steps = int(ep.learner.sum())
+        # Learner moves in all processes (DDP: their mean times their number).
+        steps = round(float(self.mean_over_processes(
+            ep.learner.sum().float().reshape(1))) * self.processes)
         self.env_steps += steps
         self.log_dict({"perf/steps_per_s": steps / max(time.perf_counter() - start, 1e-9),
                        "train/env_steps": float(self.env_steps)}, on_step=True, on_epoch=False)
