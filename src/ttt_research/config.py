@@ -76,7 +76,7 @@ def validate(cfg: DictConfig) -> None:
         _need(_is_number(v) and 0.0 <= v <= 1.0, "opponent.p_perfect", "a probability in [0, 1]", v)
     for key in ("opponent.strong", "opponent.weak"):
         v = _get(cfg, key)
-        if v is not None and not OmegaConf.is_config(v):
+        if v is not None and not OmegaConf.is_dict(v):  # a name, or an opponent's config
             _need(v in ("random", "minimax", "rules"), key, "random, minimax or rules", v)
     for key in ("opponent.every", "opponent.size"):
         if _get(cfg, key) is not None:
@@ -86,6 +86,8 @@ def validate(cfg: DictConfig) -> None:
     _need(v in SEATS, "seat.side", f"one of {', '.join(SEATS)}", v)
 
     _validate_algo(cfg)
+    _validate_stages(cfg)
+    _validate_trainer(cfg)
 
 
 def _validate_algo(cfg: DictConfig) -> None:
@@ -111,3 +113,98 @@ def _validate_algo(cfg: DictConfig) -> None:
         if _get(cfg, key) is not None:
             v = _get(cfg, key)
             _need(isinstance(v, bool), key, "true or false", v)
+    for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
+        v = _get(cfg, key)
+        _need(v is None or (_is_number(v) and v >= 0), key, "a number >= 0, or null (constant)", v)
+    if _get(cfg, "algo.rollouts") is not None:
+        positive_int(cfg, "algo.rollouts")
+    if _get(cfg, "algo.baseline") is not None:
+        v = _get(cfg, "algo.baseline")
+        _need(isinstance(v, bool), "algo.baseline", "true or false", v)
+    v = _get(cfg, "algo.optimizer")
+    _need(v is None or (OmegaConf.is_dict(v) and "_target_" in v), "algo.optimizer",
+          "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}",
+          OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
+
+
+def _validate_stages(cfg: DictConfig) -> None:
+    """``opponent=curriculum``: stages of {until, opponent}, ``until`` rising in (0, 1]."""
+    if "stages" not in cfg.opponent:
+        return
+    stages = _get(cfg, "opponent.stages")
+    allowed = "a non-empty list of {until: share of the budget in (0, 1], opponent: {...}}"
+    _need(OmegaConf.is_list(stages) and len(stages) > 0
+          and all(OmegaConf.is_dict(s) and {"until", "opponent"} <= set(s) for s in stages),
+          "opponent.stages", allowed,
+          OmegaConf.to_container(stages) if OmegaConf.is_config(stages) else stages)
+    last = 0.0
+    for i, stage in enumerate(stages):
+        v = stage.until
+        _need(_is_number(v) and last < v <= 1.0, f"opponent.stages[{i}].until",
+              f"a number in ({last:g}, 1] (stages end in order)", v)
+        last = v
+        _need(OmegaConf.is_dict(stage.opponent) and "_target_" in stage.opponent,
+              f"opponent.stages[{i}].opponent", "an opponent config with a _target_",
+              OmegaConf.to_container(stage.opponent) if OmegaConf.is_config(stage.opponent)
+              else stage.opponent)
+
+
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")
+
+
+def _validate_trainer(cfg: DictConfig) -> None:
+    """The Lightning Trainer's keys, before Lightning itself would fail with a traceback."""
+    import inspect
+
+    import lightning as L
+
+    known = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
+    for key in cfg.trainer:
+        _need(key == "_target_" or key in known, f"trainer.{key}",
+              "an argument of lightning.Trainer (this key is not one)", _get(cfg, f"trainer.{key}"))
+    v = _get(cfg, "trainer.accelerator")
+    _need(v in ACCELERATORS, "trainer.accelerator", f"one of {', '.join(ACCELERATORS)}", v)
+    if v in ("gpu", "cuda"):
+        import torch
+
+        _need(torch.cuda.is_available(), "trainer.accelerator",
+              "cpu here (no CUDA GPU is visible to torch on this machine)", v)
+    v = _get(cfg, "trainer.devices")
+    ok = (_is_int(v) and (v > 0 or v == -1)) or v == "auto" or (
+        OmegaConf.is_list(v) and len(v) > 0 and all(_is_int(d) and d >= 0 for d in v))
+    _need(ok, "trainer.devices", "a positive integer, -1 (all), auto, or a list of device indices",
+          OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
+    if _get(cfg, "trainer.accelerator") == "cpu":  # CPU processes are counted, not indexed
+        _need(not OmegaConf.is_list(v), "trainer.devices", "a number of processes with "
+              "trainer.accelerator=cpu", OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
+    for key, lo in (("trainer.num_nodes", 1), ("trainer.max_epochs", 1),
+                    ("trainer.log_every_n_steps", 1), ("trainer.num_sanity_val_steps", 0)):
+        v = _get(cfg, key)
+        if v is not None:
+            _need(_is_int(v) and v >= lo, key, "a positive integer" if lo else "an integer >= 0", v)
+    v = _get(cfg, "trainer.enable_model_summary")
+    _need(v is None or isinstance(v, bool), "trainer.enable_model_summary", "true or false", v)
+    v = _get(cfg, "trainer.strategy")
+    if v is not None and not (OmegaConf.is_dict(v) and "_target_" in v):
+        from lightning.pytorch.strategies import StrategyRegistry
+
+        names = ["auto", *sorted(n for n in StrategyRegistry.available_strategies() if n.startswith("ddp"))]
+        _need(isinstance(v, str) and (v == "auto" or v in StrategyRegistry.available_strategies()),
+              "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
+              OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
+    if processes(cfg) > 1:
+        _need(not _get(cfg, "algo.faithful"), "algo.faithful",
+              "false with several processes (the faithful loop plays one game at a time and "
+              "updates the weights outside autograd, so DDP could not average it)", True)
+
+
+def processes(cfg: DictConfig) -> int:
+    """How many training processes the trainer config asks for (devices x nodes; 1 when
+    the device count is only known at run time, e.g. auto)."""
+    devices = _get(cfg, "trainer.devices")
+    if OmegaConf.is_list(devices):
+        per_node = len(devices)
+    else:
+        per_node = devices if _is_int(devices) and devices > 0 else 1
+    nodes = _get(cfg, "trainer.num_nodes") or 1
+    return per_node * nodes
