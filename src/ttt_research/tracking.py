@@ -91,6 +91,8 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     run_dir.mkdir(parents=True, exist_ok=True)
     # Called, not instantiate()d: the Settings object must reach wandb.init as it is.
     logger = get_class(kwargs.pop("_target_"))(save_dir=str(run_dir), **kwargs)
+    # Lightning always passes `anonymous`, which wandb>=0.2x ignores with a warning per job.
+    getattr(logger, "_wandb_init", {}).pop("anonymous", None)
     if mode == "offline":
         log.info("W&B offline (no API key or no server): %s/wandb/; upload later with "
                  "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
