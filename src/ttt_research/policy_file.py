@@ -11,6 +11,7 @@ takes to rebuild the network). Loading returns a batched logits function
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,23 @@ import torch
 
 class PolicyFileError(Exception):
     """A policy file is missing, unreadable or does not follow the contract."""
+
+
+def _unreadable(e: Exception) -> str:
+    """torch.load's error, as a few words a user can act on (its own messages run to
+    paragraphs, with terminal colour codes)."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
+    code = re.search(r"(?:Unsupported global: |unsupported )GLOBAL ([\w.]+)", text)
+    if code:  # weights_only=True stopped a pickle that would import (and could run) code
+        return f"it asks to load the Python object {code.group(1)}; refused, a checkpoint holds tensors only"
+    if isinstance(e, EOFError | OSError) or "zip archive" in text or "central directory" in text:
+        return "empty, truncated or not a PyTorch file"
+    if isinstance(e, KeyError) or "Weights only load failed" in text:
+        return "not a PyTorch checkpoint"
+    first = (text.strip().splitlines() or [type(e).__name__])[0]
+    return first[:160]
 
 
 def _check_io(name: str, arg, kind: str) -> None:
@@ -62,6 +80,8 @@ def load_onnx(path: str | Path):
         if out.shape != x.shape:
             raise PolicyFileError(
                 f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
+        if np.isnan(out).any():  # masked cells may be -inf, but NaN has no greedy move
+            raise PolicyFileError(f"{path}: the model returns NaN logits")
         return torch.from_numpy(out)
 
     meta = dict(session.get_modelmeta().custom_metadata_map)
@@ -76,10 +96,11 @@ def load_checkpoint(path: str | Path):
     if not path.is_file():
         raise PolicyFileError(f"{path}: no such file")
     try:
-        ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch warns about odd pickles; the error line says it
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise PolicyFileError(f"{path}: not a readable checkpoint ({first[:160]})") from None
+        raise PolicyFileError(f"{path}: not a readable checkpoint ({_unreadable(e)})") from None
     if not isinstance(ckpt, dict) or "net_spec" not in ckpt or "state_dict" not in ckpt:
         raise PolicyFileError(f"{path}: not a ttt_research checkpoint (no network description)")
     spec = ckpt["net_spec"]
@@ -88,7 +109,10 @@ def load_checkpoint(path: str | Path):
         net = MLP(hidden=spec["hidden"], encoding=spec["encoding"])
         net.load_state_dict(weights)
     except Exception as e:
-        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({str(e)[:120]})") from None
+        why = " ".join(str(e).split())  # one line: torch's message spans several
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({why[:160]})") from None
+    if not all(bool(torch.isfinite(w).all()) for w in weights.values()):  # e.g. a diverged run
+        raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
     hp = ckpt.get("hyper_parameters", {})
     meta = {
         "algo": str(ckpt.get("algo", hp.get("algo", ""))),
