@@ -85,10 +85,12 @@ class Reinforce(RLModule):
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
                  masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
-                 rollouts: int = 1, position_table: bool = False, **kwargs):
+                 rollouts: int = 1, position_table: bool = False, momentum: float = 0.0,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
+        self.momentum = 0.0 if faithful else float(momentum)
         self.temperature = 0.0 if faithful else float(temperature)
         self.masked_softmax = masked_softmax and not faithful
         self.faithful = bool(faithful)
@@ -107,7 +109,7 @@ class Reinforce(RLModule):
 
     def configure_optimizers(self):
         if self.optimizer_factory is None or self.faithful:  # the seed: plain SGD
-            return torch.optim.SGD(self.net.parameters(), lr=self.lr)
+            return torch.optim.SGD(self.net.parameters(), lr=self.lr, momentum=self.momentum)
         return self.optimizer_factory(self.net.parameters(), lr=self.lr)
 
     # ------------------------------------------------------------------ acting
