@@ -108,8 +108,11 @@ def _validate_algo(cfg: DictConfig) -> None:
         v = _get(cfg, key)
         if v is not None:
             _need(_is_number(v) and v >= 0, key, "a number >= 0", v)
+    v = _get(cfg, "algo.momentum")
+    if v is not None:
+        _need(_is_number(v) and 0 <= v < 1, "algo.momentum", "a number in [0, 1)", v)
     for key in ("algo.faithful", "algo.masked_softmax", "algo.masking", "algo.shared_trunk",
-                "algo.norm_adv"):
+                "algo.norm_adv", "algo.position_table"):
         if _get(cfg, key) is not None:
             v = _get(cfg, key)
             _need(isinstance(v, bool), key, "true or false", v)
