@@ -126,13 +126,13 @@ def test_same_config_and_seed_give_identical_eval_and_metrics(tmp_path, algo):
 # ----------------------------------------------------------------------------- NaN guard
 
 POISON_LOSS = """
-    from ttt_research.algos import reinforce
-    honest, calls = reinforce.weighted_cross_entropy, [0]
-    def poisoned(*args):  # update 5's loss is NaN (one call per update with these settings)
+    from ttt_research.rollout import Reward
+    honest, calls = Reward.of, [0]
+    def poisoned(self, *args):  # update 5's rewards, hence its loss, are NaN (one call per update)
         calls[0] += 1
-        out = honest(*args)
+        out = honest(self, *args)
         return out * float("nan") if calls[0] == 5 else out
-    reinforce.weighted_cross_entropy = poisoned
+    Reward.of = poisoned
 """
 POISON_WEIGHT = """
     import torch
