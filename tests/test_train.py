@@ -132,7 +132,7 @@ def test_a_short_run_measurably_improves_the_exact_evaluation(tmp_path):
     ("opponent=mixed opponent.p_perfect=1.5", "opponent.p_perfect must be a probability in [0, 1]"),
     ("net.encoding=onehot27", "net.encoding must be one of planes18, signed9"),
     ("algo.lr=-0.1", "algo.lr must be a positive number"),
-    ("algo.momentum=1.0", "algo.momentum must be a number in [0, 1)"),
+    ("algo.momentum=1.0", "algo.momentum must be a number in [0, 1"),
     ("algo.position_table=maybe", "algo.position_table must be true or false"),
     ("eval_every=0", "eval_every must be a positive integer"),
 ])
