@@ -45,7 +45,7 @@ REFERENCES = {
     "ppo_steps_per_s": ("SB3 MaskablePPO (seed)", 700),
     "time_to_unbeatable_s": ("SB3 MaskablePPO: not unbeatable as O after 300k steps (~420 s)", None),
 }
-DEFAULT_GAMES = {"reinforce": (1_500_000, 200_000), "ppo": (800_000, 800_000)}  # (full, quick)
+DEFAULT_GAMES = {"reinforce": (6_000_000, 500_000), "ppo": (800_000, 800_000)}  # (full, quick)
 
 
 def _say(msg: str) -> None:

@@ -126,10 +126,14 @@ class Reinforce(RLModule):
             return logits.argmax(-1)
         return sample(logits, self.generator, self.temperature)
 
-    def anneal_temperature(self) -> None:
-        """Set this step's sampling temperature from the share of the budget played."""
+    def anneal_temperature(self, games_this_update: int = 0) -> None:
+        """Set the sampling temperature from the share of the budget played, counting the
+        games already played in this update (so the schedule does not depend on how
+        batches are grouped into updates)."""
         if self.temperature_final is not None:
-            self.temperature = self.temperature_start + self.progress * (
+            played = self.games_played + games_this_update * self.processes
+            share = min(1.0, played / max(1, self.budget_games))
+            self.temperature = self.temperature_start + share * (
                 self.temperature_final - self.temperature_start)
 
     # ------------------------------------------------------------------ learning
@@ -152,7 +156,6 @@ class Reinforce(RLModule):
         if self.faithful:
             return self._faithful_step(opt)
         raw_opt = opt.optimizer  # Lightning's wrapper costs about as much as a small step
-        self.anneal_temperature()
         # One Lightning step plays ``games_per_update`` games as ``rollouts`` successive
         # batches, each learned from before the next is played: small batches keep the
         # data close to the current policy, and the step's fixed costs (logging) are paid
@@ -160,7 +163,8 @@ class Reinforce(RLModule):
         games = -(-self.games_per_update // self.rollouts)
         results = []
         total = torch.zeros((), device=self.device)
-        for _ in range(self.rollouts):
+        for i in range(self.rollouts):
+            self.anneal_temperature(i * games)
             if self.position_table:
                 total += self._learn_by_position(raw_opt, games, results)
                 continue
