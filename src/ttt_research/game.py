@@ -192,6 +192,13 @@ class Step(NamedTuple):
     illegal: torch.Tensor  # bool, the move forfeited (occupied cell or index outside 0..8)
 
 
+def at(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index]`` for a table of per-code rows: ``index_select`` when the index is
+    one-dimensional (about 3x faster than advanced indexing on the CPU for a batch of a
+    few thousand: it skips the general indexing machinery), advanced indexing otherwise."""
+    return table.index_select(0, index) if index.dim() == 1 else table[index]
+
+
 def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> Step:
     """Play ``action`` (B,) on boards ``code`` (B,) for whoever is to move. Pure: no reset.
 
@@ -201,11 +208,11 @@ def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> S
     t = t or tables(code.device)
     cell = action.clamp(0, CELLS - 1)
     flat = code * CELLS + cell
-    was_done = t.done[code]
-    illegal = ~(t.legal.view(-1)[flat] | was_done) | (cell != action) & ~was_done
-    new = torch.where(illegal, code, t.next[flat])  # the table already keeps occupied cells
-    ended = (t.done[new] & ~was_done) | illegal
-    won = torch.where(illegal, -t.mover[code], t.winner[new])
+    was_done = at(t.done, code)
+    illegal = ~(at(t.legal.view(-1), flat) | was_done) | (cell != action) & ~was_done
+    new = torch.where(illegal, code, at(t.next, flat))  # the table already keeps occupied cells
+    ended = (at(t.done, new) & ~was_done) | illegal
+    won = torch.where(illegal, -at(t.mover, code), at(t.winner, new))
     return Step(new, ended, torch.where(ended, won, 0).to(torch.int8), illegal)
 
 
@@ -217,10 +224,10 @@ def random_moves(code: torch.Tensor, generator: torch.Generator | None = None,
     no (B, 9) tensor, which is what makes random play cheap.
     """
     t = t or tables(code.device)
-    n = t.n_legal[code]
+    n = at(t.n_legal, code)
     u = torch.rand(code.shape, device=code.device, generator=generator)
     k = (u * n).long().clamp_max(CELLS - 1)
-    return t.kth_legal[code * CELLS + k]
+    return at(t.kth_legal, code * CELLS + k)
 
 
 class Games:

@@ -104,7 +104,7 @@ def play(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
 
     for ply in range(T):
         mover = game.X if ply % 2 == 0 else game.O  # lockstep: every live game has `ply` pieces
-        view, legal = t.view[code], t.legal[code]
+        view, legal = game.at(t.view, code), game.at(t.legal, code)
         mine = (seats == mover) | self_play
         # With a fixed seat only one side moves at this ply: skip the other's computation.
         learner_moves = self_play or seat == "both" or (seat == "x") == (mover == game.X)
