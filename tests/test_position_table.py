@@ -1,9 +1,8 @@
 """The position-table REINFORCE update is the per-move update, computed per position."""
 
+import pytest
 import torch
-from hydra.utils import instantiate
 
-from ttt_research import game
 from ttt_research.algos.reinforce import Reinforce, antirez_targets, view_code, weighted_cross_entropy
 from ttt_research.nets import MLP
 from ttt_research.opponents import RandomOpponent, SelfPlay
@@ -27,7 +26,6 @@ def grads(m, loss):
 
 
 def test_decision_positions_are_the_learners_own():
-    t = game.tables()
     for seat, n in (("o", 2097), ("x", 2423), ("both", 4520)):
         views, row_of = module(seat).positions()
         assert views.shape == (n, 9)
@@ -63,3 +61,19 @@ def test_acting_from_the_table_equals_acting_with_the_network():
     m._table = m.net(views).detach()
     with torch.no_grad():
         assert torch.equal(m.act_from_table(views, views == 0), m.net(views).argmax(-1))
+
+
+def test_schedules_follow_the_share_of_the_budget_played():
+    m = module(temperature=1.0, temperature_final=0.1, lr=2.0, lr_final=0.2, momentum=0.9)
+    m.budget_games = 10_000
+    opt = torch.optim.SGD(m.net.parameters(), lr=m.lr, momentum=m.momentum)
+    for played, lr, temperature in ((0, 2.0, 1.0), (5_000, 1.1, 0.55), (10_000, 0.2, 0.1),
+                                    (20_000, 0.2, 0.1)):
+        m.games_played = played
+        m.anneal(opt)
+        assert opt.param_groups[0]["lr"] == pytest.approx(lr)
+        assert m.temperature == pytest.approx(temperature)
+    # Games already played within the update count too (2,500 of them here).
+    m.games_played = 2_500
+    m.anneal(opt, games_this_update=2_500)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1.1)

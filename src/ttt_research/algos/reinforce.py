@@ -86,11 +86,12 @@ class Reinforce(RLModule):
                  masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
                  rollouts: int = 1, position_table: bool = False, momentum: float = 0.0,
-                 **kwargs):
+                 lr_final: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
         self.momentum = 0.0 if faithful else float(momentum)
+        self.lr_final = None if faithful or lr_final is None else float(lr_final)
         self.temperature = 0.0 if faithful else float(temperature)
         self.masked_softmax = masked_softmax and not faithful
         self.faithful = bool(faithful)
@@ -126,15 +127,18 @@ class Reinforce(RLModule):
             return logits.argmax(-1)
         return sample(logits, self.generator, self.temperature)
 
-    def anneal_temperature(self, games_this_update: int = 0) -> None:
-        """Set the sampling temperature from the share of the budget played, counting the
-        games already played in this update (so the schedule does not depend on how
-        batches are grouped into updates)."""
+    def anneal(self, raw_opt, games_this_update: int = 0) -> None:
+        """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
+        share of the budget played, counting the games already played in this update (so
+        the schedules do not depend on how batches are grouped into updates)."""
+        played = self.games_played + games_this_update * self.processes
+        share = min(1.0, played / max(1, self.budget_games))
         if self.temperature_final is not None:
-            played = self.games_played + games_this_update * self.processes
-            share = min(1.0, played / max(1, self.budget_games))
             self.temperature = self.temperature_start + share * (
                 self.temperature_final - self.temperature_start)
+        if self.lr_final is not None:
+            for group in raw_opt.param_groups:
+                group["lr"] = self.lr + share * (self.lr_final - self.lr)
 
     # ------------------------------------------------------------------ learning
 
@@ -164,7 +168,7 @@ class Reinforce(RLModule):
         results = []
         total = torch.zeros((), device=self.device)
         for i in range(self.rollouts):
-            self.anneal_temperature(i * games)
+            self.anneal(raw_opt, i * games)
             if self.position_table:
                 total += self._learn_by_position(raw_opt, games, results)
                 continue
@@ -174,7 +178,7 @@ class Reinforce(RLModule):
         merged = results[0] if len(results) == 1 else _concat(results)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
         self.log_rollout(merged, {"loss": total / steps,
-                                  "lr": torch.tensor(self.lr),
+                                  "lr": torch.tensor(raw_opt.param_groups[0]["lr"]),
                                   "temperature": torch.tensor(self.temperature)})
 
     def _learn(self, raw_opt, ep) -> torch.Tensor:
