@@ -12,9 +12,9 @@ uniform over the *other* legal moves. The nudge is the cross-entropy gradient
     the alternatives rather than just away from the move, which keeps the update
     bounded (a plain ``-r * log pi`` grows without limit as pi(a|s) -> 0).
 
-Two modes:
+Three ways to run it:
 
-* **batched** (default): ``games_per_update`` games per training step, played as
+* **batched**: ``games_per_update`` games per training step, played as
   ``rollouts`` successive batches of games in lockstep; after each batch, ``minibatches``
   optimiser steps on random shares of its moves (the loss is the mean over games). Moves
   are sampled from the masked softmax at ``temperature`` (0 = greedy, the seed's),
@@ -25,16 +25,17 @@ Two modes:
     the move itself), so the greedy policy read off it still loses 2-3% of games to the
     random player; a sharp behaviour policy is risk-averse (a loss then costs the played
     move its whole ``|r|``) but stops exploring. Exploring at 1 and ending near 0.1 gets
-    most of both. Small batches (a few hundred games) keep the data on-policy, which
-    matters more here than the number of optimiser steps.
+    most of both. Per move, small batches (a few hundred games) learned best; the
+    position table below lifts that limit.
 * **position table** (``position_table=true``, the default): the same loss, computed per
   *distinct position* rather than per move. Before each batch of games the network runs
   once on every position where the learner can be to move (4,520; 2,097 as O)
   and the batch is played by looking its logits up; afterwards the moves' weighted
   targets are summed per position (``index_add_``), so one forward and one backward pass
   over that table give exactly the gradient of the per-move loss, whatever the number of
-  games. The cost of an update stops growing with the batch: large batches (thousands of
-  games, SGD with momentum) then train at several hundred thousand games per second.
+  games. The cost of an update stops growing with the batch: batches of 2,048 games with
+  one SGD step each (momentum 0.9, the learning rate annealed with ``lr_final``) train at
+  ~570,000 games per second (experiments/reinforce_default, BENCHMARKS.md).
 * **faithful** (``faithful=true``): the seed, move for move: one game at a time, greedy,
   an SGD step after each of the network's moves, the softmax over all 9 outputs (the
   network must learn that occupied cells are bad). ``games_per_update`` games are played
