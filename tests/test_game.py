@@ -188,3 +188,13 @@ def test_tables_agree_with_pure_rules_on_every_code():
     assert torch.equal(T.winner, game.winner(T.board))
     assert torch.equal(T.legal, game.legal_mask(T.board) & ~T.done[:, None])
     assert torch.equal(T.mover, game.to_move(T.board))
+
+
+def test_view_code_is_the_base3_code_of_the_view_and_tells_views_apart():
+    t = game.tables()
+    views = t.view[t.reachable]  # (5478, 9)
+    digits = (views.long() + 1)  # 0 opponent, 1 empty, 2 own
+    assert torch.equal(game.view_code(views), (digits * game.POW3).sum(-1))
+    assert torch.equal(game.view_code(views.float()), game.view_code(views))
+    # Positions with the same view are the same position (the mover follows from the counts).
+    assert torch.unique(game.view_code(views)).numel() == views.shape[0]

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from ttt_research.algos.reinforce import Reinforce, antirez_targets, view_code, weighted_cross_entropy
+from ttt_research.algos.reinforce import Reinforce, antirez_targets, weighted_cross_entropy
+from ttt_research.game import view_code
 from ttt_research.nets import MLP
 from ttt_research.opponents import RandomOpponent, SelfPlay
 from ttt_research.rollout import Reward, play

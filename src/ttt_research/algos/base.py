@@ -158,6 +158,15 @@ class RLModule(L.LightningModule):
         checkpointed through ``games_played``, so a resumed run continues them)."""
         return min(1.0, self.games_played / max(1, self.budget_games))
 
+    def scheduled(self, start: float, final: float | None, games_ahead: int = 0) -> float:
+        """A linear schedule from ``start`` to ``final`` over the budget (None: constant),
+        at ``progress`` plus ``games_ahead`` games this process has played in the current
+        update (so a schedule stepped within an update does not depend on the grouping)."""
+        if final is None:
+            return start
+        played = self.games_played + games_ahead * self.processes
+        return start + min(1.0, played / max(1, self.budget_games)) * (float(final) - start)
+
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
         """Tell the opponent an update is coming (pools snapshot, curricula move on)."""
         self.update_index = batch_idx

@@ -163,10 +163,6 @@ class PPO(RLModule):
 
     # ------------------------------------------------------------------ learning
 
-    def _scheduled(self, start: float, final) -> float:
-        """A linear schedule over the budget (``RLModule.progress``); None: constant."""
-        return start if final is None else start + self.progress * (float(final) - start)
-
     def trajectories(self, ep: Episodes):
         """Flatten the learned-from moves of ``ep`` with their advantages and returns."""
         T, B = ep.learner.shape
@@ -216,17 +212,15 @@ class PPO(RLModule):
     def training_step(self, batch, batch_idx):
         opt = self.optimizers().optimizer
         start = time.perf_counter()
-        lr = self._scheduled(self.lr, self.lr_final)
-        ent_coef = self._scheduled(self.ent_coef, self.ent_final)
+        lr = self.scheduled(self.lr, self.lr_final)
+        ent_coef = self.scheduled(self.ent_coef, self.ent_final)
         for group in opt.param_groups:
             group["lr"] = lr
         ep = play(self.games_per_update, self.act, self.opponent, self.seat, self.device,
                   self.generator)
         view, legal, action, adv, ret = self.trajectories(ep)
         legal = legal if self.masking else torch.ones_like(legal)
-        # (M,) a base-3 code of each mover's view (digits 0 opponent, 1 empty, 2 own): equal
-        # codes, equal positions. Not game.encode's digits: this order is the one measured.
-        code = ((view + 1).long() * game.POW3.to(view.device)).sum(-1)
+        code = game.view_code(view)  # (M,) equal codes, equal positions
         with torch.no_grad():
             logp_old, value_old, _ = self._heads(view, code, action, legal)
         sums = torch.zeros(5, device=self.device)  # pg, vl, entropy, approx_kl, clip fraction

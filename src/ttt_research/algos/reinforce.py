@@ -50,7 +50,8 @@ import torch
 import torch.nn.functional as F
 
 from .. import game
-from ..nets import sample
+from ..game import view_code
+from ..nets import MASKED, sample
 from ..opponents import RandomOpponent, SelfPlay
 from ..rollout import play
 from . import faithful
@@ -132,14 +133,11 @@ class Reinforce(RLModule):
         """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
         share of the budget played, counting the games already played in this update (so
         the schedules do not depend on how batches are grouped into updates)."""
-        played = self.games_played + games_this_update * self.processes
-        share = min(1.0, played / max(1, self.budget_games))
-        if self.temperature_final is not None:
-            self.temperature = self.temperature_start + share * (
-                self.temperature_final - self.temperature_start)
+        self.temperature = self.scheduled(self.temperature_start, self.temperature_final,
+                                          games_this_update)
         if self.lr_final is not None:
             for group in raw_opt.param_groups:
-                group["lr"] = self.lr + share * (self.lr_final - self.lr)
+                group["lr"] = self.scheduled(self.lr, self.lr_final, games_this_update)
 
     # ------------------------------------------------------------------ learning
 
@@ -233,7 +231,9 @@ class Reinforce(RLModule):
         per-move loss summed per position. Returns the loss (mean per game)."""
         views, row_of = self.positions()
         logits = self.logits(views)  # (P, 9) with autograd: reused for the update
-        self._table = logits.detach() if self.masked_softmax else self.net(views).detach()
+        # Acting is always masked; without the masked softmax, mask the same logits here.
+        table = logits.detach()
+        self._table = table if self.masked_softmax else table.masked_fill(views != 0, MASKED)
         ep = play(games, self.act_from_table, self.opponent, self.seat, self.device,
                   self.generator)
         results.append(ep)
@@ -283,16 +283,6 @@ class Reinforce(RLModule):
         rates = {"win_rate": s["win"] / n, "loss_rate": s["loss"] / n, "tie_rate": s["tie"] / n}
         self.log_results(n, rates, {"loss": torch.tensor(s["loss_sum"] / n),
                                     "lr": torch.tensor(self.lr)})
-
-
-_HALF = (3**game.CELLS - 1) // 2  # 9,841 = sum of 3^i: the code of the empty view
-
-
-def view_code(view: torch.Tensor) -> torch.Tensor:
-    """(..., 9) mover's views -> (...,) base-3 codes (digits: 0 opponent, 1 empty, 2 own);
-    equal codes, equal views. ``sum((v + 1) 3^i) = v . 3^i + sum(3^i)``: one matrix-vector
-    product (exact in float32: |v . 3^i| <= 9,841) instead of four (B, 9) operations."""
-    return (view.float() @ game.POW3.to(view.device, torch.float32)).long() + _HALF
 
 
 def _concat(eps):
