@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 import torch
-from hydra import compose, initialize_config_module
+from hydra import compose, initialize_config_dir
+from ttt_research.confdir import config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research.algos.base import RLModule
@@ -26,7 +27,7 @@ PPO = ["algo=ppo", "algo.epochs=2", "algo.minibatches=2", "threads=1"]
 
 
 def make_cfg(*overrides):
-    with initialize_config_module(config_module="ttt_research.conf", version_base="1.3"):
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=[*SMALL, *overrides])
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_module
+from hydra import compose, initialize_config_dir
+from ttt_research.confdir import config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research import game, report
@@ -28,7 +29,7 @@ TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progr
 
 
 def make_cfg(*overrides, hydra=False):
-    with initialize_config_module(config_module="ttt_research.conf", version_base="1.3"):
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=[*TINY, *overrides], return_hydra_config=hydra)
 
 

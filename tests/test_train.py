@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_module
+from hydra import compose, initialize_config_dir
+from ttt_research.confdir import config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,12 +20,12 @@ from ttt_research.config import ConfigError, validate
 from ttt_research.policy_file import load_policy
 from ttt_research.train import build, train
 
-CONF = Path(__file__).parents[1] / "src" / "ttt_research" / "conf"
+CONF = config_dir()
 TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]
 
 
 def make_cfg(*overrides):
-    with initialize_config_module(config_module="ttt_research.conf", version_base="1.3"):
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=[*TINY, *overrides])
 
 

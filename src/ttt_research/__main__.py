@@ -16,9 +16,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from .config import ConfigError
+from .confdir import config_dir
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def main(cfg: DictConfig) -> float:
     from .algos.base import NonFiniteError
     from .objectives import objective

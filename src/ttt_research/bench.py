@@ -100,11 +100,9 @@ def bench_eval(repeats: int) -> dict:
 
 def compose(overrides: list[str]):
     """The training config of ``python -m ttt_research OVERRIDES``."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
+    from .confdir import compose as compose_config
 
-    with initialize_config_module("ttt_research.conf", version_base=None):
-        return hydra_compose("config", overrides=overrides)
+    return compose_config(overrides)
 
 
 class Clock(L.Callback):
