@@ -131,6 +131,18 @@ def test_wandb_mode_is_offline_without_key_or_server(monkeypatch, tmp_path):
     assert tracking.wandb_mode("offline") == "offline"
 
 
+def test_an_empty_wandb_mode_counts_as_unset(tmp_path):
+    """`WANDB_MODE=` (set, empty) is "unset" to a user; wandb itself would stop with a
+    pydantic traceback on it. The run goes offline (no key here) and finishes."""
+    env = {**no_wandb_account(tmp_path), "WANDB_MODE": "", "WANDB_PROJECT": " "}
+    out = subprocess.run([sys.executable, "-m", "ttt_research", *TINY, "logger=wandb",
+                          f"hydra.run.dir={tmp_path / 'run'}"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "literal_error" not in out.stderr
+    assert list((tmp_path / "run").glob("wandb/offline-run-*/run-*.wandb"))
+
+
 def test_tensorboard_run_holds_exact_metrics_hparams_and_curves(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

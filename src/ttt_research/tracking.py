@@ -73,6 +73,10 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     requested = spec.get("mode", "auto")
     if requested not in WANDB_MODES:
         raise ConfigError(f"logger.wandb.mode must be one of {', '.join(WANDB_MODES)}, got {requested!r}")
+    # A W&B variable set but empty (`WANDB_MODE=` in a CI file) means "unset" to a user, but
+    # wandb's settings parser takes it as a value and stops with a pydantic traceback.
+    for key in [k for k, v in os.environ.items() if k.startswith("WANDB_") and not v.strip()]:
+        del os.environ[key]
     # Before wandb is imported: no banners, no prompts, no code or git snapshot to collect.
     os.environ.setdefault("WANDB_SILENT", "true")
     os.environ.setdefault("WANDB_DISABLE_CODE", "true")
@@ -108,7 +112,7 @@ def wandb_mode(requested: str = "auto") -> str:
     """
     if requested != "auto":
         return requested
-    env = os.environ.get("WANDB_MODE", "").lower()
+    env = os.environ.get("WANDB_MODE", "").strip().lower()  # set but empty: unset
     if env in ("online", "offline", "disabled"):
         return env
     if env == "dryrun":
