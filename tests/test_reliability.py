@@ -42,7 +42,8 @@ class Crash(Exception):
     """Stands for the process dying: raised as the update after a checkpoint begins."""
 
 
-def crash_after_first_checkpoint(monkeypatch):
+def crash_after_first_checkpoint(monkeypatch, later: int = 0):
+    """Die as update ``later`` + 1 after the first checkpoint begins (0: right after it)."""
     saved = []
     save, start = PeriodicCheckpoint.save, RLModule.on_train_batch_start
 
@@ -51,8 +52,8 @@ def crash_after_first_checkpoint(monkeypatch):
         saved.append(update)
 
     def starting(self, batch, batch_idx):
-        if saved:
-            raise Crash(f"killed after the checkpoint of update {saved[0]}")
+        if saved and batch_idx >= saved[0] + later:
+            raise Crash(f"killed {later} updates after the checkpoint of update {saved[0]}")
         start(self, batch, batch_idx)
 
     monkeypatch.setattr(PeriodicCheckpoint, "save", saving)
@@ -86,6 +87,24 @@ def test_a_resumed_pool_or_curriculum_run_ends_as_an_uninterrupted_one(tmp_path,
     assert resumed == whole
     assert (tmp_path / "killed" / "eval.json").read_text() == (tmp_path / "whole" / "eval.json").read_text()
     assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("overrides", [PPO, REINFORCE], ids=["ppo", "reinforce"])
+def test_a_run_killed_well_after_a_checkpoint_resumes_without_repeating_rows(tmp_path, monkeypatch,
+                                                                             overrides):
+    """Killed at update 9 of 10 with the checkpoint of update 5 on disk: updates 6-8 are
+    played again on resume, and metrics.csv holds each update once, as an uninterrupted run."""
+    whole = train(make_cfg(*overrides), tmp_path / "whole")
+    crash_after_first_checkpoint(monkeypatch, later=3)
+    with pytest.raises(Crash, match="3 updates after the checkpoint of update 5"):
+        train(make_cfg(*overrides), tmp_path / "killed")
+    monkeypatch.undo()
+    with open(tmp_path / "killed" / "metrics.csv", newline="") as f:
+        assert max(float(r["train/games"]) for r in csv.DictReader(f) if r["train/games"]) == 8 * 256
+    assert train(make_cfg(*overrides, "resume=true"), tmp_path / "killed") == whole
+    rows = metric_rows(tmp_path / "killed")
+    assert sum(1 for r in rows if r.get("rollout/win_rate")) == 10  # one row per update, none twice
+    assert rows == metric_rows(tmp_path / "whole")
 
 
 def test_the_checkpoint_holds_optimiser_opponent_counters_and_generators(tmp_path):

@@ -85,9 +85,12 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     module.processes = trainer.world_size
     trainer.limit_train_batches = module.total_updates
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
+    # Read before fitting: the fit overwrites last.ckpt, and the rows to keep are those up to
+    # the checkpoint resumed from, not up to the end.
+    resumed_at = _checkpoint_games(resume_from) if earlier is not None else 0
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     if earlier is not None:
-        _merge_metrics(earlier, run_dir / "metrics.csv", resume_from)
+        _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
 
     report = evaluate_policy(module.greedy)
     if getattr(module, "masking", True) is False:  # how often the raw policy picks an occupied cell
@@ -108,11 +111,16 @@ def _set_aside_metrics(run_dir: Path) -> Path | None:
     return earlier
 
 
-def _merge_metrics(earlier: Path, current: Path, checkpoint: Path) -> None:
-    """metrics.csv = the rows logged up to the checkpoint, then the resumed run's rows."""
+def _checkpoint_games(checkpoint: Path) -> int:
+    """Games played when ``checkpoint`` was written."""
+    return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
+
+
+def _merge_metrics(earlier: Path, current: Path, games: int) -> None:
+    """metrics.csv = the rows logged up to ``games`` (the checkpoint resumed from), then the
+    resumed run's rows."""
     import csv
 
-    games = torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0)
     with open(earlier, newline="") as f:
         old = [r for r in csv.DictReader(f) if float(r.get("train/games") or 0) <= games]
     new = []
