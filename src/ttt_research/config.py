@@ -54,7 +54,7 @@ def validate(cfg: DictConfig) -> None:
     v = _get(cfg, "threads")
     _need(v is None or (_is_int(v) and v > 0), "threads", "a positive integer or null", v)
     v = _get(cfg, "progress")
-    _need(v in ("auto", True, False), "progress", "auto, true or false", v)
+    _need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
     v = _get(cfg, "optimized_metric")
     _need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, validate
+from .console import ProgressLines, host_info, opening_line
 from .evaluate import evaluate_policy, format_table
 from .export import export
 from .plots import plot_curves
@@ -38,14 +40,19 @@ def quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def progress_bar(setting, callbacks: list) -> bool:
-    """A Rich progress bar on a terminal (or when asked); none in logs and CI."""
-    on = sys.stdout.isatty() if setting == "auto" else bool(setting)
-    if on:
+def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: str) -> bool:
+    """``progress``: a Rich progress bar on a terminal (``auto``) or when asked (``true``);
+    off a terminal (``auto``) or when asked (``lines``), a line per exact evaluation;
+    ``false``: neither. Returns whether the bar is on."""
+    tty = sys.stdout.isatty()
+    bar = setting is True or (setting == "auto" and tty)
+    if bar:
         from lightning.pytorch.callbacks import RichProgressBar
 
         callbacks.append(RichProgressBar(leave=True))
-    return on
+    elif setting == "lines" or (setting == "auto" and not tty):
+        callbacks.append(ProgressLines(evaluation, seat))
+    return bar
 
 
 def build(cfg: DictConfig):
@@ -75,7 +82,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     module = build(cfg)
     evaluation = ExactEvaluation(cfg.eval_every)
     callbacks: list = [evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
-    show_bar = progress_bar(cfg.progress, callbacks)
+    show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           limit_train_batches=module.total_updates, enable_checkpointing=False,
@@ -84,6 +91,10 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     # so the budget takes world_size times fewer updates (algos/base.py counts all games).
     module.processes = trainer.world_size
     trainer.limit_train_batches = module.total_updates
+    if trainer.is_global_zero:
+        record_run(cfg, run_dir, resumed=resume_from is not None)
+        print(opening_line(describe(cfg, module), cfg.budget.games, module.total_updates,
+                           module.games_per_update * module.processes), flush=True)
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
     # Read before fitting: the fit overwrites last.ckpt, and the rows to keep are those up to
     # the checkpoint resumed from, not up to the end.
@@ -99,6 +110,43 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
     return report
+
+
+def describe(cfg: DictConfig, module) -> str:
+    """One phrase for the run: algorithm, net, seat, opponent, seed."""
+    spec = module.net.spec()
+    algo = OmegaConf.select(cfg, "algo._target_").rsplit(".", 1)[-1].lower()
+    opponent = _choice("opponent")
+    return (f"{algo} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
+            f"{f' vs {opponent}' if opponent else ''}, seed {cfg.seed}")
+
+
+def _choice(group: str) -> str | None:
+    """The option chosen for a config group, when Hydra runs the job (None in tests)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        return HydraConfig.get().runtime.choices.get(group)
+    except ValueError:  # not inside a Hydra job (the compose API)
+        return None
+
+
+def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
+    """``run.json``: the command, the host (CPU model, SIMD level, threads, versions) and
+    when each session of the run started, so two results can be compared knowingly (float
+    order, hence exact numbers, can differ between kinds of CPU)."""
+    path = run_dir / "run.json"
+    sessions = []
+    if resumed and path.is_file():
+        try:
+            sessions = json.loads(path.read_text()).get("sessions", [])
+        except (ValueError, AttributeError):
+            sessions = []
+    sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
+                     "argv": sys.argv[1:], "host": host_info()})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
+                                "sessions": sessions}, indent=2) + "\n")
 
 
 def _set_aside_metrics(run_dir: Path) -> Path | None:

@@ -1,0 +1,53 @@
+"""What a run tells its watcher off a terminal, and what run.json records of the host."""
+
+import csv
+import json
+import re
+import subprocess
+import sys
+
+from ttt_research.console import opening_line
+
+TINY = ["budget.games=5000", "algo.games_per_update=512", "eval_every=4"]
+
+
+def test_the_opening_line_says_when_the_budget_is_rounded_up():
+    assert opening_line("ppo", 100_000, 49, 2048) == (
+        "training ppo: 100,352 games in 49 updates of 2,048 (budget.games=100,000 rounded up to "
+        "whole updates)")
+    assert opening_line("ppo", 4096, 2, 2048) == "training ppo: 4,096 games in 2 updates of 2,048"
+
+
+def test_a_piped_run_prints_a_line_per_exact_evaluation_and_records_its_host(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ttt_research", *TINY, f"hydra.run.dir={tmp_path}"],
+                         capture_output=True, text=True, timeout=300)  # stdout is a pipe: no TTY
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == ("training reinforce [100] planes18, seat o vs random, seed 0: 5,120 games in "
+                        "10 updates of 512 (budget.games=5,000 rounded up to whole updates)")
+    progress = [ln for ln in lines if ln.startswith("[")]
+    # Exact evaluations after updates 4, 8 and the last (10); each line shows what eval/* logged.
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        evals = [r for r in csv.DictReader(f) if r.get("eval/o_random_win")]
+    assert len(progress) == len(evals) == 3
+    for line, row, update in zip(progress, evals, (4, 8, 10), strict=True):
+        m = re.fullmatch(r"\[ ?(\d+)/10\] +([\d,]+) games +(\d+)%  [\d.,]+k games/s  exact vs random: "
+                         r"O win (\S+) loss (\S+)  ETA \S+", line)
+        assert m, line
+        assert int(m[1]) == update and int(m[2].replace(",", "")) == update * 512
+        assert float(m[4]) == round(float(row["eval/o_random_win"]), 4)
+        assert float(m[5]) == round(float(row["eval/o_random_loss"]), 4)
+    assert progress[-1].split()[-1] == "0s" and " 100%" in progress[-1]
+
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["seed"] == 0 and run["host"]["cpu"] and run["host"]["torch_threads"] >= 1
+    assert run["host"]["cpu_capability"] in ("DEFAULT", "VSX", "Z VECTOR", "NEON", "SVE256", "AVX2",
+                                             "AVX512")
+    assert [s["resumed"] for s in run["sessions"]] == [False]
+
+
+def test_progress_false_prints_no_progress_lines(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ttt_research", *TINY, "progress=false",
+                          f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not [ln for ln in out.stdout.splitlines() if ln.startswith("[")]
