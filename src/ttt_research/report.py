@@ -312,7 +312,8 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
                              squeeze=False, layout="constrained")
     floor = 1e-5  # a loss of exactly 0 cannot sit on a log axis: drawn here
     colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
-    points = [len(r.series.get(f"eval/{s}_random_win") or ()) for row in rows for r in row["runs"] for s in seats]
+    points = [len(r.series.get(f"eval/{s}_random_win") or ())
+              for row in rows for r in row["runs"] for s in seats]
     single = max(points, default=0) == 1  # one exact evaluation per run: no curve to draw
     last = 0.0
     for i, row in enumerate(rows):
