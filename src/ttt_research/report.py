@@ -285,7 +285,16 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
-    """Exact win and loss vs random over training games, per trained seat, one line per group."""
+    """Exact win and loss vs random over training games, per trained seat, one line per group.
+
+    The legend goes below the plots, in as many columns as the width holds, and the figure
+    grows to make room for it: beside the plots it ran into the title on a one-seat figure.
+    Few evaluations get markers; a sweep with one evaluation per run (a budget shorter than
+    ``eval_every`` updates) gets each group's mean as a marker with a min-max bar and its value
+    written beside it, on axes that start at 0 games and span win rates 0..1, so the lone point
+    is read against something."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -293,12 +302,22 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
     import numpy as np
 
     seats = [s for s in SEATS if rows[0].get(f"{s}_win") is not None and any(r[f"{s}_win"] for r in rows)]
-    fig, axes = plt.subplots(2, len(seats), figsize=(6.5 * len(seats), 7), sharex=True, squeeze=False,
-                             layout="constrained")
+    labels = [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+              for row in rows]
+    width = 6.5 * len(seats)
+    ncols = max(1, min(len(rows), int(width // 3.2)))  # a 36-character label at 7 pt: ~3 inches
+    lines = sum(max(labels[k].count("\n") + 1 for k in range(i, min(i + ncols, len(rows))))
+                for i in range(0, len(rows), ncols))
+    fig, axes = plt.subplots(2, len(seats), figsize=(width, 7 + 0.4 + 0.16 * lines), sharex=True,
+                             squeeze=False, layout="constrained")
     floor = 1e-5  # a loss of exactly 0 cannot sit on a log axis: drawn here
     colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
+    points = [len(r.series.get(f"eval/{s}_random_win") or ())
+              for row in rows for r in row["runs"] for s in seats]
+    single = max(points, default=0) == 1  # one exact evaluation per run: no curve to draw
+    last = 0.0
     for i, row in enumerate(rows):
-        label = textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+        colour = colours(i % colours.N)
         for j, s in enumerate(seats):
             for top, outcome in ((True, "win"), (False, "loss")):
                 curves = [r.series.get(f"eval/{s}_random_{outcome}") for r in row["runs"]]
@@ -310,12 +329,21 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
                 ys = np.stack([np.interp(grid, *zip(*c, strict=True)) for c in curves])
                 if not top:
                     ys = np.maximum(ys, floor)
+                last = max(last, float(grid[-1]))
                 ax = axes[0 if top else 1][j]
-                ax.plot(grid, ys.mean(0), color=colours(i % colours.N), lw=2, ms=4,
-                        marker="o" if len(grid) < 12 else None,
-                        label=f"{label} ({len(curves)})" if j == 0 and top else None)
+                label = f"{labels[i]} ({len(curves)})" if j == 0 and top else None
+                mean = ys.mean(0)
+                if len(grid) == 1:  # a band needs two points: a bar from min to max instead
+                    ax.errorbar(grid, mean, yerr=[mean - ys.min(0), ys.max(0) - mean], color=colour,
+                                fmt="o", ms=7, capsize=4, label=label)
+                    if top and len(rows) <= 6:
+                        ax.annotate(f"{mean[0]:.4f}", (grid[0], mean[0]), xytext=(8, 0),
+                                    textcoords="offset points", va="center", fontsize=7, color=colour)
+                    continue
+                ax.plot(grid, mean, color=colour, lw=2, ms=6, marker="o" if len(grid) < 12 else None,
+                        label=label)
                 if len(curves) > 1:
-                    ax.fill_between(grid, ys.min(0), ys.max(0), color=colours(i % colours.N), alpha=0.15)
+                    ax.fill_between(grid, ys.min(0), ys.max(0), color=colour, alpha=0.15)
     for j, s in enumerate(seats):
         axes[0][j].set_title(f"as {s.upper()} vs random (exact)")
         axes[0][j].set_ylabel("win rate")
@@ -325,10 +353,15 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
         axes[1][j].set_xlabel("training games")
         for ax in (axes[0][j], axes[1][j]):
             ax.grid(alpha=0.3, which="both")
-    fig.suptitle("exact evaluations during training: the mean of each group's seeds, band min–max",
-                 fontsize=9)
-    # Beside the plots, not on them: a sweep can have dozens of groups.
-    fig.legend(fontsize=7, loc="outside right upper", title="group (seeds)", title_fontsize=7)
+        if single:
+            axes[0][j].set_ylim(0, 1.02)
+            axes[1][j].set_xlim(0, 1.15 * last)  # shared with the win axis above
+    title = "exact evaluations during training: the mean of each group's seeds, band min–max"
+    if single:
+        title += "\none exact evaluation per run (its last), so no curves: lower eval_every for them"
+    fig.suptitle("\n".join(textwrap.fill(t, math.floor(width * 13)) for t in title.split("\n")), fontsize=9)
+    # Below the plots, not on them nor beside the title: a sweep can have dozens of groups.
+    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="group (seeds)", title_fontsize=7)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
