@@ -1,4 +1,5 @@
-"""The solver and the exact evaluator, against FACTS.md and the plain reference."""
+"""The solver and the exact evaluator, against the reference figures (docs/facts.md) and
+the plain recursive reference (tests/reference.py)."""
 
 from fractions import Fraction
 
@@ -8,7 +9,8 @@ import torch
 import reference as ref
 from ttt_research import evaluate as ev
 from ttt_research import game
-from ttt_research.solver import best_response, solve
+from ttt_research.contract import WORST_NAME
+from ttt_research.solver import best_response, one_hot, outcome_probs, random_probs, solve
 
 T = game.tables()
 SOL = solve()
@@ -26,7 +28,7 @@ def test_empty_board_is_a_draw_and_values_match_reference_minimax():
 
 
 def test_random_vs_random_exact_odds():
-    x, o, tie = ev.outcome_probs(ev.random_probs(), ev.random_probs())[game.EMPTY_CODE].tolist()
+    x, o, tie = outcome_probs(random_probs(), random_probs())[game.EMPTY_CODE].tolist()
     assert x == pytest.approx(737 / 1260, abs=1e-12)
     assert o == pytest.approx(121 / 420, abs=1e-12)
     assert tie == pytest.approx(8 / 63, abs=1e-12)
@@ -44,7 +46,7 @@ def test_minimax_policy_never_loses_from_either_seat():
 def best_unbeatable():
     acts = lowest_optimal().clone()
     for seat in (game.X, game.O):
-        a, _ = best_response(ev.random_probs(), seat, (1.0, 0.0, -1.0), allowed=SOL.optimal)
+        a, _ = best_response(random_probs(), seat, (1.0, 0.0, -1.0), allowed=SOL.optimal)
         acts[T.mover == seat] = a[T.mover == seat]
     return acts
 
@@ -66,23 +68,23 @@ def test_best_unbeatable_player_scores_the_best_possible_rows():
 ])
 def test_reward_optimal_agents_vs_random_match_facts(reward, as_x, as_o):
     for seat, want in ((game.X, as_x), (game.O, as_o)):
-        a, _ = best_response(ev.random_probs(), seat, reward)
-        agent, rnd = ev.one_hot(a), ev.random_probs()
-        p = ev.outcome_probs(agent, rnd) if seat == game.X else ev.outcome_probs(rnd, agent)
+        a, _ = best_response(random_probs(), seat, reward)
+        agent, rnd = one_hot(a), random_probs()
+        p = outcome_probs(agent, rnd) if seat == game.X else outcome_probs(rnd, agent)
         x, o, tie = p[game.EMPTY_CODE].tolist()
         win, loss = (x, o) if seat == game.X else (o, x)
         assert (win, loss, tie) == pytest.approx(want, abs=5e-5)
 
 
 def test_seed_ppo_reward_ties_unbeatable_and_risky_agents_as_o():
-    _, v = best_response(ev.random_probs(), game.O, (1.0, 0.5, -1.0))
+    _, v = best_response(random_probs(), game.O, (1.0, 0.5, -1.0))
     assert float(v[game.EMPTY_CODE]) == pytest.approx(1811 / 1890, abs=1e-12)
-    _, v_safe = best_response(ev.random_probs(), game.O, (1.0, 0.5, -1.0), allowed=SOL.optimal)
+    _, v_safe = best_response(random_probs(), game.O, (1.0, 0.5, -1.0), allowed=SOL.optimal)
     assert float(v_safe[game.EMPTY_CODE]) == pytest.approx(1811 / 1890, abs=1e-12)
 
 
 def test_highest_win_rate_as_o_when_losses_are_allowed():
-    a, v = best_response(ev.random_probs(), game.O, (1.0, 0.0, 0.0))
+    a, v = best_response(random_probs(), game.O, (1.0, 0.0, 0.0))
     assert float(v[game.EMPTY_CODE]) == pytest.approx(0.9386, abs=5e-5)
 
 
@@ -135,7 +137,7 @@ def test_evaluator_matches_plain_recursion_for_hand_built_policies(pref):
             assert got["win"] == pytest.approx(float(win), abs=1e-12)
             assert got["loss"] == pytest.approx(float(loss), abs=1e-12)
             assert got["tie"] == pytest.approx(float(tie), abs=1e-12)
-        assert report[key]["worst_case"] == ev.WORST[_ref_worst(ref.EMPTY_BOARD, agent, seat)]
+        assert report[key]["worst_case"] == WORST_NAME[_ref_worst(ref.EMPTY_BOARD, agent, seat)]
     points = set()
     for seat in (1, -1):
         _ref_decisions(ref.EMPTY_BOARD, agent, seat, points)

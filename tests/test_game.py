@@ -1,5 +1,5 @@
-"""The batched engine: scripted games, edge-case rules, FACTS.md counts, and agreement with
-the plain one-board reference on many random games."""
+"""The batched engine: scripted games, edge-case rules, the exact position counts
+(docs/facts.md), and agreement with the plain one-board reference on many random games."""
 
 import torch
 from hypothesis import given, settings

@@ -71,7 +71,7 @@ def test_minimax_opponent_never_loses_to_random_masked_play(seat):
 
 @pytest.mark.parametrize("seat, win, loss", [("x", 737 / 1260, 121 / 420), ("o", 121 / 420, 737 / 1260)])
 def test_random_learner_vs_random_matches_the_exact_rates_from_each_seat(seat, win, loss):
-    # FACTS.md: random vs random, X wins 737/1260, O wins 121/420. 2,000 games: sd < 0.011.
+    # Exact: random vs random, X wins 737/1260, O wins 121/420. 2,000 games: sd < 0.011.
     env, rng = TicTacToeEnv("random", seat), np.random.default_rng(2)
     env.reset(seed=2)
     outcomes = np.array([i["outcome"] for _, i, _, d in play_random(env, 2000, rng) if d])

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import reference as ref
-from ttt_research import evaluate, export, game, play
+from ttt_research import evaluate_cli, export, game, play
 from ttt_research.nets import MLP
 from ttt_research.opponents import RandomOpponent
-from ttt_research.rollout import play as play_games
+from ttt_research.rollout import play_batch
 
 T = game.tables()
 REACHABLE = T.reachable.nonzero().squeeze(1)  # (5478,) codes
@@ -86,7 +86,7 @@ def test_rollouts_with_a_learner_that_plays_garbage_follow_the_rules(seed, table
         return torch.tensor(table)[(view.abs().sum(-1).long() + view[:, 4].long()) % 9]
 
     gen = torch.Generator().manual_seed(seed)
-    ep = play_games(64, learner, RandomOpponent(), "both", "cpu", gen)
+    ep = play_batch(64, learner, RandomOpponent(), "both", "cpu", gen)
     assert (ep.outcome[ep.forfeit] == -1).all()
     for k in range(ep.batch):
         b, forfeit = ref.EMPTY_BOARD, False
@@ -171,7 +171,7 @@ ONNX_CASES = [
     ("image.onnx", "not a valid ONNX model"),
     ("nan.onnx", "the model returns NaN logits"),
 ]
-CLIS = {"evaluate": evaluate.main, "export": export.main, "play": play.main}
+CLIS = {"evaluate": evaluate_cli.main, "export": export.main, "play": play.main}
 
 
 @pytest.mark.parametrize("cli,name,needle", [
@@ -206,5 +206,5 @@ def test_the_command_lines_answer_a_truncated_checkpoint_in_one_line(files, cli)
 def test_the_good_files_pass(files, capsys):
     """The hostile cases fail because of what was done to the files, not the files' kind."""
     for name in ("good.ckpt", "good.onnx"):
-        assert evaluate.main([str(files / name), "--json"]) == 0
+        assert evaluate_cli.main([str(files / name), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["decision_points"] > 0

@@ -7,7 +7,7 @@ from ttt_research.algos.reinforce import Reinforce, antirez_targets, weighted_cr
 from ttt_research.game import view_code
 from ttt_research.nets import MLP
 from ttt_research.opponents import RandomOpponent, SelfPlay
-from ttt_research.rollout import Reward, play
+from ttt_research.rollout import Reward, play_batch
 
 ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
 
@@ -44,7 +44,7 @@ def test_table_gradient_equals_the_per_move_gradient():
     views, row_of = m.positions()
     logits = m.logits(views)
     m._table = logits.detach()
-    ep = play(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
+    ep = play_batch(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
     view, legal, action, scaled = m.move_batch(ep)
     targets = antirez_targets(action, legal, scaled)
     per_move = weighted_cross_entropy(m.logits(view), targets, scaled.abs()).sum() / 256

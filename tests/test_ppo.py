@@ -9,7 +9,7 @@ from ttt_research import game
 from ttt_research.algos.ppo import explained_variance, gae, masked_entropy, normalise, policy_loss, value_loss
 from ttt_research.nets import MASKED, MLP
 from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
-from ttt_research.rollout import play
+from ttt_research.rollout import play_batch
 
 
 def test_gae_over_one_sides_moves_by_hand():
@@ -65,7 +65,7 @@ def _greedy_net(seed=0):
 def test_self_play_lets_the_learner_move_for_both_sides():
     net = _greedy_net()
     gen = torch.Generator().manual_seed(0)
-    ep = play(64, lambda v, legal: net(v).argmax(-1), SelfPlay(), "both", "cpu", gen)
+    ep = play_batch(64, lambda v, legal: net(v).argmax(-1), SelfPlay(), "both", "cpu", gen)
     assert torch.equal(ep.learner, ep.active)  # every move of every game is the learner's
     assert (ep.seat == game.X).all()
 

@@ -21,7 +21,7 @@ from ttt_research import evaluate as ev
 from ttt_research import game, report
 from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
-from ttt_research.solver import best_response, solve
+from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
 
 ROOT = Path(__file__).parents[1]
@@ -179,17 +179,17 @@ T = game.tables()
 def agent(reward_as_o):
     """X: the best unbeatable player; O: reward-optimal vs random under ``reward_as_o``."""
     acts = SOL.optimal.to(torch.int8).argmax(-1)
-    a, _ = best_response(ev.random_probs(), game.X, (1.0, 0.0, -1.0), allowed=SOL.optimal)
+    a, _ = best_response(random_probs(), game.X, (1.0, 0.0, -1.0), allowed=SOL.optimal)
     acts[T.mover == game.X] = a[T.mover == game.X]
     safe = reward_as_o == (1.0, 0.3, -2.0)  # antirez: the optimum is unbeatable anyway
-    b, _ = best_response(ev.random_probs(), game.O, reward_as_o, allowed=SOL.optimal if safe else None)
+    b, _ = best_response(random_probs(), game.O, reward_as_o, allowed=SOL.optimal if safe else None)
     acts[T.mover == game.O] = b[T.mover == game.O]
     return ev.evaluate_actions(acts)
 
 
 def test_score_ranks_every_unbeatable_agent_above_a_riskier_one_that_wins_more():
-    ceiling = agent((1.0, 0.3, -2.0))  # FACTS: X 0.9948 / 0, O 0.9164 / 0, unbeatable
-    risky = agent((1.0, 0.0, -1.0))  # FACTS (zero_sum): O 0.9323 / 0.0074, beatable
+    ceiling = agent((1.0, 0.3, -2.0))  # docs/facts.md: X 0.9948 / 0, O 0.9164 / 0, unbeatable
+    risky = agent((1.0, 0.0, -1.0))  # docs/facts.md (zero_sum): O 0.9323 / 0.0074, beatable
     assert objective(ceiling, "x") == pytest.approx(0.9948, abs=5e-5)
     assert objective(ceiling, "both") == pytest.approx(0.9164, abs=5e-5)  # the worse seat
     assert objective(risky, "o", "win") == pytest.approx(0.9323, abs=5e-5)  # more wins...

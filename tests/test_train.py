@@ -53,12 +53,12 @@ def test_every_experiment_composes_and_trains(tmp_path, name):
 
 
 def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
-    from ttt_research.rollout import play
+    from ttt_research.rollout import play_batch
 
     cfg = make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo")
     module = build(cfg)
     module.generator = torch.Generator().manual_seed(0)
-    ep = play(512, module.act, module.opponent, "both", "cpu", module.generator)
+    ep = play_batch(512, module.act, module.opponent, "both", "cpu", module.generator)
     assert ep.forfeit.any()  # an untrained net picks occupied cells...
     assert (ep.outcome[ep.forfeit] == -1).all()  # ...and loses those games,
     assert (module.reward.of(ep.outcome, ep.forfeit)[ep.forfeit] == -10.0).all()  # at -10
@@ -201,10 +201,10 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     module.generator = torch.Generator().manual_seed(0)
     w = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
     # Play the game the module will learn from, with the same generator state.
-    from ttt_research.rollout import play
+    from ttt_research.rollout import play_batch
 
     state = module.generator.get_state()
-    ep = play(1, module.act, module.opponent, "o", "cpu", module.generator)
+    ep = play_batch(1, module.act, module.opponent, "o", "cpu", module.generator)
     view, legal, action, scaled = module.move_batch(ep)
     targets = antirez_targets(action, legal, scaled)
     # antirez's backprop, by hand, gradients summed over the moves.

@@ -36,6 +36,8 @@ import lightning as L
 import torch
 
 from . import __version__, game
+from .cli import UserError, command
+from .contract import unbeatable
 from .evaluate import evaluate_policy
 from .nets import MLP
 
@@ -129,7 +131,7 @@ class Clock(L.Callback):
         t0 = time.perf_counter()
         report = evaluate_policy(module.greedy)
         self._excluded += time.perf_counter() - t0
-        if report["as_x"]["vs_random"]["loss"] == 0 and report["as_o"]["vs_random"]["loss"] == 0:
+        if unbeatable(report, "both"):
             self.unbeatable_s = at
             trainer.should_stop = True
 
@@ -289,6 +291,7 @@ def format_table(res: dict) -> str:
     return "\n".join(rows)
 
 
+@command()
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ttt_research.bench", description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -305,20 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("threads", "reinforce_games", "ppo_games", "sb3_steps"):
         value = getattr(args, name)
         if value is not None and value <= 0:
-            print(f"error: --{name.replace('_', '-')} must be a positive integer, got {value}",
-                  file=sys.stderr)
-            return 2
+            raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("error: --device cuda but no CUDA device is available", file=sys.stderr)
-        return 2
+        raise UserError("--device cuda but no CUDA device is available")
     if args.compare == "sb3":
-        from .compare_sb3 import MissingExtra, _require_sb3
+        from .compare_sb3 import _require_sb3
 
-        try:
-            _require_sb3()
-        except MissingExtra as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        _require_sb3()  # MissingExtra, a UserError, if the extra is not installed
     res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
               args.compare, args.sb3_steps)
     print(json.dumps(res, indent=2) if args.json else format_table(res))

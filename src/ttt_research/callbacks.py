@@ -17,27 +17,8 @@ import lightning as L
 import torch
 
 from .algos.base import NonFiniteError
+from .contract import eval_metrics, learner_loss
 from .evaluate import evaluate_policy
-
-WORST_VALUE = {"win": 1.0, "draw": 0.0, "loss": -1.0}
-
-
-def eval_metrics(report: dict) -> dict[str, float]:
-    """The ``eval/*`` metric names of the contract, from an ``eval.json`` report."""
-    m: dict[str, float] = {}
-    for seat, key in (("x", "as_x"), ("o", "as_o")):
-        for outcome in ("win", "loss", "tie"):
-            m[f"eval/{seat}_random_{outcome}"] = report[key]["vs_random"][outcome]
-        m[f"eval/{seat}_perfect_loss"] = report[key]["vs_perfect"]["loss"]
-        m[f"eval/{seat}_worst_case"] = WORST_VALUE[report[key]["worst_case"]]
-    m["eval/optimal_move_rate"] = report["optimal_move_rate"]
-    return m
-
-
-def learner_loss(report: dict, seat: str) -> float:
-    """The exact loss rate vs random for the seat(s) the learner trains (worst of both)."""
-    seats = {"x": ["as_x"], "o": ["as_o"], "both": ["as_x", "as_o"]}[seat]
-    return max(report[s]["vs_random"]["loss"] for s in seats)
 
 
 class ExactEvaluation(L.Callback):

@@ -11,7 +11,8 @@ our PPO, measured the same way:
 * ``steps_per_s``: learner environment steps per second of ``learn()``, updates included,
   evaluation time excluded.
 * ``time_to_unbeatable_s``: training time until our exact evaluation (``evaluate.py``, the
-  whole game tree) first shows 0 losses against a random player from both seats; ``None``
+  whole game tree) first finds it unbeatable from both seats (``contract.unbeatable``: no
+  opponent can beat it, the same as 0 losses against a random player); ``None``
   if that never happened within the budget. The evaluation runs after every
   ``eval_every`` steps, between SB3's updates (the policy only changes there).
 
@@ -25,20 +26,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 
 import torch
 
-from .evaluate import evaluate_policy, format_table
+from .cli import UserError, command
+from .contract import EVAL_SEATS, REPORT_KEY, unbeatable
+from .evaluate import eval_table, evaluate_policy
 
-# The seed's setup (FACTS.md, experiments/seed_ppo_repro): opponent, seat, reward table.
+# The PPO seed's setup (experiments/seed_ppo_repro): opponent, seat, reward table.
 SEED_ENV = {"opponent": "mixed", "strong": "rules", "p_perfect": 0.7, "seat": "both",
             "reward": {"win": 1.0, "tie": 0.5, "loss": -1.0, "illegal": -10.0}}
 
 
-class MissingExtra(RuntimeError):
+class MissingExtra(UserError):
     """The ``compare`` extra (gymnasium, stable-baselines3, sb3-contrib) is not installed."""
 
 
@@ -68,10 +70,6 @@ def sb3_policy_fn(policy) -> Callable[[torch.Tensor], torch.Tensor]:
     return fn
 
 
-def _unbeatable(report: dict) -> bool:
-    return report["as_x"]["vs_random"]["loss"] == 0 and report["as_o"]["vs_random"]["loss"] == 0
-
-
 def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_384,
             n_envs: int = 8, n_steps: int = 2048, batch_size: int = 64,
             log: Callable[[str], None] | None = None) -> dict:
@@ -81,7 +79,7 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
         steps: the budget in learner moves (rounded up to whole rollouts, see the module).
         seed: seeds SB3 (torch, numpy, the environments).
         threads: torch threads during training (restored afterwards). 1 is SB3's fastest
-            here, and what FACTS.md measured: minibatches of 64 gain nothing from a second
+            here, as measured for the project's benchmarks: minibatches of 64 gain nothing from a second
             thread, and on a shared 2-core machine two threads ran about 10x slower.
         eval_every: exact evaluation period, in environment steps (checked between updates).
         n_envs, n_steps, batch_size: SB3's rollout and minibatch sizes (the seed's defaults;
@@ -123,14 +121,12 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
             report = evaluate_policy(sb3_policy_fn(self.model.policy))
             self.eval_s += time.perf_counter() - t0
             row = {"steps": int(self.num_timesteps), "train_s": round(self.train_s(), 3),
-                   "x_random_loss": report["as_x"]["vs_random"]["loss"],
-                   "o_random_loss": report["as_o"]["vs_random"]["loss"],
-                   "x_random_win": report["as_x"]["vs_random"]["win"],
-                   "o_random_win": report["as_o"]["vs_random"]["win"],
+                   **{f"{s}_random_{o}": report[REPORT_KEY[s]]["vs_random"][o]
+                      for o in ("loss", "win") for s in EVAL_SEATS},
                    "optimal_move_rate": report["optimal_move_rate"]}
             self.rows.append(row)
             self.last = report
-            if self.first_unbeatable is None and _unbeatable(report):
+            if self.first_unbeatable is None and unbeatable(report, "both"):
                 self.first_unbeatable = row
             if log:
                 log(f"{row['steps']:>9,d} steps {row['train_s']:8.1f} s   loss vs random: "
@@ -178,7 +174,7 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
         "train_s": train_s,
         "time_to_unbeatable_s": first["train_s"] if first else None,
         "steps_to_unbeatable": first["steps"] if first else None,
-        "unbeatable": _unbeatable(final),
+        "unbeatable": unbeatable(final, "both"),
         "eval_s": cb.eval_s,
         "evals": cb.rows,
         "final": final,
@@ -203,11 +199,12 @@ def format_result(r: dict) -> str:
         f"training time         {r['train_s']:.1f} s  (+ {r['eval_s']:.1f} s of exact evaluations)",
         f"time to unbeatable    {ttu}",
         "",
-        format_table(r["final"]),
+        eval_table(r["final"]),
     ]
     return "\n".join(rows)
 
 
+@command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ttt_research.compare_sb3",
@@ -222,14 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.eval_every < 1 or args.threads < 1:
-        print("error: --steps, --eval-every and --threads must be positive integers", file=sys.stderr)
-        return 2
-    try:
-        result = run_sb3(args.steps, args.seed, args.threads, args.eval_every,
-                         log=None if args.json else print)
-    except MissingExtra as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UserError("--steps, --eval-every and --threads must be positive integers")
+    result = run_sb3(args.steps, args.seed, args.threads, args.eval_every,
+                     log=None if args.json else print)
     print(json.dumps(result, indent=2) if args.json else format_result(result))
     return 0
 

@@ -15,20 +15,32 @@ from __future__ import annotations
 # Seats a learner trains from (``seat.side``), and the two seats a report evaluates.
 TRAINING_SEATS = ("x", "o", "both")
 EVAL_SEATS = ("x", "o")
-# eval.json block of each evaluated seat, and the blocks a training seat is judged on.
-REPORT_KEY = {"x": "as_x", "o": "as_o"}
-SEAT_KEYS = {"x": ("as_x",), "o": ("as_o",), "both": ("as_x", "as_o")}
+# The piece of each evaluated seat on the board (``game.X``, ``game.O``; a test holds them equal).
+SEAT_PIECE = {"x": 1, "o": -1}
+# The evaluated seats a training seat is judged on, and their eval.json blocks.
+JUDGED_SEATS = {"x": ("x",), "o": ("o",), "both": EVAL_SEATS}
+REPORT_KEY = {s: f"as_{s}" for s in EVAL_SEATS}
+SEAT_KEYS = {t: tuple(REPORT_KEY[s] for s in JUDGED_SEATS[t]) for t in TRAINING_SEATS}
 
 OUTCOMES = ("win", "loss", "tie")
-# eval/*_worst_case as a number: +1 the agent wins whatever the opponent does, 0 it draws
-# at worst, -1 some opponent beats it.
-WORST_VALUE = {"win": 1.0, "draw": 0.0, "loss": -1.0}
+# A report's worst_case, the agent's result against a best-response opponent: +1 it wins
+# whatever the opponent does, 0 it draws at worst, -1 some opponent beats it. WORST_NAME
+# names the result in eval.json; WORST_VALUE is the eval/*_worst_case metric of each name.
+WORST_NAME = {1: "win", 0: "draw", -1: "loss"}
+WORST_VALUE = {name: float(v) for v, name in WORST_NAME.items()}
+
+
+def eval_name(seat: str, what: str) -> str:
+    """The ``eval/*`` metric of evaluated seat ``seat``: ``what`` is ``random_win`` (any
+    outcome), ``perfect_loss`` or ``worst_case``."""
+    return f"eval/{seat}_{what}"
+
 
 # The eval/* metric names (logged every eval_every updates; the README's metric table).
 EVAL_NAMES = tuple(
-    [f"eval/{s}_random_{o}" for s in EVAL_SEATS for o in OUTCOMES]
-    + [f"eval/{s}_perfect_loss" for s in EVAL_SEATS]
-    + [f"eval/{s}_worst_case" for s in EVAL_SEATS]
+    [eval_name(s, f"random_{o}") for s in EVAL_SEATS for o in OUTCOMES]
+    + [eval_name(s, "perfect_loss") for s in EVAL_SEATS]
+    + [eval_name(s, "worst_case") for s in EVAL_SEATS]
     + ["eval/optimal_move_rate"])
 
 # The network encodings ``net.encoding`` may name (``encodings.ENCODINGS`` implements them).
@@ -41,9 +53,9 @@ def eval_metrics(report: dict) -> dict[str, float]:
     for seat in EVAL_SEATS:
         side = report[REPORT_KEY[seat]]
         for outcome in OUTCOMES:
-            m[f"eval/{seat}_random_{outcome}"] = float(side["vs_random"][outcome])
-        m[f"eval/{seat}_perfect_loss"] = float(side["vs_perfect"]["loss"])
-        m[f"eval/{seat}_worst_case"] = WORST_VALUE[side["worst_case"]]
+            m[eval_name(seat, f"random_{outcome}")] = float(side["vs_random"][outcome])
+        m[eval_name(seat, "perfect_loss")] = float(side["vs_perfect"]["loss"])
+        m[eval_name(seat, "worst_case")] = WORST_VALUE[side["worst_case"]]
     m["eval/optimal_move_rate"] = float(report["optimal_move_rate"])
     return m
 

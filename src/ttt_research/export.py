@@ -22,10 +22,11 @@ import numpy as np
 import torch
 
 from . import game
+from .cli import UserError, command
 from .evaluate import decision_codes
 
 
-class ExportError(RuntimeError):
+class ExportError(UserError):
     """The export failed or its parity check did not hold."""
 
 
@@ -75,24 +76,20 @@ def parity(net: torch.nn.Module, path: str | Path) -> dict:
     return {"positions": int(codes.numel()), "max_abs_diff": max_diff, "greedy_identical": same}
 
 
+@command(OSError)
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import sys
 
-    from .policy_file import PolicyFileError, load_checkpoint
+    from .policy_file import load_checkpoint
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.export",
                                 description="Export a checkpoint's greedy policy to ONNX.")
     p.add_argument("checkpoint", help="a ttt_research Lightning checkpoint (.ckpt)")
     p.add_argument("-o", "--output", default=None, help="ONNX file (default: beside the checkpoint)")
     args = p.parse_args(argv)
-    try:
-        net, meta = load_checkpoint(args.checkpoint)
-        out = Path(args.output or Path(args.checkpoint).with_suffix(".onnx"))
-        figures = export(net, out, meta)
-    except (PolicyFileError, ExportError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    net, meta = load_checkpoint(args.checkpoint)
+    out = Path(args.output or Path(args.checkpoint).with_suffix(".onnx"))
+    figures = export(net, out, meta)
     print(f"wrote {out}: parity on {figures['positions']} positions, "
           f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical")
     return 0

@@ -39,10 +39,12 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("ttt_research.gym needs gymnasium: pip install -e '.[compare]'") from e
 
 from . import game
+from .contract import SEAT_PIECE, TRAINING_SEATS
 from .opponents import Opponent, SelfPlay, build
 from .rollout import Reward
 
-SEATS = ("x", "o", "both", "alternate")
+# A training seat, or ``alternate``: X, O, X, ... per episode.
+GYM_SEATS = (*TRAINING_SEATS, "alternate")
 # The PPO seed's table: +1 win, +0.5 tie, -1 loss, -10 for an illegal move.
 SEED_REWARD = Reward(win=1.0, tie=0.5, loss=-1.0, illegal=-10.0)
 
@@ -66,8 +68,8 @@ class TicTacToeEnv(gymnasium.Env):
     def __init__(self, opponent: str | Opponent = "random", seat: str = "both",
                  reward: Reward | dict | None = None, p_perfect: float = 0.5,
                  strong: str = "minimax", render_mode: str | None = None):
-        if seat not in SEATS:
-            raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
+        if seat not in GYM_SEATS:
+            raise ValueError(f"seat must be one of {GYM_SEATS}, got {seat!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.opponent = build(opponent, p_perfect, strong) if isinstance(opponent, str) else opponent
@@ -113,7 +115,7 @@ class TicTacToeEnv(gymnasium.Env):
         elif self.seat_mode == "alternate":
             self.seat = game.X if self._episodes % 2 == 0 else game.O
         else:
-            self.seat = game.X if self.seat_mode == "x" else game.O
+            self.seat = SEAT_PIECE[self.seat_mode]
         self._episodes += 1
         self.code = torch.tensor([game.EMPTY_CODE])
         self.opponent.reset(torch.ones(1, dtype=torch.bool), self._gen)  # mixed: strong or weak

@@ -6,42 +6,25 @@ sampled games, so two trials are compared on what they are, not on luck. Higher 
 for every name except those marked *minimise* (their Optuna presets say ``minimize``).
 
 - ``score`` (default): the lowest ``win - loss`` vs random over the trained seats, minus 1
-  if the agent can be beaten from any trained seat. Every unbeatable agent (score = its
-  worst seat's win rate, 0 losses) ranks above every beatable one; among each, more wins
-  rank higher.
+  if the agent can be beaten from any trained seat (``contract.unbeatable``). Every
+  unbeatable agent (score = its worst seat's win rate, 0 losses) ranks above every
+  beatable one; among each, more wins rank higher.
 - ``win``: the lowest win rate vs random over the trained seats.
 - ``loss``: the highest loss rate vs random over the trained seats (*minimise*).
 - ``optimal_move_rate``: the share of decision points where the move keeps the minimax value.
-- ``eval/...``: any exact metric of the contract, e.g. ``eval/o_random_win``.
+- ``eval/...``: any exact metric of the contract (``contract.EVAL_NAMES``), e.g.
+  ``eval/o_random_win``.
 
 Standard library only: ``config.py`` imports it to validate the name before any work.
 """
 
 from __future__ import annotations
 
-SEAT_KEYS = {"x": ("as_x",), "o": ("as_o",), "both": ("as_x", "as_o")}
-WORST_VALUE = {"win": 1.0, "draw": 0.0, "loss": -1.0}
+from .contract import EVAL_NAMES, SEAT_KEYS, eval_metrics, learner_loss, unbeatable
 
-# The eval/* names of the contract (ARCHITECTURE.md, "Metric names").
-EVAL_NAMES = tuple(
-    [f"eval/{s}_random_{o}" for s in "xo" for o in ("win", "loss", "tie")]
-    + [f"eval/{s}_perfect_loss" for s in "xo"]
-    + [f"eval/{s}_worst_case" for s in "xo"]
-    + ["eval/optimal_move_rate"])
 NAMES = ("score", "win", "loss", "optimal_move_rate", *EVAL_NAMES)
-MINIMISE = ("loss", "eval/x_random_loss", "eval/o_random_loss", "eval/x_perfect_loss",
-            "eval/o_perfect_loss")
-
-
-def _eval_value(report: dict, name: str) -> float:
-    if name == "eval/optimal_move_rate":
-        return float(report["optimal_move_rate"])
-    seat, what = name[len("eval/"):].split("_", 1)  # "o", "random_win"
-    side = report[f"as_{seat}"]
-    if what == "worst_case":
-        return WORST_VALUE[side["worst_case"]]
-    opponent, outcome = what.split("_")
-    return float(side[f"vs_{opponent}"][outcome])
+# Loss rates are the names a sweep minimises; every other name is maximised.
+MINIMISE = ("loss", *(n for n in EVAL_NAMES if n.endswith("_loss")))
 
 
 def objective(report: dict, seat: str, name: str = "score") -> float:
@@ -52,14 +35,13 @@ def objective(report: dict, seat: str, name: str = "score") -> float:
     if name == "win":
         return min(float(s["vs_random"]["win"]) for s in sides)
     if name == "loss":
-        return max(float(s["vs_random"]["loss"]) for s in sides)
+        return learner_loss(report, seat)
     if name == "optimal_move_rate":
         return float(report["optimal_move_rate"])
     if name == "score":
         margin = min(float(s["vs_random"]["win"] - s["vs_random"]["loss"]) for s in sides)
-        beatable = any(s["worst_case"] == "loss" for s in sides)
-        return margin - 1.0 if beatable else margin
-    return _eval_value(report, name)
+        return margin if unbeatable(report, seat) else margin - 1.0
+    return eval_metrics(report)[name]
 
 
 def direction(name: str) -> str:

@@ -28,8 +28,9 @@ import copy
 import torch
 
 from . import game
-from .evaluate import perfect_probs, random_probs, uniform_over
+from .contract import REPORT_KEY
 from .nets import sample
+from .solver import outcome_probs, perfect_probs, random_probs, uniform_over
 
 
 class Opponent:
@@ -58,13 +59,13 @@ class Opponent:
 
 
 class SelfPlay(Opponent):
-    """``opponent=self``: the learner plays both sides (``rollout.play`` sees this marker and
+    """``opponent=self``: the learner plays both sides (``rollout.play_batch`` sees this marker and
     lets the learner move everywhere; both sides' moves are learned from)."""
 
     name = "self"
 
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        raise RuntimeError("self-play has no separate opponent: rollout.play moves for both sides")
+        raise RuntimeError("self-play has no separate opponent: rollout.play_batch moves for both sides")
 
 
 class TableOpponent(Opponent):
@@ -316,12 +317,10 @@ def build(name: str, p_perfect: float = 0.5, strong: str = "minimax") -> Opponen
 def rules_record() -> dict[str, dict[str, float]]:
     """Exact record of the rule-based player against a minimax player, from each seat:
     the rule player's win / loss / tie."""
-    from .evaluate import outcome_probs
-
     rules, perfect = rules_probs(), perfect_probs()
     as_x = outcome_probs(rules, perfect)[game.EMPTY_CODE]
     as_o = outcome_probs(perfect, rules)[game.EMPTY_CODE]
     return {
-        "as_x": {"win": float(as_x[0]), "loss": float(as_x[1]), "tie": float(as_x[2])},
-        "as_o": {"win": float(as_o[1]), "loss": float(as_o[0]), "tie": float(as_o[2])},
+        REPORT_KEY["x"]: {"win": float(as_x[0]), "loss": float(as_x[1]), "tie": float(as_x[2])},
+        REPORT_KEY["o"]: {"win": float(as_o[1]), "loss": float(as_o[0]), "tie": float(as_o[2])},
     }

@@ -17,16 +17,16 @@ code 0. A bad model file gets one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 
 import torch
 
 from . import game
+from .cli import command
+from .contract import EVAL_SEATS, SEAT_PIECE
 from .evaluate import PolicyFn
 
 SYMBOL = {game.X: "X", game.O: "O", game.EMPTY: "."}
-SEATS = {"x": game.X, "o": game.O}
 
 
 class Quit(Exception):
@@ -121,7 +121,7 @@ def play_game(policy: PolicyFn, seat: int, read: Callable[[str], str],
     return winner
 
 
-def play(policy: PolicyFn, seat: int, read: Callable[[str], str] = input,
+def play_session(policy: PolicyFn, seat: int, read: Callable[[str], str] = input,
          say: Callable[[str], None] = print) -> dict[str, int]:
     """Games until the person stops; returns the tally from the person's side."""
     tally = {"win": 0, "loss": 0, "draw": 0}
@@ -143,13 +143,14 @@ def play(policy: PolicyFn, seat: int, read: Callable[[str], str] = input,
 # --------------------------------------------------------------------------- command line
 
 
+@command()
 def main(argv: list[str] | None = None) -> int:
-    from .policy_file import PolicyFileError, load_policy
+    from .policy_file import load_policy  # its PolicyFileError is a UserError: one line, exit 2
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.play",
                                 description="Play against a trained agent (greedy policy).")
     p.add_argument("path", help="policy file: a checkpoint (.ckpt) or an ONNX model (.onnx)")
-    p.add_argument("--seat", choices=sorted(SEATS), default="x", help="your side (X moves first)")
+    p.add_argument("--seat", choices=EVAL_SEATS, default="x", help="your side (X moves first)")
     p.add_argument("--web", action="store_true", help="serve the browser game on localhost instead")
     p.add_argument("--port", type=int, default=8000, help="port for --web (0: any free port)")
     args = p.parse_args(argv)
@@ -158,13 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             from .serve import serve
 
             return serve(args.path, args.port)
-        try:
-            policy, _ = load_policy(args.path)
-            decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here
-        except PolicyFileError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        play(policy, SEATS[args.seat])
+        policy, _ = load_policy(args.path)
+        decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here
+        play_session(policy, SEAT_PIECE[args.seat])
     except KeyboardInterrupt:
         print()
     return 0

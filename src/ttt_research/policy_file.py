@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .cli import UserError
 
-class PolicyFileError(Exception):
+
+class PolicyFileError(UserError):
     """A policy file is missing, unreadable or does not follow the contract."""
 
 

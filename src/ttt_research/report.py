@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .objectives import SEAT_KEYS, direction, objective
+from .cli import UserError, command
+from .contract import EVAL_SEATS, JUDGED_SEATS, OUTCOMES, REPORT_KEY, eval_name, unbeatable
+from .objectives import direction, objective
 from .plots import read_metrics
 
-SEATS = ("x", "o")
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
 
 
@@ -60,8 +61,9 @@ class Run:
         return ""
 
     @property
-    def trained(self) -> list[str]:
-        return [k[-1] for k in SEAT_KEYS[self.seat]]
+    def trained(self) -> tuple[str, ...]:
+        """The evaluated seats the run is judged on: ``x``, ``o`` or both."""
+        return JUDGED_SEATS[self.seat]
 
     @property
     def objective(self) -> float:
@@ -69,7 +71,7 @@ class Run:
 
     @property
     def unbeatable(self) -> bool:
-        return all(self.report[f"as_{s}"]["worst_case"] != "loss" for s in self.trained)
+        return unbeatable(self.report, self.seat)
 
     @property
     def games(self) -> float | None:
@@ -86,7 +88,7 @@ class Run:
 
     def _safe_at(self) -> list[tuple[float, bool]]:
         """(games, unbeatable from every trained seat) at each exact evaluation."""
-        worst = [dict(self.series.get(f"eval/{s}_worst_case", [])) for s in self.trained]
+        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in self.trained]
         points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
         return [(g, all(w[g] >= 0 for w in worst)) for g in points]
 
@@ -104,7 +106,7 @@ class Run:
         return since
 
 
-class ReportError(Exception):
+class ReportError(UserError):
     """DIR holds nothing to report on; the message is the one line the user sees."""
 
 
@@ -204,14 +206,14 @@ def _games(g: float | None) -> str:
 def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
     """(varying keys, group rows, per-run rows): the rows hold numbers, formatting comes later."""
     keys = varying_keys(runs)
-    seats = [s for s in SEATS if any(s in r.trained for r in runs)]
+    seats = [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
     rows, per_run = [], []
     for label, rs in group_runs(runs, keys):
         row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs]}
         for s in seats:
             mine = [r for r in rs if s in r.trained]
             for outcome in ("win", "loss"):
-                row[f"{s}_{outcome}"] = [r.report[f"as_{s}"]["vs_random"][outcome] for r in mine]
+                row[f"{s}_{outcome}"] = [r.report[REPORT_KEY[s]]["vs_random"][outcome] for r in mine]
         row["unbeatable"] = sum(r.unbeatable for r in rs)
         row["first"] = [r.first_unbeatable for r in rs]
         row["since"] = [r.unbeatable_since for r in rs]
@@ -222,9 +224,9 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
         rows.append(row)
         for r in rs:
             per_run.append({"run": str(r.path), **{k: r.value(k) for k in keys}, "seed": r.seed,
-                            **{f"{s}_{o}": r.report[f"as_{s}"]["vs_random"][o]
-                               for s in seats for o in ("win", "loss", "tie")},
-                            **{f"{s}_worst_case": r.report[f"as_{s}"]["worst_case"] for s in seats},
+                            **{f"{s}_{o}": r.report[REPORT_KEY[s]]["vs_random"][o]
+                               for s in seats for o in OUTCOMES},
+                            **{f"{s}_worst_case": r.report[REPORT_KEY[s]]["worst_case"] for s in seats},
                             "unbeatable": r.unbeatable, "first_unbeatable_games": r.first_unbeatable,
                             "unbeatable_since_games": r.unbeatable_since,
                             "games": r.games, "optimal_move_rate": r.report["optimal_move_rate"],
@@ -236,7 +238,7 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
 
 
 def markdown(keys: list[str], rows: list[dict]) -> str:
-    seats = [s for s in SEATS if f"{s}_win" in rows[0]]
+    seats = [s for s in EVAL_SEATS if f"{s}_win" in rows[0]]
     head = [*(keys or ["runs"]), "seeds"]
     head += [f"{s.upper()} {o} vs random" for s in seats for o in ("win", "loss")]
     head += ["unbeatable", "first unbeatable (games)", "unbeatable for good from (games)", "optimal moves",
@@ -301,7 +303,8 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    seats = [s for s in SEATS if rows[0].get(f"{s}_win") is not None and any(r[f"{s}_win"] for r in rows)]
+    seats = [s for s in EVAL_SEATS
+             if rows[0].get(f"{s}_win") is not None and any(r[f"{s}_win"] for r in rows)]
     labels = [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
               for row in rows]
     width = 6.5 * len(seats)
@@ -398,6 +401,7 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none") 
     return files
 
 
+@command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttt_research.report", description=__doc__.split("\n")[0])
     parser.add_argument("dir", help="a sweep folder (multirun/DATE/TIME) or any folder of run folders")
@@ -405,11 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sort", choices=("none", "objective"), default="none",
                         help="order of the groups: as found (job order), or best objective first")
     args = parser.parse_args(argv)
-    try:
-        files = report(args.dir, args.out, args.sort)
-    except ReportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    files = report(args.dir, args.out, args.sort)
     print(files["md"].read_text(), end="")
     print("\nwrote " + ", ".join(str(p) for p in files.values()))
     return 0

@@ -1,6 +1,6 @@
 """Learner-vs-opponent games, B at once, recorded as (T, B) tensors.
 
-``play`` starts B games on the empty board and plays them in lockstep to the end (at
+``play_batch`` starts B games on the empty board and plays them in lockstep to the end (at
 most 9 plies). At each ply the learner moves in the games where it is to move and the
 opponent in the others; a game that has ended is carried along untouched (its moves are
 marked inactive). The result is an ``Episodes`` record that algorithms turn into
@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import torch
 
 from . import game
+from .contract import SEAT_PIECE, TRAINING_SEATS
+from .contract import TRAINING_SEATS as SEATS  # noqa: F401  config.py's import until it reads contract
 from .opponents import Opponent, SelfPlay
 
-SEATS = ("x", "o", "both")
 # The learner's move function: mover's view (B, 9) float and legal mask (B, 9) -> cells (B,).
 LearnerAct = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -72,18 +73,16 @@ class Episodes:
 def draw_seats(batch: int, seat: str, device: torch.device,
                generator: torch.Generator | None = None) -> torch.Tensor:
     """(B,) int8 learner sides: all X, all O, or each game's side drawn at random."""
-    if seat == "x":
-        return torch.full((batch,), game.X, dtype=torch.int8, device=device)
-    if seat == "o":
-        return torch.full((batch,), game.O, dtype=torch.int8, device=device)
+    if seat in SEAT_PIECE:
+        return torch.full((batch,), SEAT_PIECE[seat], dtype=torch.int8, device=device)
     if seat == "both":
         coin = torch.rand(batch, device=device, generator=generator) < 0.5
         return torch.where(coin, game.X, game.O).to(torch.int8)
-    raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
+    raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
 
 
-def play(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
-         device: torch.device | str = "cpu", generator: torch.Generator | None = None) -> Episodes:
+def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
+               device: torch.device | str = "cpu", generator: torch.Generator | None = None) -> Episodes:
     """Play ``batch`` complete games of the learner against ``opponent``."""
     device = torch.device(device)
     t = game.tables(device)

@@ -8,6 +8,12 @@ by board code (see ``game.tables``):
   0 draw, -1 O wins.
 * ``optimal[code, cell]``: the legal moves that keep that value (minimax-optimal moves).
 
+It also owns the policy-free tables and sums built on the tree, which both the opponents
+and the exact evaluator use: move-probability tables over all codes (``random_probs``,
+``perfect_probs``, ``uniform_over``, ``one_hot``), the exact outcome probabilities of two
+such tables playing each other (``outcome_probs``), and the best response to one
+(``best_response``).
+
 Backward induction works layer by layer: a position with ``p`` pieces only leads to
 positions with ``p + 1``, so solving plies 9, 8, ..., 0 in turn needs 10 batched steps,
 not a recursive search. X takes the max of its children's values, O the min.
@@ -27,12 +33,6 @@ from . import game
 class Solution:
     value: torch.Tensor  # (N,) int8, perfect-play result from X's side: +1 / 0 / -1
     optimal: torch.Tensor  # (N, 9) bool, legal moves that keep the value
-    q: torch.Tensor  # (N, 9) int8, value after each legal move (0 where illegal)
-
-    def mover_value(self, code: torch.Tensor) -> torch.Tensor:
-        """(B,) codes -> (B,) int8 value from the view of the player to move."""
-        t = game.tables(code.device)
-        return self.value[code] * t.mover[code]
 
 
 def _solve() -> Solution:
@@ -48,9 +48,8 @@ def _solve() -> Solution:
         best_x = torch.where(legal, child, -2).amax(-1)
         best_o = torch.where(legal, child, 2).amin(-1)
         value[rows] = torch.where(is_x.squeeze(-1), best_x, best_o)
-    q = torch.where(t.legal, value[nxt], 0).to(torch.int8)
-    optimal = t.legal & (q == value[:, None])
-    return Solution(value=value, optimal=optimal, q=q)
+    optimal = t.legal & (value[nxt] == value[:, None])  # (N, 9)
+    return Solution(value=value, optimal=optimal)
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,13 +70,67 @@ def solve(device: torch.device | str = "cpu") -> Solution:
     return _solution_on(str(torch.device(device)))
 
 
+# --------------------------------------------------------------------------- move tables
+
+
+def uniform_over(mask: torch.Tensor) -> torch.Tensor:
+    """(N, 9) bool -> (N, 9) float64 probabilities, uniform over the True cells (rows with
+    none stay all zero)."""
+    m = mask.double()
+    return m / m.sum(-1, keepdim=True).clamp_min(1.0)
+
+
+def random_probs() -> torch.Tensor:
+    """(N, 9) float64: a uniformly random legal move at every code."""
+    return uniform_over(game.tables().legal)
+
+
+def perfect_probs() -> torch.Tensor:
+    """(N, 9) float64: a uniformly random minimax-optimal move at every code."""
+    return uniform_over(solve().optimal)
+
+
+def one_hot(actions: torch.Tensor) -> torch.Tensor:
+    """(N,) action table -> (N, 9) float64 deterministic move probabilities (legal rows only)."""
+    t = game.tables()
+    probs = torch.nn.functional.one_hot(actions, game.CELLS).double()
+    return probs * t.legal.any(-1, keepdim=True)
+
+
+def plies_backwards():
+    """The unfinished codes of each ply, from ply 8 down to 0: (R,) int64 per ply."""
+    t = game.tables()
+    for ply in range(game.CELLS - 1, -1, -1):
+        yield ((t.ply == ply) & ~t.done).nonzero().squeeze(-1)
+
+
+def outcome_probs(pi_x: torch.Tensor, pi_o: torch.Tensor) -> torch.Tensor:
+    """Exact outcome probabilities when X plays ``pi_x`` and O plays ``pi_o``.
+
+    Args:
+        pi_x, pi_o: (N, 9) float64 move probabilities at every code.
+
+    Returns:
+        (N, 3) float64: P(X wins), P(O wins), P(tie) from every code.
+    """
+    t = game.tables()
+    pi = torch.where((t.mover == game.X)[:, None], pi_x, pi_o)
+    result = torch.stack([t.winner == game.X, t.winner == game.O, t.done & (t.winner == 0)],
+                         -1).double()  # terminal rows are one-hot; the rest is filled in
+    nxt = t.next2d
+    for rows in plies_backwards():
+        result[rows] = torch.einsum("rc,rck->rk", pi[rows], result[nxt[rows]])
+    return result
+
+
 def best_response(opponent: torch.Tensor, seat: int, reward: tuple[float, float, float],
                   allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The deterministic policy that maximises expected reward against a known opponent.
 
     Expectimax over the tree: at the agent's positions take the best child (ties to the
     lowest cell), at the opponent's positions average the children with the opponent's
-    move probabilities. This is how the "best possible" rows of FACTS.md are computed.
+    move probabilities. This is how the best possible record of an agent against the random
+    player is computed (``docs/facts.md``).
 
     Args:
         opponent: (N, 9) float64 move probabilities of the opponent at every code.

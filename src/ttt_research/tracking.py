@@ -32,6 +32,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
+from .contract import eval_metrics
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -178,8 +179,6 @@ def _previous_run_id(run_dir: Path) -> str | None:
 
 def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report: dict) -> float:
     """Send the finished run folder to the trackers; close the W&B run. Returns the objective."""
-    from .callbacks import eval_metrics
-
     run_dir = Path(run_dir)
     name = cfg.get("optimized_metric", "score")
     value = objective(report, cfg.seat.side, name)

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, validate
 from .console import ProgressLines, host_info, opening_line
-from .evaluate import evaluate_policy, format_table
+from .evaluate import eval_table, evaluate_policy
 from .export import export
 from .plots import plot_curves
 from .tracking import make_loggers, publish
@@ -194,5 +194,5 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
              f"seat {cfg.seat.side}, seed {cfg.seed}")
     plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
-    print(format_table(report))
+    print(eval_table(report))
     print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")

@@ -29,9 +29,10 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from ..contract import TRAINING_SEATS
 from ..nets import MLP
 from ..opponents import Opponent
-from ..rollout import SEATS, Episodes, Reward
+from ..rollout import Episodes, Reward
 
 
 class NonFiniteError(RuntimeError):
@@ -63,8 +64,8 @@ class RLModule(L.LightningModule):
     def __init__(self, net: MLP, opponent: Opponent, reward: Reward, seat: str = "o",
                  games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0):
         super().__init__()
-        if seat not in SEATS:
-            raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
+        if seat not in TRAINING_SEATS:
+            raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
         self.net = net
         self.opponent = opponent
         self.reward = reward

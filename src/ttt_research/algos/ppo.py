@@ -1,6 +1,6 @@
 """PPO with action masking (``algo=ppo``), written out as in the paper.
 
-Each training step plays ``games_per_update`` complete games (``rollout.play``), sampling
+Each training step plays ``games_per_update`` complete games (``rollout.play_batch``), sampling
 the learner's moves from its masked policy, then runs ``epochs`` passes of
 ``minibatches`` clipped-surrogate updates over the learner's moves. The pieces are small
 pure functions, one per term, each checked by a test on hand-computed numbers:
@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from .. import game
 from ..nets import MLP, sample
-from ..rollout import Episodes, play
+from ..rollout import Episodes, play_batch
 from .base import RLModule
 
 # ----------------------------------------------------------------------------- the terms
@@ -216,7 +216,7 @@ class PPO(RLModule):
         ent_coef = self.scheduled(self.ent_coef, self.ent_final)
         for group in opt.param_groups:
             group["lr"] = lr
-        ep = play(self.games_per_update, self.act, self.opponent, self.seat, self.device,
+        ep = play_batch(self.games_per_update, self.act, self.opponent, self.seat, self.device,
                   self.generator)
         view, legal, action, adv, ret = self.trajectories(ep)
         legal = legal if self.masking else torch.ones_like(legal)

@@ -53,7 +53,7 @@ from .. import game
 from ..game import view_code
 from ..nets import MASKED, sample
 from ..opponents import RandomOpponent, SelfPlay
-from ..rollout import play
+from ..rollout import play_batch
 from . import faithful
 from .base import RLModule
 
@@ -171,7 +171,7 @@ class Reinforce(RLModule):
             if self.position_table:
                 total += self._learn_by_position(raw_opt, games, results)
                 continue
-            ep = play(games, self.act, self.opponent, self.seat, self.device, self.generator)
+            ep = play_batch(games, self.act, self.opponent, self.seat, self.device, self.generator)
             total += self._learn(raw_opt, ep)
             results.append(ep)
         merged = results[0] if len(results) == 1 else _concat(results)
@@ -234,7 +234,7 @@ class Reinforce(RLModule):
         # Acting is always masked; without the masked softmax, mask the same logits here.
         table = logits.detach()
         self._table = table if self.masked_softmax else table.masked_fill(views != 0, MASKED)
-        ep = play(games, self.act_from_table, self.opponent, self.seat, self.device,
+        ep = play_batch(games, self.act_from_table, self.opponent, self.seat, self.device,
                   self.generator)
         results.append(ep)
         view, legal, action, scaled = self.move_batch(ep)
@@ -257,7 +257,7 @@ class Reinforce(RLModule):
         results = []
         total = torch.zeros((), device=self.device)
         for _ in range(self.games_per_update):
-            ep = play(1, self.act, self.opponent, self.seat, self.device, self.generator)
+            ep = play_batch(1, self.act, self.opponent, self.seat, self.device, self.generator)
             view, legal, action, scaled = self.move_batch(ep)
             targets = antirez_targets(action, legal, scaled)
             for i in range(view.shape[0]):  # one SGD step per move, in playing order

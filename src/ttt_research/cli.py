@@ -1,0 +1,52 @@
+"""How every command line of the project reports a user's mistake: one line, no traceback.
+
+A bad file, a bad argument or a missing optional extra is not a bug: the user sees
+``error: <what is wrong>`` on stderr and the command exits with ``USER_ERROR`` (2, as
+argparse does for bad usage). Exceptions that mean such a mistake derive from ``UserError``
+(``PolicyFileError``, ``ExportError``, ``ReportError``, ``MissingExtra``) or are named to
+``command``; anything else is a bug and keeps its traceback.
+
+    @command(OSError)
+    def main(argv: list[str] | None = None) -> int:
+        ...
+        raise UserError("--steps must be a positive integer")
+
+Standard library only: every module may import it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+
+USER_ERROR = 2
+Main = Callable[[list[str] | None], int]
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message is the one line they see."""
+
+
+def fail(message: object) -> int:
+    """Print ``error: message`` on stderr; return the exit code for a user's mistake."""
+    print(f"error: {message}", file=sys.stderr)
+    return USER_ERROR
+
+
+def command(*also: type[BaseException]) -> Callable[[Main], Main]:
+    """Decorate a command's ``main(argv) -> int``: ``UserError`` and the ``also`` exception
+    types become one ``error:`` line on stderr and exit code ``USER_ERROR``."""
+    caught = (UserError, *also)
+
+    def wrap(main: Main) -> Main:
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None) -> int:
+            try:
+                return main(argv)
+            except caught as e:
+                return fail(e)
+
+        return run
+
+    return wrap

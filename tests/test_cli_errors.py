@@ -1,0 +1,65 @@
+"""One way for every command line to answer a user's mistake (``cli.py``): one ``error:``
+line on stderr, exit code 2, no traceback; and the evaluator stays free of the CLI's imports."""
+
+import subprocess
+import sys
+
+import pytest
+
+from ttt_research import bench, cli, compare_sb3, evaluate_cli, export, play, report
+
+
+def test_a_user_error_becomes_one_line_and_exit_2(capsys):
+    @cli.command(OSError)
+    def main(argv=None):
+        if argv == ["os"]:
+            raise FileNotFoundError(2, "No such file or directory", "x.onnx")
+        raise cli.UserError("--steps must be a positive integer")
+
+    assert main.__name__ == "main"
+    assert main([]) == cli.USER_ERROR == 2
+    assert capsys.readouterr().err == "error: --steps must be a positive integer\n"
+    assert main(["os"]) == 2
+    assert capsys.readouterr().err == "error: [Errno 2] No such file or directory: 'x.onnx'\n"
+
+
+def test_anything_else_is_a_bug_and_keeps_its_traceback():
+    @cli.command()
+    def main(argv=None):
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        main([])
+
+
+@pytest.mark.parametrize("main,argv,needle", [
+    (evaluate_cli.main, ["missing.onnx"], "missing.onnx: no such file"),
+    (play.main, ["missing.ckpt"], "missing.ckpt: no such file"),
+    (export.main, ["missing.ckpt"], "missing.ckpt: no such file"),
+    (report.main, ["no/such/dir"], "no such directory: no/such/dir"),
+    (compare_sb3.main, ["--steps", "0"], "--steps, --eval-every and --threads must be positive integers"),
+    (bench.main, ["--threads", "0"], "--threads must be a positive integer, got 0"),
+])
+def test_each_command_answers_bad_input_through_the_helper(capsys, tmp_path, monkeypatch, main, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {needle}\n" and captured.out == ""
+
+
+def test_importing_the_evaluator_loads_neither_policy_files_nor_onnxruntime():
+    code = ("import sys, ttt_research.evaluate; "
+            "print(sorted(m for m in ('onnxruntime', 'onnx', 'ttt_research.policy_file', "
+            "'ttt_research.evaluate_cli') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_python_m_evaluate_still_runs_the_command_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ttt_research.evaluate", str(tmp_path / "none.onnx"),
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == f"error: {tmp_path / 'none.onnx'}: no such file\n"
+    helped = subprocess.run([sys.executable, "-m", "ttt_research.evaluate", "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "python -m ttt_research.evaluate" in helped.stdout
