@@ -46,7 +46,7 @@ def test_every_group_option_composes_and_trains(tmp_path, group, option):
 
 @pytest.mark.parametrize("name", options("experiment"))
 def test_every_experiment_composes_and_trains(tmp_path, name):
-    cfg = make_cfg(f"+experiment={name}", "budget.games=300", "algo.games_per_update=100")
+    cfg = make_cfg(f"experiment={name}", "budget.games=300", "algo.games_per_update=100")
     assert cfg.budget.games == 300
     train(cfg, tmp_path)
     assert (tmp_path / "eval.json").is_file()
@@ -241,7 +241,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
 
 def test_faithful_mode_learns_and_repeats_itself(tmp_path):
     """The seed's loop (NumPy, one SGD step per move): it learns, and a seed fixes the run."""
-    over = ["+experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]
+    over = ["experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]
     cfg = make_cfg(*over)
     untrained = ev.evaluate_policy(build(cfg).greedy)
     a = train(cfg, tmp_path / "a")

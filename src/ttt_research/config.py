@@ -3,18 +3,24 @@
 Hydra already refuses unknown group options (with the list of choices). This module checks
 the *values*: each rule names its key and what is allowed, and the first broken rule
 becomes the one-line error a user sees (``ConfigError``), with no traceback.
+
+It imports neither torch nor Lightning (the names it checks come from ``contract.py``), so
+``python -m ttt_research`` refuses a bad value about as fast as ``--cfg job`` prints the
+config. Lightning is imported only to check a trainer key or strategy outside the usual
+ones, torch only to ask whether a GPU asked for is there. A refused job's run folder, which
+Hydra made before the job started, is removed again (``discard_run_dir``).
 """
 
 from __future__ import annotations
 
 import math
 from numbers import Real
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .encodings import ENCODINGS
+from .contract import ENCODING_NAMES, TRAINING_SEATS
 from .objectives import NAMES as OBJECTIVES
-from .rollout import SEATS
 
 
 class ConfigError(ValueError):
@@ -63,7 +69,7 @@ def validate(cfg: DictConfig) -> None:
     _need(ok, "net.hidden", "a non-empty list of positive integers, e.g. [128, 128]",
           OmegaConf.to_container(hidden) if OmegaConf.is_list(hidden) else hidden)
     v = _get(cfg, "net.encoding")
-    _need(v in ENCODINGS, "net.encoding", f"one of {', '.join(sorted(ENCODINGS))}", v)
+    _need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
     v = _get(cfg, "net.init")
     _need(v in ("default", "uniform"), "net.init", "default or uniform", v)
 
@@ -83,7 +89,7 @@ def validate(cfg: DictConfig) -> None:
             positive_int(cfg, key)
 
     v = _get(cfg, "seat.side")
-    _need(v in SEATS, "seat.side", f"one of {', '.join(SEATS)}", v)
+    _need(v in TRAINING_SEATS, "seat.side", f"one of {', '.join(TRAINING_SEATS)}", v)
 
     _validate_algo(cfg)
     _validate_stages(cfg)
@@ -153,18 +159,38 @@ def _validate_stages(cfg: DictConfig) -> None:
 
 
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")
+# Arguments of lightning.Trainer and strategy names that need no import of Lightning to
+# accept (tests/test_cli.py checks each against Lightning); any other is looked up there.
+TRAINER_KEYS = frozenset({
+    "accelerator", "strategy", "devices", "num_nodes", "precision", "logger", "callbacks",
+    "max_epochs", "min_epochs", "max_steps", "min_steps", "max_time", "log_every_n_steps",
+    "num_sanity_val_steps", "enable_checkpointing", "enable_progress_bar", "enable_model_summary",
+    "gradient_clip_val", "gradient_clip_algorithm", "deterministic", "benchmark",
+    "default_root_dir", "limit_train_batches", "limit_val_batches", "val_check_interval",
+    "check_val_every_n_epoch", "accumulate_grad_batches", "use_distributed_sampler",
+    "sync_batchnorm", "reload_dataloaders_every_n_epochs", "fast_dev_run", "profiler",
+    "detect_anomaly", "barebones", "plugins", "inference_mode"})
+STRATEGIES = frozenset({"auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook",
+                        "ddp_find_unused_parameters_true"})
 
 
-def _validate_trainer(cfg: DictConfig) -> None:
-    """The Lightning Trainer's keys, before Lightning itself would fail with a traceback."""
+def _trainer_keys(cfg: DictConfig) -> None:
+    unusual = [k for k in cfg.trainer if k != "_target_" and k not in TRAINER_KEYS]
+    if not unusual:
+        return
     import inspect
 
     import lightning as L
 
     known = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
-    for key in cfg.trainer:
-        _need(key == "_target_" or key in known, f"trainer.{key}",
-              "an argument of lightning.Trainer (this key is not one)", _get(cfg, f"trainer.{key}"))
+    for key in unusual:
+        _need(key in known, f"trainer.{key}", "an argument of lightning.Trainer (this key is not one)",
+              _get(cfg, f"trainer.{key}"))
+
+
+def _validate_trainer(cfg: DictConfig) -> None:
+    """The Lightning Trainer's keys, before Lightning itself would fail with a traceback."""
+    _trainer_keys(cfg)
     v = _get(cfg, "trainer.accelerator")
     _need(v in ACCELERATORS, "trainer.accelerator", f"one of {', '.join(ACCELERATORS)}", v)
     if v in ("gpu", "cuda"):
@@ -188,7 +214,8 @@ def _validate_trainer(cfg: DictConfig) -> None:
     v = _get(cfg, "trainer.enable_model_summary")
     _need(v is None or isinstance(v, bool), "trainer.enable_model_summary", "true or false", v)
     v = _get(cfg, "trainer.strategy")
-    if v is not None and not (OmegaConf.is_dict(v) and "_target_" in v):
+    usual = isinstance(v, str) and v in STRATEGIES
+    if v is not None and not usual and not (OmegaConf.is_dict(v) and "_target_" in v):
         from lightning.pytorch.strategies import StrategyRegistry
 
         names = ["auto", *sorted(n for n in StrategyRegistry.available_strategies() if n.startswith("ddp"))]
@@ -211,3 +238,34 @@ def processes(cfg: DictConfig) -> int:
         per_node = devices if _is_int(devices) and devices > 0 else 1
     nodes = _get(cfg, "trainer.num_nodes") or 1
     return per_node * nodes
+
+
+def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path) -> bool:
+    """Remove the run folder of a refused job if it holds nothing but what Hydra wrote for
+    this job (``.hydra/`` with its three files and an empty ``JOB.log``), then its parent
+    folders left empty, up to (not including) ``cwd``. Any other file (a checkpoint, an earlier
+    run's log) keeps the folder as it is. True if the folder was removed."""
+    run_dir = Path(run_dir)
+    hydra_files = {"config.yaml", "hydra.yaml", "overrides.yaml"}
+    log = run_dir / f"{job_name}.log"
+    try:
+        if not ({p.name for p in run_dir.iterdir()} <= {".hydra", log.name}
+                and {p.name for p in (run_dir / ".hydra").iterdir()} <= hydra_files
+                and (not log.exists() or log.stat().st_size == 0)):
+            return False
+        for name in hydra_files:
+            (run_dir / ".hydra" / name).unlink(missing_ok=True)
+        (run_dir / ".hydra").rmdir()
+        log.unlink(missing_ok=True)
+        run_dir.rmdir()
+    except OSError:  # gone, not a folder, or written to meanwhile: leave what is left
+        return False
+    cwd = Path(cwd).resolve()
+    for parent in run_dir.resolve().parents:  # e.g. outputs/DATE/, then outputs/
+        if cwd not in parent.parents:
+            break
+        try:
+            parent.rmdir()  # only if empty
+        except OSError:
+            break
+    return True

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import torch
 
+from .contract import ENCODING_NAMES
+
 
 def signed9(view: torch.Tensor) -> torch.Tensor:
     """(B, 9) mover's view -> (B, 9) float inputs, unchanged."""
@@ -37,6 +39,10 @@ ENCODINGS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "planes18": planes18,
 }
 WIDTH = {"signed9": 9, "planes18": 18}
+# The config validation checks net.encoding against contract.ENCODING_NAMES (without torch):
+# those names must be exactly the encodings implemented here.
+if not set(ENCODINGS) == set(WIDTH) == set(ENCODING_NAMES):
+    raise ImportError(f"encodings {sorted(ENCODINGS)} differ from contract.ENCODING_NAMES {ENCODING_NAMES}")
 
 
 def get(name: str) -> Callable[[torch.Tensor], torch.Tensor]:

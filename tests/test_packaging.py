@@ -1,0 +1,91 @@
+"""The three ways to run the project find the same config tree: a checkout (PYTHONPATH=src),
+a built wheel (its ``ttt_research/conf`` package) and the installed package, each from a
+folder that is not the checkout; and the wheel declares the console scripts."""
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate_cli:main",
+           "ttt-play": "ttt_research.play:main", "ttt-export": "ttt_research.export:main",
+           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main"}
+
+
+def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:
+    """``python -m ttt_research --cfg job`` run from ``cwd``: the composed config, and where
+    the package and its config tree came from."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    out = subprocess.run([sys.executable, "-m", "ttt_research", "--cfg", "job"], cwd=cwd, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    where = subprocess.run(
+        [sys.executable, "-c", "import ttt_research.confdir as c; print(c.__file__); print(c.config_dir())"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0, where.stderr
+    return yaml.safe_load(out.stdout), where.stdout
+
+
+def assert_default_job(cfg: dict) -> None:
+    assert cfg["seed"] == 0 and cfg["optimized_metric"] == "score"
+    assert cfg["algo"]["_target_"] == "ttt_research.algos.reinforce.Reinforce"
+    assert cfg["net"]["hidden"] == [100] and cfg["seat"]["side"] == "o"
+
+
+def test_checkout_runs_from_another_folder(tmp_path):
+    cfg, where = cfg_job(tmp_path, str(REPO / "src"))
+    assert_default_job(cfg)
+    assert where.splitlines() == [str(REPO / "src" / "ttt_research" / "confdir.py"), str(REPO / "conf")]
+
+
+def test_installed_package_runs_from_another_folder(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    found = subprocess.run([sys.executable, "-c", "import ttt_research; print(ttt_research.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    if found.returncode != 0 or not Path(found.stdout.strip()).is_relative_to(REPO):
+        pytest.skip(f"the installed ttt_research is not this checkout's: {found.stdout or found.stderr}")
+    cfg, where = cfg_job(tmp_path, None)
+    assert_default_job(cfg)
+    assert Path(where.splitlines()[1]) == REPO / "conf"  # an editable install reads the checkout's tree
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_config_tree_and_console_scripts(tmp_path):
+    # Build from a copy, so that the build leaves no build/ or egg-info in the checkout.
+    src = tmp_path / "src_copy"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", "conf"):
+        shutil.copytree(REPO / name, src / name, ignore=ignore)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
+                    str(src)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("ttt_research-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = z.read(entry_points).decode()
+    conf = {p.relative_to(REPO).as_posix() for p in (REPO / "conf").rglob("*.yaml")}
+    assert {f"ttt_research/{p}" for p in conf} <= names  # every config file, at ttt_research/conf/...
+    assert sorted(line for line in scripts.splitlines() if line.startswith("ttt-")) == sorted(
+        f"{name} = {target}" for name, target in SCRIPTS.items())
+
+    target = tmp_path / "target"
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cfg, where = cfg_job(elsewhere, str(target))
+    assert_default_job(cfg)
+    assert where.splitlines() == [str(target / "ttt_research" / "confdir.py"),
+                                  str(target / "ttt_research" / "conf")]
