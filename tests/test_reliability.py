@@ -10,11 +10,11 @@ import textwrap
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from ttt_research.confdir import config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research.algos.base import RLModule
 from ttt_research.callbacks import PeriodicCheckpoint
+from ttt_research.confdir import config_dir
 from ttt_research.config import ConfigError, validate
 from ttt_research.policy_file import load_policy
 from ttt_research.train import train

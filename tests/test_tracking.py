@@ -15,10 +15,10 @@ import pytest
 import torch
 import yaml
 from hydra import compose, initialize_config_dir
-from ttt_research.confdir import config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research import game, report
+from ttt_research.confdir import config_dir
 from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve

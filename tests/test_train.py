@@ -4,18 +4,17 @@ contract; bad values refused with one line; the update checked against hand-comp
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from ttt_research.confdir import config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.algos.reinforce import antirez_targets, move_importance, weighted_cross_entropy
+from ttt_research.confdir import config_dir
 from ttt_research.config import ConfigError, validate
 from ttt_research.policy_file import load_policy
 from ttt_research.train import build, train

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+
 from ttt_research.confdir import config_dir
 
 TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]

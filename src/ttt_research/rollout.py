@@ -20,7 +20,6 @@ import torch
 
 from . import game
 from .contract import SEAT_PIECE, TRAINING_SEATS
-from .contract import TRAINING_SEATS as SEATS  # noqa: F401  config.py's import until it reads contract
 from .opponents import Opponent, SelfPlay
 
 # The learner's move function: mover's view (B, 9) float and legal mask (B, 9) -> cells (B,).
