@@ -271,3 +271,13 @@ def test_console_scripts_name_an_int_returning_main_of_each_command():
             with pytest.raises(SystemExit) as e:
                 main(["--help"])
             assert e.value.code == 0
+
+
+def test_help_into_a_closed_pipe_ends_quietly():
+    """`python -m ttt_research --help | head -1`: the reader leaves before the help is written."""
+    p = subprocess.Popen([sys.executable, "-m", "ttt_research", "--help"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()  # long before the interpreter has started
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -56,7 +56,12 @@ def main() -> None:
     """``python -m ttt_research`` and ``ttt-train``: the Hydra app on the command line, where
     ``+experiment=NAME`` also works (``confdir.plain_overrides``)."""
     sys.argv[1:] = plain_overrides(sys.argv[1:])
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # `--help | head`
+        from .cli import reader_gone
+
+        sys.exit(reader_gone())
 
 
 if __name__ == "__main__":

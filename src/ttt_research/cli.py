@@ -34,6 +34,15 @@ def fail(message: object) -> int:
     return USER_ERROR
 
 
+def reader_gone() -> int:
+    """The output's reader left (``... --help | head``): no traceback, nothing more to write.
+    stdout goes to /dev/null so that Python's own flush at exit cannot fail again."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141  # what a shell reports for a command ended by SIGPIPE
+
+
 def command(*also: type[BaseException]) -> Callable[[Main], Main]:
     """Decorate a command's ``main(argv) -> int``: ``UserError`` and the ``also`` exception
     types become one ``error:`` line on stderr and exit code ``USER_ERROR``."""
@@ -46,6 +55,8 @@ def command(*also: type[BaseException]) -> Callable[[Main], Main]:
                 return main(argv)
             except caught as e:
                 return fail(e)
+            except BrokenPipeError:
+                return reader_gone()
 
         return run
 
