@@ -348,10 +348,10 @@ def format_table(res: dict) -> str:
         c = same["antirez"]
         per = ", ".join(f"{v:,.0f}" for v in c["games_per_s_per_run"])
         ours = ", ".join(f"{v:,.0f}" for v in res["details"]["reinforce_games_per_s_per_run"])
-        rows.append(f"antirez's C ttt-rl, {c['games']:,d} games x {c['runs']} run(s) interleaved with "
-                    f"REINFORCE's: median {c['games_per_s']:,.0f} games/s ({c['seconds']:.2f} s; runs {per}; "
-                    f"timed: {c['timed']}); REINFORCE runs {ours}: "
-                    f"ratio of medians {c['ratio_reinforce']:.2f}x")
+        rows.append(f"antirez's C ttt-rl, {c['games']:,d} games x {c['runs']} run(s) between REINFORCE's: "
+                    f"median {c['games_per_s']:,.0f} games/s ({c['seconds']:.2f} s; runs {per})")
+        rows.append(f"  timed: {c['timed']}")
+        rows.append(f"  REINFORCE runs {ours} games/s: ratio of the medians {c['ratio_reinforce']:.2f}x")
     if "sb3" in same:
         c = same["sb3"]
         sttu = c["time_to_unbeatable_s"]
