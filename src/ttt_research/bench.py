@@ -16,15 +16,21 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
 
-``--compare sb3`` adds SB3 + sb3-contrib MaskablePPO with the seed's network on the gym
-adapter (``compare_sb3.py``, the ``compare`` extra) and the ratios to it. Reference rows
-(antirez's C program, SB3 as measured in FACTS.md) are printed beside the table.
+Speeds from different hosts do not divide, so every ratio printed is one measured in the same
+run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built with ``cc``)
+times antirez's C ttt-rl (``bench_antirez.py``) between REINFORCE's training runs, alternating
+which goes first, and reports the ratio of the medians. ``--compare sb3`` adds SB3 +
+sb3-contrib MaskablePPO with the seed's network on the gym adapter (``compare_sb3.py``, the
+``compare`` extra) and the ratios to it. The reference rows beside the table are constants
+from the project's development host, labelled so, and never divided by. The output names the
+host's CPU and the torch threads of each figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -35,16 +41,17 @@ from pathlib import Path
 import lightning as L
 import torch
 
-from . import __version__, game
+from . import __version__, bench_antirez, game
 from .cli import UserError, command
 from .contract import unbeatable
 from .evaluate import evaluate_policy
 from .nets import MLP
 
-# Reference figures measured on this project's machine (../shared/reference/FACTS.md).
+# Constants for orientation only: another host's figures, never divided by ours.
+MEASURED_ON = "measured on the project's 2-core development host, 2026-11-30"
 REFERENCES = {
-    "reinforce_games_per_s": ("antirez's C ttt-rl", 89_000),
-    "ppo_steps_per_s": ("SB3 MaskablePPO (seed)", 700),
+    "reinforce_games_per_s": ("antirez's C ttt-rl, 1 thread", 89_000),
+    "ppo_steps_per_s": ("SB3 MaskablePPO (seed), 1 thread", 700),
     "time_to_unbeatable_s": ("SB3 MaskablePPO: not unbeatable as O after 300k steps (~420 s)", None),
 }
 DEFAULT_GAMES = {"reinforce": (6_000_000, 500_000), "ppo": (800_000, 800_000)}  # (full, quick)
@@ -53,6 +60,20 @@ DEFAULT_GAMES = {"reinforce": (6_000_000, 500_000), "ppo": (800_000, 800_000)}  
 def _say(msg: str) -> None:
     """Progress on stderr, so ``--json`` output stays clean."""
     print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def host() -> dict:
+    """The machine the figures belong to: CPU model and logical CPUs."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model")):  # x86; some ARM kernels say "Model"
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # not Linux
+        pass
+    return {"cpu": cpu or platform.processor() or platform.machine() or "unknown",
+            "logical_cpus": os.cpu_count(), "system": platform.system()}
 
 
 def _sync(device: torch.device) -> None:
@@ -157,14 +178,31 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     return module, clock
 
 
-def bench_reinforce(device: str, games: int, repeats: int, threads: int | None) -> dict:
-    rates = []
+def bench_reinforce(device: str, games: int, repeats: int, threads: int | None,
+                    antirez: Path | None = None, antirez_games: int = bench_antirez.DEFAULT_GAMES) -> dict:
+    """REINFORCE's training speed; with ``antirez``, that binary timed between our runs (first
+    in every other round, so that a drift of the host's speed hits both sides alike)."""
+    rates, theirs, used = [], [], 0
     for r in range(repeats):
-        module, clock = fit([f"budget.games={games}", f"seed={r}", f"trainer={_trainer(device)}"],
-                            threads=threads)
-        rates.append(module.games_played / clock.train_s)
-        _say(f"reinforce run {r + 1}/{repeats}: {rates[-1]:,.0f} games/s")
-    return {"reinforce_games_per_s": statistics.median(rates)}
+        for side in ("ours", "c") if r % 2 == 0 else ("c", "ours"):
+            if side == "ours":
+                module, clock = fit([f"budget.games={games}", f"seed={r}", f"trainer={_trainer(device)}"],
+                                    threads=threads)
+                used = torch.get_num_threads()
+                rates.append(module.games_played / clock.train_s)
+                _say(f"reinforce run {r + 1}/{repeats}: {rates[-1]:,.0f} games/s")
+            elif antirez is not None:
+                theirs.append(bench_antirez.run_once(antirez, antirez_games))
+                _say(f"antirez run {r + 1}/{repeats}: {antirez_games / theirs[-1]:,.0f} games/s")
+    out = {"reinforce_games_per_s": statistics.median(rates), "reinforce_threads": used,
+           "reinforce_games_per_s_per_run": rates}
+    if antirez is not None:
+        rate = antirez_games / statistics.median(theirs)  # games over the median time
+        out["antirez"] = {"games": antirez_games, "runs": repeats, "seconds": statistics.median(theirs),
+                          "games_per_s": rate, "games_per_s_per_run": [antirez_games / s for s in theirs],
+                          "ratio_reinforce": out["reinforce_games_per_s"] / rate, "threads": 1,
+                          "timed": "the process's wall time: start, training, one game fed on stdin, exit"}
+    return out
 
 
 def bench_ppo(device: str, games: int, repeats: int, threads: int | None) -> dict:
@@ -172,6 +210,7 @@ def bench_ppo(device: str, games: int, repeats: int, threads: int | None) -> dic
     for r in range(repeats):
         module, clock = fit(["algo=ppo", "net=mlp128", f"budget.games={games}", f"seed={r}",
                              f"trainer={_trainer(device)}"], watch=True, threads=threads)
+        used = torch.get_num_threads()
         rates.append(module.env_steps / clock.train_s)
         times.append(clock.unbeatable_s)
         when = "never" if clock.unbeatable_s is None else f"{clock.unbeatable_s:.1f} s"
@@ -180,7 +219,7 @@ def bench_ppo(device: str, games: int, repeats: int, threads: int | None) -> dic
     # The median over runs that got there; null when fewer than half did.
     ttu = statistics.median(reached) if len(reached) * 2 > len(times) else None
     return {"ppo_steps_per_s": statistics.median(rates), "time_to_unbeatable_s": ttu,
-            "details_ppo_unbeatable_s": times}
+            "details_ppo_unbeatable_s": times, "ppo_threads": used}
 
 
 def _trainer(device: str) -> str:
@@ -226,7 +265,7 @@ def bench_sb3(steps: int, threads: int | None, ours: dict) -> dict:
 
     r = run_sb3(steps, seed=0, threads=threads or 1, log=_say)
     out = {"steps": r["steps"], "steps_per_s": r["steps_per_s"],
-           "time_to_unbeatable_s": r["time_to_unbeatable_s"]}
+           "time_to_unbeatable_s": r["time_to_unbeatable_s"], "threads": threads or 1}
     out["ratio_steps_per_s"] = ours["ppo_steps_per_s"] / r["steps_per_s"]
     if ours["time_to_unbeatable_s"] and r["time_to_unbeatable_s"]:
         out["ratio_time_to_unbeatable"] = r["time_to_unbeatable_s"] / ours["time_to_unbeatable_s"]
@@ -235,59 +274,94 @@ def bench_sb3(steps: int, threads: int | None, ours: dict) -> dict:
 
 def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         reinforce_games: int | None = None, ppo_games: int | None = None,
-        compare: str | None = None, sb3_steps: int = 50_000) -> dict:
+        compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
+        antirez: Path | None = None, antirez_games: int = bench_antirez.DEFAULT_GAMES) -> dict:
+    """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
+    ``"sb3"``) the same-run comparisons, under ``compare``."""
+    compare = compare or []
     dev = torch.device(device)
-    repeats = 3 if quick else 5
-    train_repeats = 1 if quick else 3
+    measure_repeats = 3 if quick else 5
+    train_repeats = repeats or (1 if quick else 3)
     pick = 1 if quick else 0
-    out: dict = {"device": str(dev), "threads": threads or torch.get_num_threads()}
+    out: dict = {"device": str(dev), "host": host()}
     _say("engine")
     if threads:
         torch.set_num_threads(threads)
-    env = bench_env(dev, quick, repeats)
+    engine_threads = torch.get_num_threads()
+    env = bench_env(dev, quick, measure_repeats)
     out["env_games_per_s"] = env.pop("env_games_per_s")
-    _say("training: default REINFORCE")
-    out.update(bench_reinforce(device, reinforce_games or DEFAULT_GAMES["reinforce"][pick],
-                               train_repeats, threads))
+    c_bin = antirez if "antirez" in compare else None
+    _say("training: default REINFORCE" + (", antirez's C ttt-rl between its runs" if c_bin else ""))
+    rf = bench_reinforce(device, reinforce_games or DEFAULT_GAMES["reinforce"][pick], train_repeats, threads,
+                         c_bin, antirez_games)
+    same_run = {"antirez": rf.pop("antirez")} if "antirez" in compare else {}
+    out["reinforce_games_per_s"] = rf["reinforce_games_per_s"]
     _say("training: flagship PPO until unbeatable")
     ppo = bench_ppo(device, ppo_games or DEFAULT_GAMES["ppo"][pick], train_repeats, threads)
-    out["details"] = {**env, "ppo_unbeatable_s_per_run": ppo.pop("details_ppo_unbeatable_s")}
+    out["threads"] = {"engine": engine_threads, "reinforce": rf["reinforce_threads"],
+                      "ppo": ppo.pop("ppo_threads")}
+    out["details"] = {**env, "reinforce_games_per_s_per_run": rf["reinforce_games_per_s_per_run"],
+                      "ppo_unbeatable_s_per_run": ppo.pop("details_ppo_unbeatable_s")}
     out.update(ppo)
     if threads:
         torch.set_num_threads(threads)
-    out.update(bench_eval(repeats))
+    out.update(bench_eval(measure_repeats))
     _say("move latency")
-    out.update(bench_latency(repeats))
-    if compare == "sb3":
+    out.update(bench_latency(measure_repeats))
+    if "sb3" in compare:
         _say(f"SB3 MaskablePPO, {sb3_steps:,d} steps")
-        out["compare_sb3"] = bench_sb3(sb3_steps, threads, out)
+        same_run["sb3"] = bench_sb3(sb3_steps, threads, out)
+    if same_run:
+        out["compare"] = same_run
     out["versions"] = {"ttt_research": __version__, "torch": torch.__version__,
                        "python": platform.python_version()}
     return out
 
 
 def format_table(res: dict) -> str:
-    """The figures, with the reference rows beside them."""
-    lat = res["move_latency_ms"]
-    ttu = res["time_to_unbeatable_s"]
-    rows = [f"device {res['device']}, {res['threads']} thread(s), torch {res['versions']['torch']}",
-            f"{'figure':<24} {'ours':>14}  reference",
+    """The figures; beside them a ratio only where the other side ran in this run, else the
+    labelled constant of the development host."""
+    lat, ttu, th, h = res["move_latency_ms"], res["time_to_unbeatable_s"], res["threads"], res["host"]
+    same = res.get("compare", {})
+    rows = [f"host: {h['cpu']}, {h['logical_cpus']} logical CPU(s); device {res['device']}; torch "
+            f"{res['versions']['torch']}; torch threads: engine {th['engine']}, REINFORCE {th['reinforce']}, "
+            f"PPO {th['ppo']}",
+            f"{'figure':<24} {'ours':>14}  beside it",
             f"{'env_games_per_s':<24} {res['env_games_per_s']:>14,.0f}  "
             f"(batch {res['details']['env_best_batch']})"]
-    for key, fmt in (("reinforce_games_per_s", ",.0f"), ("ppo_steps_per_s", ",.0f")):
-        name, ref = REFERENCES[key]
-        rows.append(f"{key:<24} {res[key]:>14{fmt}}  {name}: ~{ref:,} ({res[key] / ref:.0f}x)")
+    for key, other in (("reinforce_games_per_s", "antirez"), ("ppo_steps_per_s", "sb3")):
+        if other in same:
+            c = same[other]
+            rate = c["games_per_s"] if other == "antirez" else c["steps_per_s"]
+            ratio = c["ratio_reinforce"] if other == "antirez" else c["ratio_steps_per_s"]
+            what = "antirez's C ttt-rl" if other == "antirez" else "SB3 MaskablePPO"
+            beside = f"{what} in this run ({c['threads']} thread): {rate:,.0f}; ours {ratio:.2f}x"
+        else:
+            name, ref = REFERENCES[key]
+            beside = f"{name}: ~{ref:,} ({MEASURED_ON})"
+        rows.append(f"{key:<24} {res[key]:>14,.0f}  {beside}")
     rows.append(f"{'time_to_unbeatable_s':<24} {'never' if ttu is None else f'{ttu:.1f}':>14}  "
-                f"{REFERENCES['time_to_unbeatable_s'][0]}")
+                f"{REFERENCES['time_to_unbeatable_s'][0]} ({MEASURED_ON})")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
-    rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms")
-    if "compare_sb3" in res:
-        c = res["compare_sb3"]
+    rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
+                "the browser (another host)")
+    if "antirez" in same:
+        c = same["antirez"]
+        per = ", ".join(f"{v:,.0f}" for v in c["games_per_s_per_run"])
+        ours = ", ".join(f"{v:,.0f}" for v in res["details"]["reinforce_games_per_s_per_run"])
+        rows.append(f"antirez's C ttt-rl, {c['games']:,d} games x {c['runs']} run(s) between REINFORCE's: "
+                    f"median {c['games_per_s']:,.0f} games/s ({c['seconds']:.2f} s; runs {per})")
+        rows.append(f"  timed: {c['timed']}")
+        rows.append(f"  REINFORCE runs {ours} games/s: ratio of the medians {c['ratio_reinforce']:.2f}x")
+    if "sb3" in same:
+        c = same["sb3"]
         sttu = c["time_to_unbeatable_s"]
         rows.append(f"SB3 MaskablePPO here, {c['steps']:,d} steps: {c['steps_per_s']:,.0f} steps/s "
                     f"(ours {c['ratio_steps_per_s']:.0f}x), unbeatable "
-                    f"{'never' if sttu is None else f'at {sttu:.1f} s'}")
+                    f"{'never' if sttu is None else f'at {sttu:.1f} s'}"
+                    + (f" (ours {c['ratio_time_to_unbeatable']:.0f}x sooner)"
+                       if "ratio_time_to_unbeatable" in c else ""))
     return "\n".join(rows)
 
 
@@ -298,25 +372,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: each config's own: 1 for REINFORCE, 2 for PPO)")
+                   help="torch threads (default: each config's own: 2 for REINFORCE and PPO)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="training runs per trained figure, and of antirez's program; their median "
+                        "is reported (default 3, --quick 1)")
     p.add_argument("--reinforce-games", type=int, default=None, help="REINFORCE budget in games")
     p.add_argument("--ppo-games", type=int, default=None, help="PPO budget in games (cap)")
-    p.add_argument("--compare", choices=["sb3"], default=None,
-                   help="also train SB3 MaskablePPO (extra 'compare') and report the ratios")
-    p.add_argument("--sb3-steps", type=int, default=50_000, help="SB3 steps for --compare")
+    p.add_argument("--compare", choices=["sb3", "antirez"], action="append", default=None,
+                   help="also time another program in this run and report the ratios: 'antirez' (its C "
+                        "ttt-rl, needs --antirez-bin or --antirez-src), 'sb3' (SB3 MaskablePPO, extra "
+                        "'compare'); may be given twice")
+    p.add_argument("--sb3-steps", type=int, default=50_000, help="SB3 steps for --compare sb3")
+    p.add_argument("--antirez-bin", type=Path, default=None,
+                   help="antirez's ttt-rl, built (cc -O3 -ffast-math -o ttt ttt.c -lm)")
+    p.add_argument("--antirez-src", type=Path, default=None,
+                   help="antirez's ttt.c: build it with cc into a temporary folder and time that")
+    p.add_argument("--antirez-games", type=int, default=bench_antirez.DEFAULT_GAMES,
+                   help="training games of each antirez run (default 300,000)")
     args = p.parse_args(argv)
-    for name in ("threads", "reinforce_games", "ppo_games", "sb3_steps"):
+    for name in ("threads", "repeats", "reinforce_games", "ppo_games", "sb3_steps", "antirez_games"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    compare = args.compare or []
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UserError("--device cuda but no CUDA device is available")
-    if args.compare == "sb3":
+    if "antirez" in compare and (args.antirez_bin is None) == (args.antirez_src is None):
+        raise UserError("--compare antirez needs one of --antirez-bin PATH or --antirez-src ttt.c")
+    if "antirez" not in compare and (args.antirez_bin or args.antirez_src):
+        raise UserError("--antirez-bin and --antirez-src are used only with --compare antirez")
+    if "sb3" in compare:
         from .compare_sb3 import _require_sb3
 
         _require_sb3()  # MissingExtra, a UserError, if the extra is not installed
-    res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
-              args.compare, args.sb3_steps)
+    with tempfile.TemporaryDirectory(prefix="ttt-bench-") as tmp:
+        binary = args.antirez_bin
+        if "antirez" in compare:
+            if args.antirez_src is not None:
+                binary = bench_antirez.build(args.antirez_src, Path(tmp), log=_say)
+            bench_antirez.check_binary(binary)  # fail in seconds, not after the engine's minute
+        res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
+                  compare, args.sb3_steps, args.repeats, binary, args.antirez_games)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
