@@ -46,6 +46,10 @@ def app(cfg: DictConfig) -> float:
     except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
         print(f"error: {e}", file=sys.stderr)
         sys.exit(3)
+    except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
+        from .cli import reader_gone  # the last checkpoint stays, resume=true goes on from it
+
+        sys.exit(reader_gone())
     finally:
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
