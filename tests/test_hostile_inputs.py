@@ -27,7 +27,7 @@ ANY_INT = st.one_of(st.integers(-3, 12), st.integers(-(2**63), 2**63 - 1))
 
 
 def expected_step(b, action):
-    """The README's edge rules on one board: (board after, ended, winner, illegal)."""
+    """The edge rules of docs/design.md on one board: (board after, ended, winner, illegal)."""
     if ref.done(b):  # a finished board changes nothing and reports no new ending
         return b, False, 0, False
     if action not in ref.legal(b):  # occupied or outside 0..8: forfeit, board unchanged

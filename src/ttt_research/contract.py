@@ -36,7 +36,7 @@ def eval_name(seat: str, what: str) -> str:
     return f"eval/{seat}_{what}"
 
 
-# The eval/* metric names (logged every eval_every updates; the README's metric table).
+# The eval/* metric names (logged every eval_every updates; docs/contracts.md, "Metric names").
 EVAL_NAMES = tuple(
     [eval_name(s, f"random_{o}") for s in EVAL_SEATS for o in OUTCOMES]
     + [eval_name(s, "perfect_loss") for s in EVAL_SEATS]

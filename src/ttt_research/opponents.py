@@ -13,7 +13,7 @@ can use the very same table:
 * ``minimax``: uniform over minimax-optimal moves; it never loses.
 * ``rules``: the rule-based "perfect" player the PPO seed trained against. In order:
   win, block, fork, block a fork, centre, corner, side; uniform among the cells that the
-  first applicable rule names. It is not perfect: see ``rules_record`` and the README.
+  first applicable rule names. It is not perfect: see ``rules_record`` and docs/design.md.
 * ``mixed``: per game, the strong player with probability ``p_perfect``, else random.
 
 Opponents made of policies join through the same interface, and hear about every update
