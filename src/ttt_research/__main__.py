@@ -21,7 +21,7 @@ from .confdir import config_dir
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def main(cfg: DictConfig) -> float:
-    from .algos.base import NonFiniteError
+    from .errors import NonFiniteError
     from .objectives import objective
     from .tracking import finish
     from .train import train  # imported here so that --help and config errors stay fast

@@ -127,7 +127,7 @@ class Clock(L.Callback):
             return
         at = self._elapsed()
         t0 = time.perf_counter()
-        report = evaluate_policy(module.greedy)
+        report = evaluate_policy(module.policy_logits)
         self._excluded += time.perf_counter() - t0
         if report["as_x"]["vs_random"]["loss"] == 0 and report["as_o"]["vs_random"]["loss"] == 0:
             self.unbeatable_s = at

@@ -16,7 +16,7 @@ import os
 import lightning as L
 import torch
 
-from .algos.base import NonFiniteError
+from .errors import NonFiniteError
 from .evaluate import evaluate_policy
 
 WORST_VALUE = {"win": 1.0, "draw": 0.0, "loss": -1.0}
@@ -50,9 +50,8 @@ class ExactEvaluation(L.Callback):
     def evaluate(self, trainer: L.Trainer, module) -> dict:
         was_training = module.training
         module.eval()
-        report = evaluate_policy(module.greedy)
+        report = evaluate_policy(module.policy_logits)
         module.train(was_training)
-        module.latest_eval = report
         self.history.append((module.games_played, report))
         return report
 

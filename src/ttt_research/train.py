@@ -77,21 +77,17 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     callbacks: list = [evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
     show_bar = progress_bar(cfg.progress, callbacks)
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
+    # The number of updates is the length of the module's data (algos/base.py), sized from
+    # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
-                          limit_train_batches=module.total_updates, enable_checkpointing=False,
-                          enable_progress_bar=show_bar)
-    # trainer=ddp: each of the world_size processes plays games_per_update games per update,
-    # so the budget takes world_size times fewer updates (algos/base.py counts all games).
-    module.processes = trainer.world_size
-    trainer.limit_train_batches = module.total_updates
+                          enable_checkpointing=False, enable_progress_bar=show_bar)
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     if earlier is not None:
         _merge_metrics(earlier, run_dir / "metrics.csv", resume_from)
 
-    report = evaluate_policy(module.greedy)
-    if getattr(module, "masking", True) is False:  # how often the raw policy picks an occupied cell
-        report["raw_illegal_move_rate"] = module.raw_illegal_rate()
+    report = evaluate_policy(module.policy_logits)
+    report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
