@@ -6,8 +6,8 @@ through Lightning's optimizer wrapper, so precision and accelerator plugins appl
 return what it did as an ``Update`` (games played, sampled rates, loss terms). The base
 class's ``training_step`` calls it and then does the bookkeeping, in one place:
 
-* the training "data": there is none, so the dataloader is the range of update indices,
-  its length the number of updates in the budget (computed when the Trainer, hence the
+* the training "data": there is none, so the dataloader is the update indices, its
+  length the number of updates in the budget (computed when the Trainer, hence the
   number of processes, is known: the Trainer is sized once, by the data);
 * a ``torch.Generator`` on the module's device for every random draw in rollouts, seeded
   from ``seed`` and the process's rank (and saved in checkpoints, one state per process,
@@ -51,6 +51,32 @@ class Update:
     moves: torch.Tensor | None = None  # 0-dim: learner moves played (environment steps), if counted
 
 
+class UpdateIndices:
+    """The training "data": update indices 0 .. ``total`` - 1, as many as the budget's updates.
+
+    Lightning takes its length as the number of training batches. Not a DataLoader, so
+    Lightning adds no distributed sampler: every process runs every update. There is
+    nothing to resume in it (the indices are not used; a resumed run draws what it would
+    have from the module's generator, which the checkpoint holds), so its state is empty,
+    which tells Lightning that a checkpoint taken mid-epoch resumes it correctly.
+    """
+
+    def __init__(self, total: int):
+        self.total = int(total)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self):
+        return iter(range(self.total))
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
 class RLModule(L.LightningModule):
     """Base for algorithms: net, opponent, seat, reward, budget and the shared bookkeeping."""
 
@@ -88,13 +114,11 @@ class RLModule(L.LightningModule):
         update playing ``games_per_update`` games in every process."""
         return max(1, math.ceil(self.budget_games / (self.games_per_update * self.processes)))
 
-    def train_dataloader(self) -> range:
+    def train_dataloader(self) -> UpdateIndices:
         """The update indices: RL makes its own data in ``update()``. Built when the Trainer
-        is known, so its length, which Lightning takes as the number of training batches,
-        counts every process's games (trainer=ddp: world_size times fewer updates). A
-        plain range, not a DataLoader: Lightning adds no distributed sampler to it, so
-        every process runs every update."""
-        return range(self.total_updates)
+        is known, so the number of updates counts every process's games (trainer=ddp:
+        world_size times fewer updates): the Trainer is sized once, here."""
+        return UpdateIndices(self.total_updates)
 
     # ------------------------------------------------------------------ randomness
 
