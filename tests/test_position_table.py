@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ttt_research.algos.reinforce import Reinforce, antirez_targets, weighted_cross_entropy
+from ttt_research.algos.reinforce import Reinforce, antirez_loss, antirez_targets
 from ttt_research.game import view_code
 from ttt_research.nets import MLP
 from ttt_research.opponents import RandomOpponent, SelfPlay
@@ -47,10 +47,11 @@ def test_table_gradient_equals_the_per_move_gradient():
     ep = play_batch(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
     view, legal, action, scaled = m.move_batch(ep)
     targets = antirez_targets(action, legal, scaled)
-    per_move = weighted_cross_entropy(m.logits(view), targets, scaled.abs()).sum() / 256
-    weighted = targets * scaled.abs()[:, None]
-    summed = torch.zeros_like(logits).index_add_(0, row_of[view_code(view)], weighted)
-    by_position = -(summed * torch.log_softmax(logits, -1)).sum() / 256
+    per_move = antirez_loss(m.logits(view), targets, scaled.abs(), 256)  # (M, 9) logits
+    by_position = antirez_loss(logits, targets, scaled.abs(), 256, rows=row_of[view_code(view)])
+    # ... and the per-move loss is the sum of the moves' weighted cross-entropies.
+    ce = -(targets * torch.log_softmax(m.logits(view), -1)).sum(-1)
+    assert torch.allclose(per_move, (scaled.abs() * ce).sum() / 256, rtol=1e-6)
     assert torch.allclose(per_move, by_position, rtol=1e-5)
     for a, b in zip(grads(m, per_move), grads(m, by_position), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)

@@ -6,10 +6,18 @@ import pytest
 import torch
 
 from ttt_research import game
-from ttt_research.algos.ppo import explained_variance, gae, masked_entropy, normalise, policy_loss, value_loss
+from ttt_research.algos.ppo import (
+    PPO,
+    explained_variance,
+    gae,
+    masked_entropy,
+    normalise,
+    policy_loss,
+    value_loss,
+)
 from ttt_research.nets import MASKED, MLP
 from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
-from ttt_research.rollout import play_batch
+from ttt_research.rollout import Reward, play_batch
 
 
 def test_gae_over_one_sides_moves_by_hand():
@@ -95,3 +103,44 @@ def test_curriculum_moves_through_its_stages():
     assert cur.current is a
     cur.on_update(net, 0.5, 1)
     assert cur.current is b
+
+
+@pytest.mark.parametrize("options", [{}, {"shared_trunk": True}, {"masking": False}],
+                         ids=["separate-value-net", "shared-trunk", "unmasked"])
+def test_heads_once_per_position_equal_the_networks_on_every_move(options):
+    """PPO._heads runs the networks once per distinct position and gathers per move: the
+    same log-probabilities, values and entropy, and the same gradients, as running them on
+    every move (all the moves of 512 games, and a minibatch of them)."""
+    torch.manual_seed(0)
+    m = PPO(net=MLP([16], "signed9"), opponent=RandomOpponent(), reward=Reward(1.0, 0.3, -5.0, -5.0),
+            seat="both", **options)
+    m.generator = torch.Generator().manual_seed(1)
+    ep = play_batch(512, m.act, m.opponent, m.seat, "cpu", m.generator)
+    view, legal, action, adv, ret = m.trajectories(ep)
+    legal = legal if m.masking else torch.ones_like(legal)
+    code = game.view_code(view)
+    assert torch.unique(code).numel() < 0.6 * code.numel()  # positions repeat (1,930 moves, 1,042 boards)
+    w_logp, w_value = torch.randn(code.numel()), torch.randn(code.numel())  # (M,) per-move weights
+
+    def every_move(idx):
+        logits = m.logits(view[idx])
+        logp = torch.log_softmax(logits, -1).gather(1, action[idx, None]).squeeze(1)
+        return logp, m.value(view[idx]), masked_entropy(logits, legal[idx])
+
+    def grads(heads, idx):
+        logp, v, ent = heads
+        m.zero_grad()
+        ((logp * w_logp[idx]).sum() + (v * w_value[idx]).sum() + 3.0 * ent).backward()
+        return [p.grad.clone() for p in m.parameters()]
+
+    everything = torch.arange(code.numel())
+    minibatch = torch.randperm(code.numel(), generator=torch.Generator().manual_seed(2))[:300]
+    for idx in (everything, minibatch):
+        once = m._heads(view[idx], code[idx], action[idx], legal[idx])
+        each = every_move(idx)
+        for a, b in zip(once, each, strict=True):
+            assert a.shape == b.shape
+            assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+        for a, b in zip(grads(m._heads(view[idx], code[idx], action[idx], legal[idx]), idx),
+                        grads(every_move(idx), idx), strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -196,7 +196,7 @@ def test_a_non_finite_value_stops_the_run_and_keeps_the_last_good_checkpoint(tmp
 def test_the_checkpoint_callback_refuses_non_finite_weights(tmp_path):
     """The second line of defence: even if a module skipped its own check, no NaN weights
     reach last.ckpt."""
-    from ttt_research.algos.base import NonFiniteError
+    from ttt_research.errors import NonFiniteError
     from ttt_research.train import build
 
     module = build(make_cfg())
@@ -236,7 +236,7 @@ def test_the_checkpoint_callback_refuses_non_finite_weights(tmp_path):
     ("trainer=ddp trainer.strategy=warp", "trainer.strategy must be a Lightning strategy"),
     ("trainer.accelerator=tpu9", "trainer.accelerator must be one of cpu, gpu, cuda, mps, auto"),
     ("+trainer.max_stepz=3", "trainer.max_stepz must be an argument of lightning.Trainer"),
-    ("trainer=ddp experiment=antirez_repro", "algo.faithful must be false with several processes"),
+    ("trainer=ddp experiment=antirez_repro", "algo must be a batched algorithm with several processes"),
 ])
 def test_configs_with_wrong_types_or_ranges_are_refused(override, needle):
     with pytest.raises(ConfigError) as e:

@@ -34,7 +34,7 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    from .algos.base import NonFiniteError
+    from .errors import NonFiniteError
     from .objectives import objective
     from .tracking import finish
     from .train import train

@@ -16,8 +16,8 @@ import os
 import lightning as L
 import torch
 
-from .algos.base import NonFiniteError
 from .contract import eval_metrics, learner_loss
+from .errors import NonFiniteError
 from .evaluate import evaluate_policy
 
 
@@ -31,9 +31,8 @@ class ExactEvaluation(L.Callback):
     def evaluate(self, trainer: L.Trainer, module) -> dict:
         was_training = module.training
         module.eval()
-        report = evaluate_policy(module.greedy)
+        report = evaluate_policy(module.policy_logits)
         module.train(was_training)
-        module.latest_eval = report
         self.history.append((module.games_played, report))
         return report
 

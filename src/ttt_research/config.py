@@ -117,7 +117,7 @@ def _validate_algo(cfg: DictConfig) -> None:
     v = _get(cfg, "algo.momentum")
     if v is not None:
         _need(_is_number(v) and 0 <= v < 1, "algo.momentum", "a number in [0, 1)", v)
-    for key in ("algo.faithful", "algo.masked_softmax", "algo.masking", "algo.shared_trunk",
+    for key in ("algo.masked_softmax", "algo.masking", "algo.shared_trunk",
                 "algo.norm_adv", "algo.position_table"):
         if _get(cfg, key) is not None:
             v = _get(cfg, key)
@@ -223,9 +223,10 @@ def _validate_trainer(cfg: DictConfig) -> None:
               "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
               OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
     if processes(cfg) > 1:
-        _need(not _get(cfg, "algo.faithful"), "algo.faithful",
-              "false with several processes (the faithful loop plays one game at a time and "
-              "updates the weights outside autograd, so DDP could not average it)", True)
+        faithful = str(_get(cfg, "algo._target_")).endswith(".ReinforceFaithful")
+        _need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
+              "plays one game at a time and updates the weights outside DDP's gradient averaging)",
+              "reinforce_faithful")
 
 
 def processes(cfg: DictConfig) -> int:

@@ -43,6 +43,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
 
 
+class OpeningLine(L.Callback):
+    """Print ``opening_line`` once the Trainer is known (DDP: the updates of all processes)."""
+
+    def __init__(self, what: str, budget: int):
+        self.what, self.budget = what, int(budget)
+
+    def on_fit_start(self, trainer, module) -> None:
+        if trainer.is_global_zero:
+            print(opening_line(self.what, self.budget, module.total_updates,
+                               module.games_per_update * module.processes), flush=True)
+
+
 class ProgressLines(L.Callback):
     """One line per exact evaluation, read from ``evaluation.history`` (so it prints exactly
     what the ``eval/*`` metrics hold), e.g.::

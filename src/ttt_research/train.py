@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, validate
-from .console import ProgressLines, host_info, opening_line
+from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
 from .export import export
 from .plots import plot_curves
@@ -81,20 +81,16 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
     evaluation = ExactEvaluation(cfg.eval_every)
-    callbacks: list = [evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
+    callbacks: list = [OpeningLine(describe(cfg, module), cfg.budget.games), evaluation,
+                       PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
+    # The number of updates is the length of the module's data (algos/base.py), sized from
+    # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
-                          limit_train_batches=module.total_updates, enable_checkpointing=False,
-                          enable_progress_bar=show_bar)
-    # trainer=ddp: each of the world_size processes plays games_per_update games per update,
-    # so the budget takes world_size times fewer updates (algos/base.py counts all games).
-    module.processes = trainer.world_size
-    trainer.limit_train_batches = module.total_updates
+                          enable_checkpointing=False, enable_progress_bar=show_bar)
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
-        print(opening_line(describe(cfg, module), cfg.budget.games, module.total_updates,
-                           module.games_per_update * module.processes), flush=True)
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
     # Read before fitting: the fit overwrites last.ckpt, and the rows to keep are those up to
     # the checkpoint resumed from, not up to the end.
@@ -103,9 +99,8 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if earlier is not None:
         _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
 
-    report = evaluate_policy(module.greedy)
-    if getattr(module, "masking", True) is False:  # how often the raw policy picks an occupied cell
-        report["raw_illegal_move_rate"] = module.raw_illegal_rate()
+    report = evaluate_policy(module.policy_logits)
+    report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()

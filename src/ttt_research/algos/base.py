@@ -1,15 +1,19 @@
 """What every learning algorithm here shares, as a LightningModule base class.
 
-An algorithm plays a batch of games inside ``training_step`` and updates its network
-(manual optimisation: the algorithm decides how many optimiser steps a batch makes). The
-base class owns the bookkeeping around that:
+An algorithm implements ``update()``: play a batch of games and update the network
+(manual optimisation: the algorithm decides how many optimiser steps a batch makes,
+through Lightning's optimizer wrapper, so precision and accelerator plugins apply), and
+return what it did as an ``Update`` (games played, sampled rates, loss terms). The base
+class's ``training_step`` calls it and then does the bookkeeping, in one place:
 
-* the training "data": there is none, so the dataloader yields update indices forever
-  and the Trainer's ``limit_train_batches`` is the number of updates in the budget;
+* the training "data": there is none, so the dataloader is the update indices, its
+  length the number of updates in the budget (computed when the Trainer, hence the
+  number of processes, is known: the Trainer is sized once, by the data);
 * a ``torch.Generator`` on the module's device for every random draw in rollouts, seeded
   from ``seed`` and the process's rank (and saved in checkpoints, one state per process,
   so a resumed run draws what it would have);
-* the game counter, the rollout metrics and ``perf/games_per_s``;
+* the game counter (which drives the budget, the schedules and the checkpoints), the
+  rollout metrics, ``train/*`` terms and ``perf/games_per_s``;
 * the opponent's training state (pool snapshots, curriculum stage) in checkpoints;
 * the numerical guard: a non-finite loss term or parameter stops the run at the update
   where it appears (``NonFiniteError``), before any checkpoint can store it;
@@ -17,45 +21,61 @@ base class owns the bookkeeping around that:
   per update with its own random stream, DDP averages the gradients (the algorithms call
   ``manual_backward``), and the rollout numbers are averaged across processes once per
   update, so every process logs, counts and schedules the same global figures;
-* the greedy policy that the exact evaluator and the exporter see.
+* ``policy_logits``, the masked logits whose argmax (the greedy policy) the exact
+  evaluator and the exporter see, and ``extra_report`` for an algorithm's own figures in
+  ``eval.json``.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, IterableDataset
 
 from ..contract import TRAINING_SEATS
+from ..errors import NonFiniteError
 from ..nets import MLP
 from ..opponents import Opponent
-from ..rollout import Episodes, Reward
+from ..rollout import Reward
 
 
-class NonFiniteError(RuntimeError):
-    """A loss term or a parameter became NaN or infinite: the run stops at this update."""
+@dataclass
+class Update:
+    """What one update did in this process, as the algorithm's ``update()`` returns it."""
 
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.checkpoint: str | None = None  # the last good checkpoint, filled in by its callback
-
-    def __str__(self) -> str:
-        kept = f"; the last good checkpoint is kept: {self.checkpoint}" if self.checkpoint else \
-            "; no checkpoint was written before it"
-        return f"{self.args[0]}{kept}"
+    games: int  # complete games this process played
+    rates: dict[str, torch.Tensor | float]  # sampled win / loss / tie rates -> rollout/*
+    terms: dict[str, torch.Tensor | float] = field(default_factory=dict)  # loss terms, lr -> train/*
+    moves: torch.Tensor | None = None  # 0-dim: learner moves played (environment steps), if counted
 
 
-class _Updates(IterableDataset):
-    """An endless stream of update indices: RL makes its own data in ``training_step``."""
+class UpdateIndices:
+    """The training "data": update indices 0 .. ``total`` - 1, as many as the budget's updates.
+
+    Lightning takes its length as the number of training batches. Not a DataLoader, so
+    Lightning adds no distributed sampler: every process runs every update. There is
+    nothing to resume in it (the indices are not used; a resumed run draws what it would
+    have from the module's generator, which the checkpoint holds), so its state is empty,
+    which tells Lightning that a checkpoint taken mid-epoch resumes it correctly.
+    """
+
+    def __init__(self, total: int):
+        self.total = int(total)
+
+    def __len__(self) -> int:
+        return self.total
 
     def __iter__(self):
-        i = 0
-        while True:
-            yield i
-            i += 1
+        return iter(range(self.total))
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
 
 class RLModule(L.LightningModule):
@@ -75,15 +95,19 @@ class RLModule(L.LightningModule):
         self.seed = int(seed)
         self.games_played = 0  # all processes together
         self.games_local = 0  # this process's games (DDP: each process plays its own)
-        self.processes = 1  # DDP world size, set by train.py before fitting
+        self.env_steps = 0  # learner moves, all processes (only algorithms that count them)
         self.update_index = 0  # the update being played (0-based), for messages
         self.generator: torch.Generator | None = None
         self._generator_states: list | None = None  # from a checkpoint, one per process
         self._last_time: float | None = None
-        self.latest_eval: dict | None = None  # set by the exact-evaluation callback
         self.automatic_optimization = False
 
     # ------------------------------------------------------------------ budget and data
+
+    @property
+    def processes(self) -> int:
+        """Training processes (DDP's world size; 1 before the module is given a Trainer)."""
+        return self._trainer.world_size if self._trainer is not None else 1
 
     @property
     def total_updates(self) -> int:
@@ -91,8 +115,11 @@ class RLModule(L.LightningModule):
         update playing ``games_per_update`` games in every process."""
         return max(1, math.ceil(self.budget_games / (self.games_per_update * self.processes)))
 
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(_Updates(), batch_size=None)
+    def train_dataloader(self) -> UpdateIndices:
+        """The update indices: RL makes its own data in ``update()``. Built when the Trainer
+        is known, so the number of updates counts every process's games (trainer=ddp:
+        world_size times fewer updates): the Trainer is sized once, here."""
+        return UpdateIndices(self.total_updates)
 
     # ------------------------------------------------------------------ randomness
 
@@ -137,6 +164,7 @@ class RLModule(L.LightningModule):
         checkpoint["net_spec"] = self.net.spec()
         checkpoint["algo"] = type(self).__name__.lower()
         checkpoint["games_played"] = self.games_played
+        checkpoint["env_steps"] = self.env_steps
         checkpoint["games_by_process"] = [int(g) for g in self._per_process(
             torch.tensor(self.games_local, dtype=torch.int64))]
         checkpoint["opponent_state"] = self.opponent.state()
@@ -145,6 +173,7 @@ class RLModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.games_played = int(checkpoint.get("games_played", 0))
+        self.env_steps = int(checkpoint.get("env_steps", 0))
         by_process = checkpoint.get("games_by_process", [self.games_played])
         self._generator_states = checkpoint.get("generator_states")
         if self._generator_states is None and "generator_state" in checkpoint:  # older files
@@ -173,32 +202,37 @@ class RLModule(L.LightningModule):
         self.update_index = batch_idx
         self.opponent.on_update(self.net, self.progress, batch_idx)
 
-    # ------------------------------------------------------------------ policy
+    # ------------------------------------------------------------------ one update
 
-    @torch.no_grad()
-    def greedy(self, view: torch.Tensor) -> torch.Tensor:
-        """(B, 9) mover's view -> (B, 9) masked logits, for evaluation and export."""
-        return self.net(view.to(self.device)).float()
+    def update(self) -> Update:
+        """Play and learn from one batch of games (the algorithm's part of a step)."""
+        raise NotImplementedError
 
-    # ------------------------------------------------------------------ logging
+    def training_step(self, batch, batch_idx: int) -> None:
+        """The algorithm's ``update()``, then the bookkeeping of every algorithm."""
+        start = time.perf_counter()
+        done = self.update()
+        self.account(done, time.perf_counter() - start)
 
-    def log_rollout(self, episodes: Episodes, extra: dict[str, torch.Tensor]) -> None:
-        """Rollout rates, ``train/*`` terms and speed, every update."""
-        self.log_results(episodes.batch, episodes.rates(), extra)
+    def account(self, done: Update, seconds: float) -> None:
+        """Count, check and log an update, in that order, in every process alike.
 
-    def log_results(self, games: int, rates: dict, extra: dict[str, torch.Tensor]) -> None:
-        """Log an update of ``games`` games (in this process): sampled rates, ``train/*``
-        terms, games/s; then check that the update left everything finite."""
+        ``games_played`` (all processes) drives the budget, the schedules and the
+        checkpoints; the numerical guard runs before the callbacks of the step (exact
+        evaluation, checkpoint) see the module, so no checkpoint stores a non-finite value.
+        """
         now = time.perf_counter()
         metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                   for k, v in rates.items()}
+                   for k, v in done.rates.items()}
         metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                        .detach() for k, v in extra.items()})
+                        .detach() for k, v in done.terms.items()})
         if self._last_time is not None:
             metrics["perf/games_per_s"] = torch.tensor(
-                games / max(now - self._last_time, 1e-9), device=self.device)
+                done.games / max(now - self._last_time, 1e-9), device=self.device)
         self._last_time = now
-        self.games_local += games
+        if done.moves is not None:
+            metrics["moves"] = done.moves.detach().float().reshape(()).to(self.device)
+        self.games_local += done.games
         # DDP: every process played as many games, so the global rates and loss terms are
         # the means over processes; one all-reduce of all of them, then each process logs
         # the same numbers (Lightning's loggers write from rank 0 only).
@@ -206,13 +240,31 @@ class RLModule(L.LightningModule):
                            .unbind(), strict=True))
         if "perf/games_per_s" in metrics:  # the whole job's speed: the sum over processes
             metrics["perf/games_per_s"] = metrics["perf/games_per_s"] * self.processes
-        self.games_played += games * self.processes
-        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")})
+        self.games_played += done.games * self.processes
+        if "moves" in metrics:  # learner moves in all processes: their mean times their number
+            steps = round(float(metrics.pop("moves")) * self.processes)
+            self.env_steps += steps
+            metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
+            metrics["train/env_steps"] = float(self.env_steps)
+        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
+                           and isinstance(v, torch.Tensor)})
         metrics["train/games"] = float(self.games_played)
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=games)
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=done.games)
         if "perf/games_per_s" in metrics:
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)
+
+    # ------------------------------------------------------------------ policy
+
+    @torch.no_grad()
+    def policy_logits(self, view: torch.Tensor) -> torch.Tensor:
+        """(B, 9) mover's view -> (B, 9) masked logits; their argmax is the greedy policy
+        that evaluation and export see."""
+        return self.net(view.to(self.device)).float()
+
+    def extra_report(self) -> dict[str, float]:
+        """Figures of this algorithm's own that ``eval.json`` adds to the exact evaluation."""
+        return {}
 
     def mean_over_processes(self, values: torch.Tensor) -> torch.Tensor:
         """(K,) numbers of this process -> (K,) means over all processes (DDP), one all-reduce."""

@@ -1,4 +1,4 @@
-"""antirez's ttt-rl training loop, move for move, for ``algo.faithful=true``.
+"""antirez's ttt-rl training loop in NumPy, move for move (``algo=reinforce_faithful``).
 
 The seed plays one game (a random X against the network's O), then replays it and, for
 each of the network's moves, runs a forward pass and one SGD step (backprop through the
@@ -8,8 +8,9 @@ the loop runs at ~600 games/s; the same arithmetic in NumPy on views of the very
 parameter tensors runs ~10x faster, so this is the one place where we leave torch.
 
 The network must be one hidden ReLU layer (``body.0`` and ``body.2`` of ``nets.MLP``),
-as the seed's is, and live on the CPU. ``Reinforce`` falls back to its slower torch loop
-otherwise. Rules come from ``game.tables`` as plain Python lists (one board at a time).
+as the seed's is, and live on the CPU; ``ReinforceFaithful`` (``reinforce_faithful.py``)
+runs its torch loop otherwise. Rules come from ``game.tables`` as plain Python lists (one
+board at a time).
 """
 
 from __future__ import annotations

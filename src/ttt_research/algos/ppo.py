@@ -26,15 +26,13 @@ learned from, each with its own result.
 
 from __future__ import annotations
 
-import time
-
 import torch
 import torch.nn.functional as F
 
 from .. import game
 from ..nets import MLP, sample
 from ..rollout import Episodes, play_batch
-from .base import RLModule
+from .base import RLModule, Update
 
 # ----------------------------------------------------------------------------- the terms
 
@@ -128,16 +126,7 @@ class PPO(RLModule):
             self.value_head = torch.nn.Linear(self.net.body[-1].in_features, 1)
         else:  # a separate network of the same shape, as in the seed
             self.value_net = MLP(spec["hidden"], spec["encoding"], outputs=1)
-        self.env_steps = 0  # learner moves played (an "environment step" in SB3's terms)
         self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["env_steps"] = self.env_steps
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        super().on_load_checkpoint(checkpoint)
-        self.env_steps = int(checkpoint.get("env_steps", 0))
 
     def configure_optimizers(self):
         if self.optimizer_factory is None:
@@ -209,9 +198,8 @@ class PPO(RLModule):
         ent = masked_entropy(logp_u, legal[first], count)
         return logp, self.value(u)[inv], ent
 
-    def training_step(self, batch, batch_idx):
-        opt = self.optimizers().optimizer
-        start = time.perf_counter()
+    def update(self) -> Update:
+        opt = self.optimizers()  # Lightning's wrapper: precision and accelerator plugins apply
         lr = self.scheduled(self.lr, self.lr_final)
         ent_coef = self.scheduled(self.ent_coef, self.ent_final)
         for group in opt.param_groups:
@@ -235,7 +223,8 @@ class PPO(RLModule):
                 loss = pg + self.vf_coef * vl - ent_coef * ent
                 opt.zero_grad(set_to_none=True)
                 self.manual_backward(loss)
-                torch.nn.utils.clip_grad_norm_(self.parameters(), self.max_grad_norm, foreach=True)
+                self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm,
+                                    gradient_clip_algorithm="norm")
                 opt.step()
                 with torch.no_grad():
                     log_ratio = logp - logp_old[idx]
@@ -251,13 +240,12 @@ class PPO(RLModule):
             stats["explained_variance"] = explained_variance(value_old, ret)
             stats["lr"] = torch.tensor(lr)
             stats["ent_coef"] = torch.tensor(ent_coef)
-        # Learner moves in all processes (DDP: their mean times their number).
-        steps = round(float(self.mean_over_processes(
-            ep.learner.sum().float().reshape(1))) * self.processes)
-        self.env_steps += steps
-        self.log_dict({"perf/steps_per_s": steps / max(time.perf_counter() - start, 1e-9),
-                       "train/env_steps": float(self.env_steps)}, on_step=True, on_epoch=False)
-        self.log_rollout(ep, stats)
+        # The learner's moves are PPO's environment steps (SB3's unit): the base counts them.
+        return Update(ep.batch, ep.rates(), stats, moves=ep.learner.sum())
+
+    def extra_report(self) -> dict[str, float]:
+        """Without masking: how often the raw policy would pick an occupied cell."""
+        return {} if self.masking else {"raw_illegal_move_rate": self.raw_illegal_rate()}
 
     @torch.no_grad()
     def raw_illegal_rate(self) -> float:

@@ -12,7 +12,7 @@ uniform over the *other* legal moves. The nudge is the cross-entropy gradient
     the alternatives rather than just away from the move, which keeps the update
     bounded (a plain ``-r * log pi`` grows without limit as pi(a|s) -> 0).
 
-Three ways to run it:
+Two ways to run it, one loss (``antirez_loss``):
 
 * **batched**: ``games_per_update`` games per training step, played as
   ``rollouts`` successive batches of games in lockstep; after each batch, ``minibatches``
@@ -36,26 +36,22 @@ Three ways to run it:
   games. The cost of an update stops growing with the batch: batches of 2,048 games with
   one SGD step each (momentum 0.9, the learning rate annealed with ``lr_final``) train at
   ~570,000 games per second (experiments/reinforce_default, BENCHMARKS.md).
-* **faithful** (``faithful=true``): the seed, move for move: one game at a time, greedy,
-  an SGD step after each of the network's moves, the softmax over all 9 outputs (the
-  network must learn that occupied cells are bad). ``games_per_update`` games are played
-  this way within one training step (a Lightning step per game would cost more than the
-  game); the experiment ``antirez_repro`` sets the rest of the seed (net, reward, seat).
+
+The seed's own loop, one game and one SGD step per move, is ``algo=reinforce_faithful``
+(``algos/reinforce_faithful.py``); it uses the targets and the loss defined here.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .. import game
 from ..game import view_code
 from ..nets import MASKED, sample
-from ..opponents import RandomOpponent, SelfPlay
-from ..rollout import play_batch
-from . import faithful
-from .base import RLModule
+from ..opponents import SelfPlay
+from ..rollout import Episodes, Reward, play_batch
+from .base import RLModule, Update
 
 
 def move_importance(ply: torch.Tensor, plies: torch.Tensor) -> torch.Tensor:
@@ -74,44 +70,81 @@ def antirez_targets(action: torch.Tensor, legal: torch.Tensor, scaled: torch.Ten
     return torch.where((scaled >= 0)[:, None], played.float(), others)
 
 
-def weighted_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
-                           weight: torch.Tensor) -> torch.Tensor:
-    """(M, 9) logits, (M, 9) target distributions, (M,) weights -> (M,) weighted CE.
-    Its gradient in the logits is ``weight * (softmax - target)``: antirez's deltas."""
-    return -weight * (targets * F.log_softmax(logits, -1)).sum(-1)
+def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tensor,
+                 games: float, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """The loss of every REINFORCE path: the moves' cross-entropies against their targets,
+    each weighted by its ``|scaled reward|``, summed and divided by ``games``.
+
+    Args:
+        logits: (M, 9) one row per move, or (P, 9) one row per position with ``rows``.
+        targets: (M, 9) target distributions (``antirez_targets``).
+        weight: (M,) ``|scaled reward|`` of each move.
+        rows: (M,) the row of ``logits`` each move is played from (None: row m for move m).
+
+    The gradient in a move's logits is ``weight * (softmax - target)``: antirez's output
+    deltas. With ``rows``, the weighted targets of the moves made from one position are
+    summed first; as the cross-entropy is linear in its target, that is the same loss
+    and gradient as one term per move, for one forward and backward pass per position.
+    """
+    weighted = targets * weight[:, None]  # (M, 9)
+    if rows is not None:
+        weighted = torch.zeros_like(logits).index_add_(0, rows, weighted)  # (P, 9)
+    return -(weighted * F.log_softmax(logits, -1)).sum() / games
+
+
+def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
+    """Flatten the learner's moves of ``ep``: (M, 9) views, (M, 9) legal masks, (M,) moves
+    and (M,) scaled rewards (the game's reward times ``move_importance``; with
+    ``baseline``, the batch's mean reward is subtracted first)."""
+    m = ep.learner  # (T, B)
+    T, B = m.shape
+    ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
+    plies = ep.plies[None].expand(T, B)[m]
+    r = reward.of(ep.outcome, ep.forfeit)
+    if baseline:  # compare each game with the batch's average game
+        r = r - r.mean()
+    r = r[None].expand(T, B)[m]
+    return ep.view[m].float(), ep.legal[m], ep.action[m], r * move_importance(ply, plies)
+
+
+def concat(eps: list[Episodes]) -> Episodes:
+    """Join ``Episodes`` along the batch axis (one update's batches, for its rates)."""
+    fields = {}
+    for name in Episodes.__dataclass_fields__:
+        parts = [getattr(e, name) for e in eps]
+        fields[name] = torch.cat(parts, dim=1 if parts[0].dim() >= 2 else 0)
+    return Episodes(**fields)
 
 
 class Reinforce(RLModule):
     """The LightningModule for ``algo=reinforce``."""
 
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
-                 masked_softmax: bool = True, faithful: bool = False, baseline: bool = False,
+                 masked_softmax: bool = True, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
                  rollouts: int = 1, position_table: bool = False, momentum: float = 0.0,
                  lr_final: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         self.lr = float(lr)
-        self.momentum = 0.0 if faithful else float(momentum)
-        self.lr_final = None if faithful or lr_final is None else float(lr_final)
-        self.temperature = 0.0 if faithful else float(temperature)
-        self.masked_softmax = masked_softmax and not faithful
-        self.faithful = bool(faithful)
-        self.baseline = bool(baseline) and not faithful
+        self.momentum = float(momentum)
+        self.lr_final = None if lr_final is None else float(lr_final)
+        self.temperature = float(temperature)
+        self.masked_softmax = bool(masked_softmax)
+        self.baseline = bool(baseline)
         self.minibatches = int(minibatches)
         self.rollouts = max(1, int(rollouts))
-        self.position_table = bool(position_table) and not faithful
+        self.position_table = bool(position_table)
         self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
         self._table: torch.Tensor | None = None  # (P, 9) this batch's logits, for acting
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
-        self.temperature_final = (None if faithful or temperature_final is None
-                                  else float(temperature_final))
+        self.temperature_final = None if temperature_final is None else float(temperature_final)
         self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
 
     def configure_optimizers(self):
-        if self.optimizer_factory is None or self.faithful:  # the seed: plain SGD
+        if self.optimizer_factory is None:  # the seed's SGD, here with momentum
             return torch.optim.SGD(self.net.parameters(), lr=self.lr, momentum=self.momentum)
         return self.optimizer_factory(self.net.parameters(), lr=self.lr)
 
@@ -129,36 +162,24 @@ class Reinforce(RLModule):
             return logits.argmax(-1)
         return sample(logits, self.generator, self.temperature)
 
-    def anneal(self, raw_opt, games_this_update: int = 0) -> None:
+    def anneal(self, opt, games_this_update: int = 0) -> None:
         """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
         share of the budget played, counting the games already played in this update (so
         the schedules do not depend on how batches are grouped into updates)."""
         self.temperature = self.scheduled(self.temperature_start, self.temperature_final,
                                           games_this_update)
         if self.lr_final is not None:
-            for group in raw_opt.param_groups:
+            for group in opt.param_groups:
                 group["lr"] = self.scheduled(self.lr, self.lr_final, games_this_update)
 
     # ------------------------------------------------------------------ learning
 
-    def move_batch(self, ep):
-        """Flatten the learner's moves of ``ep``: views, legal masks, moves, scaled rewards."""
-        m = ep.learner  # (T, B)
-        T, B = m.shape
-        ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
-        plies = ep.plies[None].expand(T, B)[m]
-        reward = self.reward.of(ep.outcome, ep.forfeit)
-        if self.baseline:  # compare each game with the batch's average game
-            reward = reward - reward.mean()
-        reward = reward[None].expand(T, B)[m]
-        scaled = reward * move_importance(ply, plies)
-        return ep.view[m].float(), ep.legal[m], ep.action[m], scaled
+    def move_batch(self, ep: Episodes):
+        """The learner's moves of ``ep`` with their scaled rewards (``learner_moves``)."""
+        return learner_moves(ep, self.reward, self.baseline)
 
-    def training_step(self, batch, batch_idx):
-        opt = self.optimizers()
-        if self.faithful:
-            return self._faithful_step(opt)
-        raw_opt = opt.optimizer  # Lightning's wrapper costs about as much as a small step
+    def update(self) -> Update:
+        opt = self.optimizers()  # Lightning's wrapper: precision and accelerator plugins apply
         # One Lightning step plays ``games_per_update`` games as ``rollouts`` successive
         # batches, each learned from before the next is played: small batches keep the
         # data close to the current policy, and the step's fixed costs (logging) are paid
@@ -167,20 +188,25 @@ class Reinforce(RLModule):
         results = []
         total = torch.zeros((), device=self.device)
         for i in range(self.rollouts):
-            self.anneal(raw_opt, i * games)
+            self.anneal(opt, i * games)
             if self.position_table:
-                total += self._learn_by_position(raw_opt, games, results)
+                total += self._learn_by_position(opt, games, results)
                 continue
             ep = play_batch(games, self.act, self.opponent, self.seat, self.device, self.generator)
-            total += self._learn(raw_opt, ep)
+            total += self._learn(opt, ep)
             results.append(ep)
-        merged = results[0] if len(results) == 1 else _concat(results)
+        merged = results[0] if len(results) == 1 else concat(results)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
-        self.log_rollout(merged, {"loss": total / steps,
-                                  "lr": torch.tensor(raw_opt.param_groups[0]["lr"]),
-                                  "temperature": torch.tensor(self.temperature)})
+        return Update(merged.batch, merged.rates(),
+                      {"loss": total / steps, "lr": opt.param_groups[0]["lr"],
+                       "temperature": self.temperature})
 
-    def _learn(self, raw_opt, ep) -> torch.Tensor:
+    def _step(self, opt, loss: torch.Tensor) -> None:
+        opt.zero_grad()
+        self.manual_backward(loss)
+        opt.step()
+
+    def _learn(self, opt, ep: Episodes) -> torch.Tensor:
         """``minibatches`` SGD steps on the moves of ``ep``; returns the summed loss."""
         view, legal, action, scaled = self.move_batch(ep)
         targets = antirez_targets(action, legal, scaled)
@@ -190,11 +216,8 @@ class Reinforce(RLModule):
         total = torch.zeros((), device=self.device)
         for idx in order.chunk(self.minibatches):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
-            loss = weighted_cross_entropy(self.logits(view[idx]), targets[idx],
-                                          scaled[idx].abs()).sum() / share
-            raw_opt.zero_grad()
-            self.manual_backward(loss)
-            raw_opt.step()
+            loss = antirez_loss(self.logits(view[idx]), targets[idx], scaled[idx].abs(), share)
+            self._step(opt, loss)
             total += loss.detach()
         return total
 
@@ -226,7 +249,7 @@ class Reinforce(RLModule):
             return logits.argmax(-1)
         return sample(logits, self.generator, self.temperature)
 
-    def _learn_by_position(self, raw_opt, games: int, results: list) -> torch.Tensor:
+    def _learn_by_position(self, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
         per-move loss summed per position. Returns the loss (mean per game)."""
         views, row_of = self.positions()
@@ -238,59 +261,7 @@ class Reinforce(RLModule):
                   self.generator)
         results.append(ep)
         view, legal, action, scaled = self.move_batch(ep)
-        # Sum over moves of |r| * target, per position: sum_m |r_m| CE(t_m) at a position is
-        # CE against the summed targets, because CE is linear in its target.
-        weighted = antirez_targets(action, legal, scaled) * scaled.abs()[:, None]  # (M, 9)
-        target = torch.zeros_like(logits).index_add_(0, row_of[view_code(view)], weighted)
-        loss = -(target * F.log_softmax(logits, -1)).sum() / games
-        raw_opt.zero_grad()
-        self.manual_backward(loss)
-        raw_opt.step()
+        loss = antirez_loss(logits, antirez_targets(action, legal, scaled), scaled.abs(), games,
+                            rows=row_of[view_code(view)])
+        self._step(opt, loss)
         return loss.detach()
-
-    def _faithful_step(self, opt):
-        """``games_per_update`` games, each learned from move by move as the seed does."""
-        if faithful.supports(self.net) and isinstance(self.opponent, RandomOpponent) \
-                and self.seat in ("x", "o"):
-            return self._faithful_fast()
-        raw_opt = opt.optimizer  # the plain SGD: Lightning's wrapper costs more than the step
-        results = []
-        total = torch.zeros((), device=self.device)
-        for _ in range(self.games_per_update):
-            ep = play_batch(1, self.act, self.opponent, self.seat, self.device, self.generator)
-            view, legal, action, scaled = self.move_batch(ep)
-            targets = antirez_targets(action, legal, scaled)
-            for i in range(view.shape[0]):  # one SGD step per move, in playing order
-                loss = weighted_cross_entropy(self.logits(view[i:i + 1]), targets[i:i + 1],
-                                              scaled[i:i + 1].abs()).sum()
-                raw_opt.zero_grad()
-                self.manual_backward(loss)
-                raw_opt.step()
-                total += loss.detach()
-            results.append(ep)
-        merged = _concat(results)
-        self.log_rollout(merged, {"loss": total / merged.batch, "lr": torch.tensor(self.lr)})
-
-
-    def _faithful_fast(self):
-        """The same loop in NumPy on the network's own weights (``algos/faithful.py``)."""
-        seed = int(torch.randint(2**62, (1,), generator=self.generator))  # keeps runs reproducible
-        seat = game.X if self.seat == "x" else game.O
-        with torch.no_grad():
-            s = faithful.train_games(self.net, self.games_per_update, self.reward, self.lr, seat,
-                                     np.random.default_rng(seed))
-        n = self.games_per_update
-        rates = {"win_rate": s["win"] / n, "loss_rate": s["loss"] / n, "tie_rate": s["tie"] / n}
-        self.log_results(n, rates, {"loss": torch.tensor(s["loss_sum"] / n),
-                                    "lr": torch.tensor(self.lr)})
-
-
-def _concat(eps):
-    """Join single-game ``Episodes`` along the batch axis (for logging the faithful mode)."""
-    from ..rollout import Episodes
-
-    fields = {}
-    for name in Episodes.__dataclass_fields__:
-        parts = [getattr(e, name) for e in eps]
-        fields[name] = torch.cat(parts, dim=1 if parts[0].dim() >= 2 else 0)
-    return Episodes(**fields)
