@@ -18,7 +18,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, validate
@@ -110,7 +110,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
 def describe(cfg: DictConfig, module) -> str:
     """One phrase for the run: algorithm, net, seat, opponent, seed."""
     spec = module.net.spec()
-    algo = OmegaConf.select(cfg, "algo._target_").rsplit(".", 1)[-1].lower()
+    algo = module.name
     opponent = _choice("opponent")
     return (f"{algo} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
             f"{f' vs {opponent}' if opponent else ''}, seed {cfg.seed}")
@@ -181,7 +181,7 @@ def _merge_metrics(earlier: Path, current: Path, games: int) -> None:
 def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
     """eval.json, policy.onnx (with its parity check), curves.png, and the console table."""
     (run_dir / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
-    meta = {"algo": OmegaConf.select(cfg, "algo._target_").rsplit(".", 1)[-1].lower(),
+    meta = {"algo": module.name,
             "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
             "games_trained": str(module.games_played), "eval": json.dumps(report)}
     parity = export(module.net, run_dir / "policy.onnx", meta)

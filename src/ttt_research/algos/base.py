@@ -81,6 +81,8 @@ class UpdateIndices:
 class RLModule(L.LightningModule):
     """Base for algorithms: net, opponent, seat, reward, budget and the shared bookkeeping."""
 
+    name = "rlmodule"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
+
     def __init__(self, net: MLP, opponent: Opponent, reward: Reward, seat: str = "o",
                  games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0):
         super().__init__()
@@ -162,7 +164,7 @@ class RLModule(L.LightningModule):
         # Called on every process (Lightning writes the file from rank 0): gather what
         # differs between processes, i.e. each one's random stream and game count.
         checkpoint["net_spec"] = self.net.spec()
-        checkpoint["algo"] = type(self).__name__.lower()
+        checkpoint["algo"] = self.name
         checkpoint["games_played"] = self.games_played
         checkpoint["env_steps"] = self.env_steps
         checkpoint["games_by_process"] = [int(g) for g in self._per_process(

@@ -107,6 +107,8 @@ def explained_variance(v: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
 class PPO(RLModule):
     """The LightningModule for ``algo=ppo`` (manual optimisation)."""
 
+    name = "ppo"  # its algo= option: in checkpoints, ONNX metadata and console lines
+
     def __init__(self, *args, lr: float = 1e-3, lr_final: float | None = None,
                  gamma: float = 1.0, gae_lambda: float = 0.95, clip: float = 0.2,
                  ent_coef: float = 0.01, ent_final: float | None = None, vf_coef: float = 0.5,
@@ -250,6 +252,7 @@ class PPO(RLModule):
     @torch.no_grad()
     def raw_illegal_rate(self) -> float:
         """Share of decision positions where the unmasked argmax is an occupied cell."""
+
         from ..evaluate import greedy_actions
 
         _, raw_illegal = greedy_actions(lambda v: self.net.raw_logits(v.to(self.device)))

@@ -119,6 +119,8 @@ def concat(eps: list[Episodes]) -> Episodes:
 class Reinforce(RLModule):
     """The LightningModule for ``algo=reinforce``."""
 
+    name = "reinforce"  # its algo= option: in checkpoints, ONNX metadata and console lines
+
     def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
                  masked_softmax: bool = True, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
@@ -252,6 +254,7 @@ class Reinforce(RLModule):
     def _learn_by_position(self, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
         per-move loss summed per position. Returns the loss (mean per game)."""
+
         views, row_of = self.positions()
         logits = self.logits(views)  # (P, 9) with autograd: reused for the update
         # Acting is always masked; without the masked softmax, mask the same logits here.

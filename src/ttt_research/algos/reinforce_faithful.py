@@ -39,6 +39,8 @@ from .reinforce import antirez_loss, antirez_targets, concat, learner_moves
 class ReinforceFaithful(RLModule):
     """The LightningModule for ``algo=reinforce_faithful``: one SGD step per move."""
 
+    name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
+
     def __init__(self, *args, lr: float = 0.1, **kwargs):
         super().__init__(*args, **kwargs)
         self.lr = float(lr)
@@ -82,6 +84,7 @@ class ReinforceFaithful(RLModule):
 
     def _torch_games(self) -> Update:
         """The same loop with torch: one game, then one SGD step per learner move, in order."""
+
         opt = self.optimizers()
         results = []
         total = torch.zeros((), device=self.device)
