@@ -5,14 +5,13 @@ both checked against each other and against autograd, and the run repeats itself
 import numpy as np
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.algos import faithful
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets
 from ttt_research.algos.reinforce_faithful import ReinforceFaithful
-from ttt_research.confdir import config_dir
+from ttt_research.confdir import compose
 from ttt_research.nets import MLP
 from ttt_research.opponents import Opponent, RandomOpponent
 from ttt_research.rollout import Reward
@@ -22,8 +21,7 @@ ANTIREZ = Reward(1.0, 0.3, -2.0, -2.0)
 
 
 def make_cfg(*overrides):
-    with initialize_config_dir(str(config_dir()), version_base="1.3"):
-        return compose(config_name="config", overrides=["eval_every=2", "progress=false", *overrides])
+    return compose(["eval_every=2", "progress=false", *overrides])
 
 
 class NumpyRandomX(Opponent):

@@ -9,12 +9,11 @@ import textwrap
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from ttt_research import evaluate as ev
 from ttt_research.algos.base import RLModule
 from ttt_research.callbacks import PeriodicCheckpoint
-from ttt_research.confdir import config_dir
+from ttt_research.confdir import compose
 from ttt_research.config import ConfigError, validate
 from ttt_research.policy_file import load_policy
 from ttt_research.train import train
@@ -27,8 +26,7 @@ PPO = ["algo=ppo", "algo.epochs=2", "algo.minibatches=2", "threads=1"]
 
 
 def make_cfg(*overrides):
-    with initialize_config_dir(str(config_dir()), version_base="1.3"):
-        return compose(config_name="config", overrides=[*SMALL, *overrides])
+    return compose([*SMALL, *overrides])
 
 
 def metric_rows(run_dir):

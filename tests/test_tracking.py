@@ -14,23 +14,18 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
 
+from configs import TINY, make_cfg
 from ttt_research import evaluate as ev
 from ttt_research import game, report
-from ttt_research.confdir import config_dir
 from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
 
 ROOT = Path(__file__).parents[1]
-TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]
 
 
-def make_cfg(*overrides, hydra=False):
-    with initialize_config_dir(str(config_dir()), version_base="1.3"):
-        return compose(config_name="config", overrides=[*TINY, *overrides], return_hydra_config=hydra)
 
 
 def no_wandb_account(home: Path) -> dict:

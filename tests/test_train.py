@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from configs import make_cfg
 from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, move_importance
@@ -20,12 +20,8 @@ from ttt_research.policy_file import load_policy
 from ttt_research.train import build, train
 
 CONF = config_dir()
-TINY = ["budget.games=2048", "algo.games_per_update=512", "eval_every=2", "progress=false"]
 
 
-def make_cfg(*overrides):
-    with initialize_config_dir(str(config_dir()), version_base="1.3"):
-        return compose(config_name="config", overrides=[*TINY, *overrides])
 
 
 def options(group):

@@ -43,6 +43,7 @@ import torch
 
 from . import __version__, bench_antirez, game
 from .cli import UserError, command
+from .confdir import compose
 from .contract import unbeatable
 from .evaluate import evaluate_policy
 from .nets import MLP
@@ -121,13 +122,6 @@ def bench_eval(repeats: int) -> dict:
     return {"eval_s": statistics.median(times)}
 
 
-def compose(overrides: list[str]):
-    """The training config of ``python -m ttt_research OVERRIDES``."""
-    from .confdir import compose as compose_config
-
-    return compose_config(overrides)
-
-
 class Clock(L.Callback):
     """The training loop's wall time; with ``watch``, also the time at which the exact
     evaluation, run after every update (and not counted), first shows 0 losses vs random
@@ -166,7 +160,7 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
 
     from .train import build, quiet_lightning
 
-    cfg = compose(overrides)
+    cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
     torch.set_num_threads(threads or cfg.threads or 1)
     L.seed_everything(cfg.seed, verbose=False)

@@ -49,10 +49,12 @@ def config_dir() -> Path:
     raise FileNotFoundError(f"no Hydra config tree (conf/config.yaml) beside {here} or in its checkout")
 
 
-def compose(overrides: list[str] | tuple[str, ...] = ()):
-    """The config of ``python -m ttt_research OVERRIDES``, composed without running it."""
+def compose(overrides: list[str] | tuple[str, ...] = (), hydra: bool = False):
+    """The config of ``python -m ttt_research OVERRIDES``, composed without running it
+    (``hydra=True``: with Hydra's own ``hydra`` node, e.g. the sweeper's settings)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     with initialize_config_dir(str(config_dir()), version_base="1.3"):
-        return hydra_compose("config", overrides=plain_overrides(list(overrides)))
+        return hydra_compose("config", overrides=plain_overrides(list(overrides)),
+                             return_hydra_config=hydra)
