@@ -57,6 +57,7 @@ def bench(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     r = bench("--quick", "--json", "--reinforce-games", "4096", "--ppo-games", "4096", "--repeats", "2",
               "--compare", "antirez", "--antirez-bin", str(fake_ttt), "--antirez-games", "20000")

@@ -58,6 +58,7 @@ def test_evaluate_bad_files_get_one_line_and_exit_2(tmp_path, make, needle):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_main_job_trains_and_writes_the_run_folder(tmp_path):
     out = run("ttt_research", "budget.games=4096", "algo.games_per_update=1024", "progress=false",
               f"hydra.run.dir={tmp_path}")
@@ -69,6 +70,7 @@ def test_main_job_trains_and_writes_the_run_folder(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_readme_python_example_runs_and_random_x_never_beats_minimax():
     import re
     from pathlib import Path

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from ttt_research.console import opening_line
 
 TINY = ["budget.games=5000", "algo.games_per_update=512", "eval_every=4"]
@@ -18,6 +20,7 @@ def test_the_opening_line_says_when_the_budget_is_rounded_up():
     assert opening_line("ppo", 4096, 2, 2048) == "training ppo: 4,096 games in 2 updates of 2,048"
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_a_piped_run_prints_a_line_per_exact_evaluation_and_records_its_host(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ttt_research", *TINY, f"hydra.run.dir={tmp_path}"],
                          capture_output=True, text=True, timeout=300)  # stdout is a pipe: no TTY
@@ -46,6 +49,7 @@ def test_a_piped_run_prints_a_line_per_exact_evaluation_and_records_its_host(tmp
     assert [s["resumed"] for s in run["sessions"]] == [False]
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_progress_false_prints_no_progress_lines(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ttt_research", *TINY, "progress=false",
                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)

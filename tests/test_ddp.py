@@ -22,6 +22,7 @@ ARGS = ["trainer=ddp", "trainer.devices=2", "budget.games=4096", "algo.games_per
 @pytest.mark.parametrize("algo", [["algo.rollouts=1", "algo.minibatches=2"],
                                   ["algo=ppo", "algo.epochs=2", "algo.minibatches=2"]],
                          ids=["reinforce", "ppo"])
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_two_processes_both_play_and_the_run_evaluates_once(tmp_path, algo):
     out = subprocess.run([sys.executable, "-m", "ttt_research", *ARGS, *algo,
                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)

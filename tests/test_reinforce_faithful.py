@@ -53,7 +53,7 @@ def faithful_module(opponent, games=12, seed=0):
 
 def test_the_configs_choose_the_numpy_loop_only_where_it_applies():
     assert build(make_cfg("algo=reinforce_faithful")).numpy_loop
-    assert build(make_cfg("+experiment=antirez_repro")).numpy_loop
+    assert build(make_cfg("experiment=antirez_repro")).numpy_loop
     for other in ("net=mlp128", "opponent=minimax", "seat=both"):
         assert not build(make_cfg("algo=reinforce_faithful", other)).numpy_loop
 
@@ -123,7 +123,7 @@ def test_numpy_step_equals_autograd_steps_on_the_same_game():
 
 def test_the_seed_reproduced_learns_and_repeats_itself(tmp_path):
     """The seed's loop (NumPy, one SGD step per move): it learns, and a seed fixes the run."""
-    over = ["+experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]
+    over = ["experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]
     untrained = ev.evaluate_policy(build(make_cfg(*over)).policy_logits)
     a = train(make_cfg(*over), tmp_path / "a")
     b = train(make_cfg(*over), tmp_path / "b")
@@ -139,7 +139,7 @@ def test_the_torch_loop_trains_through_lightning(tmp_path):
     before = build(cfg).net.state_dict()
     train(cfg, tmp_path)
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
-    assert ckpt["games_played"] == 20 and ckpt["algo"] == "reinforcefaithful"
+    assert ckpt["games_played"] == 20 and ckpt["algo"] == "reinforce_faithful"
     steps = ckpt["loops"]["fit_loop"]["epoch_loop.manual_optimization.optim_step_progress"]
     assert 40 <= steps["total"]["completed"] <= 100
     assert not torch.equal(ckpt["state_dict"]["net.body.0.weight"], before["body.0.weight"])

@@ -126,6 +126,7 @@ def test_wandb_mode_is_offline_without_key_or_server(monkeypatch, tmp_path):
     assert tracking.wandb_mode("offline") == "offline"
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_an_empty_wandb_mode_counts_as_unset(tmp_path):
     """`WANDB_MODE=` (set, empty) is "unset" to a user; wandb itself would stop with a
     pydantic traceback on it. The run goes offline (no key here) and finishes."""
@@ -211,6 +212,7 @@ def sweep(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_two_job_multirun_gives_two_run_folders_and_two_wandb_runs(sweep):
     evals = sorted(sweep.glob("*/eval.json"))
     assert [p.parent.name for p in evals] == ["0", "1"]
@@ -308,9 +310,11 @@ def test_report_on_a_bad_dir_is_one_line_and_exit_2(tmp_path, make, needle):
 # ---------------------------------------------------------------------- Optuna
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_two_trial_optuna_sweep_finishes_and_reports_the_best_trial(tmp_path):
     cmd = [sys.executable, "-m", "ttt_research", "-m", "hparams_search=reinforce_optuna",
-           "hydra.sweeper.n_trials=2", *TINY, "algo.rollouts=4", f"hydra.sweep.dir={tmp_path}"]
+           "hydra.sweeper.n_trials=2", *TINY, "algo.games_per_update=512", "algo.rollouts=4",
+           f"hydra.sweep.dir={tmp_path}"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
                          env=no_wandb_account(tmp_path / "home"))
     assert res.returncode == 0, res.stderr[-3000:]

@@ -239,6 +239,7 @@ def test_a_short_ppo_run_improves_the_exact_evaluation_from_both_seats(tmp_path)
         assert after["win"] > before["win"] + 0.05
 
 
+@pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
     """SIGKILL once a checkpoint exists, rerun with resume=true: same eval.json as a run that
     was never interrupted (the generator state and game counter are in the checkpoint), and
