@@ -98,8 +98,12 @@ def decision_points(actions: torch.Tensor, seat: int) -> torch.Tensor:
 
 
 def _wlt(probs: torch.Tensor, seat: int) -> dict[str, float]:
+    return _wlt_row(probs[game.EMPTY_CODE], seat)
+
+
+def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
     # Rounded to 12 places: the sums are exact rationals, float64 only adds noise below that.
-    x, o, tie = (round(float(p), 12) + 0.0 for p in probs[game.EMPTY_CODE])
+    x, o, tie = (round(float(p), 12) + 0.0 for p in row)
     win, loss = (x, o) if seat == game.X else (o, x)
     return {"win": win, "loss": loss, "tie": tie}
 
@@ -131,6 +135,180 @@ def evaluate_policy(policy: PolicyFn) -> dict:
     """The ``eval.json`` report for a policy given as a batched logits function."""
     actions, _ = greedy_actions(policy)
     return evaluate_actions(actions)
+
+
+# --------------------------------------------------------------------------- populations
+#
+# The same report for N policies at once (a population of agents): one forward over the
+# decision positions for all members, then every DP above with a leading member axis. The
+# DPs keep only the 5,478 reachable codes (children of reachable positions are reachable,
+# so nothing else is ever read), which keeps an (N, codes, 3) float64 table at 134 MB for
+# N=1024, and members go through in chunks to bound the (N, rows, 9, 3) gathers. The
+# figures are those of ``evaluate_actions`` on each member alone: the same operations
+# per position, in the same order (tests/test_population_core.py checks equality).
+
+StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
+CHUNK = 256  # members per DP pass: bounds the largest temporary (CHUNK, rows, 9, 3) float64
+
+
+class _Compact:
+    """The reachable codes as rows 0..R-1, with the tables the DPs need in that indexing."""
+
+    def __init__(self) -> None:
+        t = game.tables()
+        self.codes = t.reachable.nonzero().squeeze(-1)  # (R,) codes, R = 5,478, code order
+        index = torch.full((game.N_CODES,), -1, dtype=torch.long)
+        index[self.codes] = torch.arange(self.codes.numel())
+        # Occupied cells "lead" to the same board (game.tables), so every entry is reachable.
+        self.next = index[t.next2d[self.codes]]  # (R, 9) rows after each move
+        self.legal = t.legal[self.codes]  # (R, 9)
+        self.mover = t.mover[self.codes]  # (R,)
+        self.winner = t.winner[self.codes]  # (R,)
+        self.done = t.done[self.codes]  # (R,)
+        self.empty = int(index[game.EMPTY_CODE])
+        # Unfinished rows per ply, from ply 8 down to 0 (as solver.plies_backwards).
+        ply = t.ply[self.codes]
+        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(game.CELLS)]
+        self.optimal = solve().optimal[self.codes]  # (R, 9)
+        self.random = random_probs()[self.codes]  # (R, 9) float64
+        self.perfect = perfect_probs()[self.codes]  # (R, 9) float64
+
+
+_COMPACT: list[_Compact] = []
+
+
+def _compact() -> _Compact:
+    if not _COMPACT:
+        _COMPACT.append(_Compact())
+    return _COMPACT[0]
+
+
+def greedy_actions_stack(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` for N policies given their logits on the decision positions.
+
+    Args:
+        logits: (N, M, 9) logits at ``decision_codes()`` (M = 4,520), masked or not.
+
+    Returns:
+        ``(actions, raw_illegal)``: (N, 19683) int64 masked-argmax moves (0 where nobody
+        moves, ties to the lowest cell) and (N, 19683) bool unmasked argmax on an occupied cell.
+    """
+    t = game.tables()
+    codes = decision_codes()
+    logits = logits.detach().to("cpu", torch.float32)
+    n = logits.shape[0]
+    legal = t.legal[codes]  # (M, 9)
+    masked = torch.where(legal, logits, -torch.inf)  # (N, M, 9)
+    actions = torch.zeros(n, game.N_CODES, dtype=torch.long)
+    actions[:, codes] = masked.argmax(-1)
+    raw_illegal = torch.zeros(n, game.N_CODES, dtype=torch.bool)
+    raw_illegal[:, codes] = ~legal.expand(n, -1, -1).gather(2, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    return actions, raw_illegal
+
+
+def _outcomes(c: _Compact, act: torch.Tensor, opponent: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n, 3) P(X wins), P(O wins), P(tie) from the empty board: n agents (act: (n, R)
+    deterministic moves) as ``seat`` against ``opponent`` ((R, 9) float64 move probabilities).
+
+    ``outcome_probs`` with a leading member axis. At the agent's rows its one-hot sum is
+    exactly the chosen child's row (x * 1 + 0 * y + ... is x), so we gather it; at the
+    opponent's rows we flatten (n, rows) into one row axis and use the very einsum of
+    ``outcome_probs``, so each member gets the same sums in the same order."""
+    n = act.shape[0]
+    result = torch.stack([c.winner == game.X, c.winner == game.O, c.done & (c.winner == 0)],
+                         -1).double().expand(n, -1, -1).clone()  # (n, R, 3)
+    for rows in reversed(c.plies):
+        nxt = c.next[rows]  # (r, 9)
+        if int(c.mover[rows[0]]) == seat:  # one mover per ply: X at even plies, O at odd ones
+            child = nxt.gather(1, act[:, rows].T).T  # (n, r) the agent's chosen children
+            result[:, rows] = result.gather(1, child[..., None].expand(-1, -1, 3))
+        else:
+            kids = result[:, nxt]  # (n, r, 9, 3)
+            pi = opponent[rows].expand(n, -1, -1)  # (n, r, 9)
+            result[:, rows] = torch.einsum("rc,rck->rk", pi.reshape(-1, game.CELLS),
+                                           kids.reshape(-1, game.CELLS, 3)).view(n, -1, 3)
+    return result[:, c.empty]
+
+
+def _worst_case(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n,) ``worst_case`` of n agents (act: (n, R)) as ``seat``: +1 win, 0 draw, -1 loss."""
+    n = act.shape[0]
+    value = (c.winner * seat).long().expand(n, -1).clone()  # (n, R) from the agent's side
+    for rows in reversed(c.plies):
+        child = value[:, c.next[rows]]  # (n, r, 9)
+        if int(c.mover[rows[0]]) == seat:
+            value[:, rows] = child.gather(2, act[:, rows, None]).squeeze(-1)
+        else:
+            value[:, rows] = torch.where(c.legal[rows], child, 2).amin(-1)
+    return value[:, c.empty]
+
+
+def _decision_points(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n, R) bool ``decision_points`` of n agents (act: (n, R)) as ``seat``."""
+    n, r_all = act.shape
+    reach = torch.zeros(n, r_all, dtype=torch.bool)
+    reach[:, c.empty] = True
+    for rows in c.plies:
+        # The agent follows its own move; the opponent may play any legal move.
+        if int(c.mover[rows[0]]) == seat:
+            follow = torch.nn.functional.one_hot(act[:, rows], game.CELLS).bool()  # (n, r, 9)
+        else:
+            follow = c.legal[rows].expand(n, -1, -1)
+        follow = follow & reach[:, rows, None]
+        member = torch.arange(n)[:, None, None].expand_as(follow)
+        reach[member[follow], c.next[rows].expand(n, -1, -1)[follow]] = True
+    return reach & ~c.done & (c.mover == seat)
+
+
+def evaluate_actions_stack(actions: torch.Tensor, chunk: int = CHUNK) -> list[dict]:
+    """``evaluate_actions`` for N deterministic policies: (N, 19683) action tables -> N reports."""
+    c = _compact()
+    reports: list[dict] = []
+    for start in range(0, actions.shape[0], chunk):
+        act = actions[start:start + chunk, c.codes]  # (n, R)
+        n = act.shape[0]
+        blocks: list[dict] = [{} for _ in range(n)]
+        points = torch.zeros(n, c.codes.numel(), dtype=torch.bool)
+        for side in EVAL_SEATS:
+            seat = SEAT_PIECE[side]
+            vs_random = _outcomes(c, act, c.random, seat).tolist()
+            vs_perfect = _outcomes(c, act, c.perfect, seat).tolist()
+            worst = _worst_case(c, act, seat).tolist()
+            for k in range(n):  # building the dicts, not the hot path
+                blocks[k][REPORT_KEY[side]] = {
+                    "vs_random": _wlt_row(vs_random[k], seat),
+                    "vs_perfect": _wlt_row(vs_perfect[k], seat),
+                    "worst_case": WORST_NAME[worst[k]],
+                }
+            points |= _decision_points(c, act, seat)
+        kept = c.optimal.gather(1, act.T).T & points  # (n, R)
+        count = points.sum(-1)
+        # An integer count over an integer count: the same float as the single version's mean.
+        rate = (kept.sum(-1).double() / count.clamp_min(1).double()).tolist()
+        for k in range(n):
+            blocks[k]["optimal_move_rate"] = rate[k] if int(count[k]) else 1.0
+            blocks[k]["decision_points"] = int(count[k])
+        reports += blocks
+    return reports
+
+
+def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None) -> list[dict]:
+    """The ``eval.json`` report of each of N policies, as a list of N dicts.
+
+    ``policy`` is either a function from (N, M, 9) float32 views to (N, M, 9) logits (e.g.
+    an ``nets.MLPStack``), called once on the 4,520 decision positions repeated for each of
+    the ``n`` members, or the (N, M, 9) logits at ``decision_codes()`` themselves.
+    """
+    if callable(policy):
+        if n is None:
+            raise ValueError("evaluate_stack needs n, the number of members, with a policy function")
+        views = game.tables().view[decision_codes()].float()  # (M, 9)
+        with torch.no_grad():
+            logits = policy(views.expand(n, -1, -1))
+    else:
+        logits = policy
+    actions, _ = greedy_actions_stack(logits)
+    return evaluate_actions_stack(actions)
 
 
 # --------------------------------------------------------------------------- as text
