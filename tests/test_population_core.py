@@ -117,7 +117,8 @@ def minimax_logits() -> torch.Tensor:
 def test_every_members_report_is_exactly_its_own_evaluate_policy():
     torch.manual_seed(7)
     stack = MLPStack(5, (100,), "planes18", "uniform")
-    reports = ev.evaluate_stack(stack, 5)
+    reports = ev.evaluate_stack(stack, chunk=2)  # forward 2 members at a time
+    assert ev.evaluate_stack(lambda v: stack(v), 5) == reports  # a policy function, called once
     assert len(reports) == 5 and len({str(r) for r in reports}) > 1  # the members differ
     for k, r in enumerate(reports):
         assert r == ev.evaluate_policy(stack.member(k))

@@ -159,26 +159,32 @@ class MLPStack(nn.Module):
                 w.copy_(lin.weight)
                 b.copy_(lin.bias)
 
-    def _layers(self, view: torch.Tensor, last: bool) -> torch.Tensor:
+    def _layers(self, view: torch.Tensor, last: bool, members: slice | None) -> torch.Tensor:
+        members = members if members is not None else slice(None)
+        weights = [w[members] for w in self.weights]  # views of the stacked tensors, no copy
+        biases = [b[members] for b in self.biases]
         # A (B, 9) view is shared by every member: expand it without copying.
         if view.dim() == 2:
-            view = view.expand(self.n, *view.shape)
+            view = view.expand(weights[0].shape[0], *view.shape)
         h = self.encode(view)  # (N, B, in)
-        layers = list(zip(self.weights, self.biases, strict=True))
-        for i, (w, b) in enumerate(layers if last else layers[:-1]):
-            h = torch.baddbmm(b.unsqueeze(1), h, w.transpose(1, 2))  # (N, B, out): b + h @ W^T
-            if i < len(layers) - 1:
-                h = torch.relu(h)
+        n_layers = len(weights) if last else len(weights) - 1
+        for i in range(n_layers):
+            h = torch.baddbmm(biases[i].unsqueeze(1), h, weights[i].transpose(1, 2))  # b + h @ W^T
+            if i < len(weights) - 1:
+                h = torch.relu_(h)  # in place: baddbmm's backward does not need its output
         return h
 
-    def trunk(self, view: torch.Tensor) -> torch.Tensor:
+    # ``members`` (a slice) runs only those members, e.g. a chunk of a large population; the
+    # view's leading axis is then that chunk's size.
+
+    def trunk(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, H) last hidden layer."""
-        return self._layers(view, last=False)
+        return self._layers(view, False, members)
 
-    def raw_logits(self, view: torch.Tensor) -> torch.Tensor:
+    def raw_logits(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) logits, occupied cells included."""
-        return self._layers(view, last=True)
+        return self._layers(view, True, members)
 
-    def forward(self, view: torch.Tensor) -> torch.Tensor:
+    def forward(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) logits, occupied cells masked."""
-        return self.raw_logits(view).masked_fill(view != 0, MASKED)
+        return self.raw_logits(view, members).masked_fill(view != 0, MASKED)
