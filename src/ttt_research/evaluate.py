@@ -19,6 +19,7 @@ claim it "never loses"; the tree says it loses 73% of games as O to a minimax pl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -98,8 +99,12 @@ def decision_points(actions: torch.Tensor, seat: int) -> torch.Tensor:
 
 
 def _wlt(probs: torch.Tensor, seat: int) -> dict[str, float]:
+    return _wlt_row(probs[game.EMPTY_CODE], seat)
+
+
+def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
     # Rounded to 12 places: the sums are exact rationals, float64 only adds noise below that.
-    x, o, tie = (round(float(p), 12) + 0.0 for p in probs[game.EMPTY_CODE])
+    x, o, tie = (round(float(p), 12) + 0.0 for p in row)
     win, loss = (x, o) if seat == game.X else (o, x)
     return {"win": win, "loss": loss, "tie": tie}
 
@@ -131,6 +136,211 @@ def evaluate_policy(policy: PolicyFn) -> dict:
     """The ``eval.json`` report for a policy given as a batched logits function."""
     actions, _ = greedy_actions(policy)
     return evaluate_actions(actions)
+
+
+# --------------------------------------------------------------------------- populations
+#
+# The same report for N policies at once (a population of agents): one forward over the
+# decision positions for all members, then every DP above with a member axis. The DPs keep
+# only the 5,478 reachable codes (children of reachable positions are reachable, so nothing
+# else is ever read) and lay tables out as (codes, members, ...), so that following a move
+# gathers whole rows of members; members go through in chunks to bound memory. They run on
+# the device of the logits (CPU or GPU). The figures are those of ``evaluate_actions`` on
+# each member alone: the same operations per position, in the same order
+# (tests/test_population_core.py checks that the reports are equal dicts).
+
+StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
+# Members per DP pass. On the CPU small chunks keep the (5,478, chunk, 3) float64 tables
+# in cache (64 was faster than 256 or 1,024 at N=1,024); a GPU wants them all at once.
+CHUNK = {"cpu": 64}
+GPU_CHUNK = 4096
+# Members per forward pass of an MLPStack: on the CPU, 16 keeps the (16, 4,520, H)
+# activations near the cache (8-16 beat 64 by 1.5-2x at N=1,024); a GPU wants wide batches.
+FORWARD_CHUNK = {"cpu": 16}
+GPU_FORWARD_CHUNK = 1024
+
+
+class _Compact:
+    """The reachable codes as rows 0..R-1, with the tables the DPs need in that indexing,
+    on one device (built on the CPU, then moved)."""
+
+    def __init__(self, device: str) -> None:
+        t = game.tables()
+        self.codes = t.reachable.nonzero().squeeze(-1)  # (R,) codes, R = 5,478, code order
+        index = torch.full((game.N_CODES,), -1, dtype=torch.long)
+        index[self.codes] = torch.arange(self.codes.numel())
+        # Occupied cells "lead" to the same board (game.tables), so every entry is reachable.
+        self.next = index[t.next2d[self.codes]]  # (R, 9) rows after each move
+        self.legal = t.legal[self.codes]  # (R, 9)
+        self.mover = t.mover[self.codes]  # (R,)
+        self.winner = t.winner[self.codes]  # (R,)
+        self.done = t.done[self.codes]  # (R,)
+        self.empty = int(index[game.EMPTY_CODE])
+        # Unfinished rows per ply, from ply 8 down to 0 (as solver.plies_backwards).
+        ply = t.ply[self.codes]
+        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(game.CELLS)]
+        # Who moves at each ply (X at even plies, O at odd ones), as Python ints: no device sync.
+        self.ply_mover = [int(t.mover[self.codes[rows[0]]]) for rows in self.plies]
+        self.optimal = solve().optimal[self.codes]  # (R, 9)
+        self.random = random_probs()[self.codes]  # (R, 9) float64
+        self.perfect = perfect_probs()[self.codes]  # (R, 9) float64
+        for name, value in vars(self).items():
+            if isinstance(value, torch.Tensor):
+                setattr(self, name, value.to(device))
+        self.plies = [rows.to(device) for rows in self.plies]
+
+
+@functools.cache
+def _compact(device: str) -> _Compact:
+    return _Compact(device)
+
+
+def greedy_actions_stack(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` for N policies given their logits on the decision positions.
+
+    Args:
+        logits: (N, M, 9) logits at ``decision_codes()`` (M = 4,520), masked or not.
+
+    Returns:
+        ``(actions, raw_illegal)``: (N, 19683) int64 masked-argmax moves (0 where nobody
+        moves, ties to the lowest cell) and (N, 19683) bool unmasked argmax on an occupied cell.
+    """
+    logits = logits.detach().float()
+    device = logits.device
+    codes = decision_codes().to(device)
+    n = logits.shape[0]
+    legal = game.tables(device).legal[codes]  # (M, 9)
+    masked = torch.where(legal, logits, -torch.inf)  # (N, M, 9)
+    actions = torch.zeros(n, game.N_CODES, dtype=torch.long, device=device)
+    actions[:, codes] = masked.argmax(-1)
+    raw_illegal = torch.zeros(n, game.N_CODES, dtype=torch.bool, device=device)
+    raw_illegal[:, codes] = ~legal.expand(n, -1, -1).gather(2, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    return actions, raw_illegal
+
+
+def _outcomes(c: _Compact, act: torch.Tensor, opponent: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n, 3) P(X wins), P(O wins), P(tie) from the empty board: n agents (act: (R, n)
+    deterministic moves) as ``seat`` against ``opponent`` ((R, 9) float64 move probabilities).
+
+    ``outcome_probs`` with a member axis after the code axis, so that a gather of child rows
+    moves whole (n, 3) blocks. At the agent's rows the single version's one-hot sum is
+    exactly the chosen child's row (x * 1 + 0 * y + ... is x), so we gather it; at the
+    opponent's rows we add p_c * child_c cell by cell from 0, the order in which the
+    single version's small (1 x 9) @ (9 x 3) products add them."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device)
+    result = torch.stack([c.winner == game.X, c.winner == game.O, c.done & (c.winner == 0)],
+                         -1).double()[:, None].expand(-1, n, -1).clone()  # (R, n, 3)
+    for ply in reversed(range(game.CELLS)):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        if c.ply_mover[ply] == seat:
+            result[rows] = result[nxt.gather(1, act[rows]), members]  # (r, n, 3)
+        else:
+            pi = opponent[rows]  # (r, 9)
+            acc = torch.zeros(rows.numel(), n, 3, dtype=torch.float64, device=act.device)
+            for cell in range(game.CELLS):
+                acc = acc + pi[:, cell, None, None] * result.index_select(0, nxt[:, cell])
+            result[rows] = acc
+    return result[c.empty]
+
+
+def _worst_case(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n,) ``worst_case`` of n agents (act: (R, n)) as ``seat``: +1 win, 0 draw, -1 loss."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device)
+    value = (c.winner * seat).to(torch.int8)[:, None].expand(-1, n).clone()  # (R, n), agent's side
+    for ply in reversed(range(game.CELLS)):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        if c.ply_mover[ply] == seat:
+            value[rows] = value[nxt.gather(1, act[rows]), members]
+        else:  # the opponent's best reply: the smallest legal child
+            value[rows] = torch.where(c.legal[rows, :, None], value[nxt], 2).amin(1)
+    return value[c.empty]
+
+
+def _decision_points(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(R, n) bool ``decision_points`` of n agents (act: (R, n)) as ``seat``."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device).expand(act.shape)
+    reach = torch.zeros(c.codes.numel(), n, dtype=torch.uint8, device=act.device)  # 0/1, for index_add_
+    reach[c.empty] = 1
+    for ply in range(game.CELLS):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        here = reach[rows].bool()  # (r, n)
+        if c.ply_mover[ply] == seat:  # the agent follows its own move
+            reach[nxt.gather(1, act[rows])[here], members[: rows.numel()][here]] = 1
+        else:  # the opponent may play any legal move: OR the parents into each child
+            parent, cell = c.legal[rows].nonzero(as_tuple=True)
+            reach.index_add_(0, nxt[parent, cell], here[parent].to(torch.uint8))
+    return reach.bool() & (~c.done & (c.mover == seat))[:, None]
+
+
+def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None) -> list[dict]:
+    """``evaluate_actions`` for N deterministic policies: (N, 19683) action tables -> N reports.
+    The DPs run on the actions' device, ``chunk`` members at a time."""
+    c = _compact(str(actions.device))
+    chunk = chunk or CHUNK.get(actions.device.type, GPU_CHUNK)
+    reports: list[dict] = []
+    for start in range(0, actions.shape[0], chunk):
+        act = actions[start:start + chunk, c.codes].T.contiguous()  # (R, n)
+        n = act.shape[1]
+        blocks: list[dict] = [{} for _ in range(n)]
+        points = torch.zeros(c.codes.numel(), n, dtype=torch.bool, device=actions.device)
+        for side in EVAL_SEATS:
+            seat = SEAT_PIECE[side]
+            vs_random = _outcomes(c, act, c.random, seat).tolist()
+            vs_perfect = _outcomes(c, act, c.perfect, seat).tolist()
+            worst = _worst_case(c, act, seat).tolist()
+            for k in range(n):  # building the dicts, not the hot path
+                blocks[k][REPORT_KEY[side]] = {
+                    "vs_random": _wlt_row(vs_random[k], seat),
+                    "vs_perfect": _wlt_row(vs_perfect[k], seat),
+                    "worst_case": WORST_NAME[worst[k]],
+                }
+            points |= _decision_points(c, act, seat)
+        kept = c.optimal.gather(1, act) & points  # (R, n)
+        count = points.sum(0)
+        # An integer count over an integer count: the same float as the single version's mean.
+        rate = (kept.sum(0).double() / count.clamp_min(1).double()).tolist()
+        count = count.tolist()
+        for k in range(n):
+            blocks[k]["optimal_move_rate"] = rate[k] if count[k] else 1.0
+            blocks[k]["decision_points"] = count[k]
+        reports += blocks
+    return reports
+
+
+def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
+                   chunk: int | None = None) -> list[dict]:
+    """The ``eval.json`` report of each of N policies, as a list of N dicts.
+
+    ``policy`` is one of:
+
+    * an ``nets.MLPStack``: run on the 4,520 decision positions ``chunk`` members at a time
+      (bounds the (chunk, 4,520, H) activations; ``n`` defaults to its size);
+    * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
+    * the (N, M, 9) logits at ``decision_codes()`` themselves.
+    """
+    from .nets import MLPStack  # evaluate needs no networks otherwise
+
+    views = game.tables().view[decision_codes()].float()  # (M, 9)
+    if isinstance(policy, MLPStack):
+        views = views.to(policy.weights[0].device)
+        chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
+        with torch.no_grad():
+            actions = torch.cat([greedy_actions_stack(policy(views, slice(lo, lo + chunk)))[0]
+                                 for lo in range(0, policy.n, chunk)])
+    else:
+        if callable(policy):
+            if n is None:
+                raise ValueError("evaluate_stack needs n, the number of members, with a policy function")
+            with torch.no_grad():
+                policy = policy(views.expand(n, -1, -1))
+        actions, _ = greedy_actions_stack(policy)
+    return evaluate_actions_stack(actions)
 
 
 # --------------------------------------------------------------------------- as text
