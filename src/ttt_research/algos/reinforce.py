@@ -35,7 +35,8 @@ Two ways to run it, one loss (``antirez_loss``):
   over that table give exactly the gradient of the per-move loss, whatever the number of
   games. The cost of an update stops growing with the batch: batches of 2,048 games with
   one SGD step each (momentum 0.9, the learning rate annealed with ``lr_final``) train at
-  ~570,000 games per second (experiments/reinforce_default, BENCHMARKS.md).
+  ~570,000 games per second on the development host and ~176,000 on a slower 2-core AMD
+  EPYC (BENCHMARKS.md: 1.9x antirez's C program timed in the same run there).
 
 The seed's own loop, one game and one SGD step per move, is ``algo=reinforce_faithful``
 (``algos/reinforce_faithful.py``); it uses the targets and the loss defined here.
