@@ -93,6 +93,7 @@ def validate(cfg: DictConfig) -> None:
 
     _validate_algo(cfg)
     _validate_stages(cfg)
+    validate_population(cfg)
     _validate_trainer(cfg)
 
 
@@ -156,6 +157,60 @@ def _validate_stages(cfg: DictConfig) -> None:
               f"opponent.stages[{i}].opponent", "an opponent config with a _target_",
               OmegaConf.to_container(stage.opponent) if OmegaConf.is_config(stage.opponent)
               else stage.opponent)
+
+
+def validate_population(cfg: DictConfig) -> None:
+    """The ``population:`` block (``population.py`` says what each key means)."""
+    from . import population as pop  # imported here: population.py imports ConfigError from us
+
+    if _get(cfg, "population") is None:  # a config from before populations: one agent
+        return
+    positive_int(cfg, "population.size")
+    named = _get(cfg, "population.seeds")
+    if named is not None:
+        seeds = OmegaConf.to_container(named) if OmegaConf.is_list(named) else named
+        _need(isinstance(seeds, list) and len(seeds) > 0 and all(_is_int(s) and s >= 0 for s in seeds)
+              and len(set(seeds)) == len(seeds), "population.seeds",
+              "null or a non-empty list of distinct non-negative integers, e.g. [3, 5, 8]", seeds)
+        size = _get(cfg, "population.size")
+        _need(size in (1, len(seeds)), "population.size", f"1 or {len(seeds)} (the number of "
+              "population.seeds, which fix how many seeds each grid point runs)", size)
+    v = _get(cfg, "population.export")
+    _need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
+
+    grid, sampled = pop.grid_spec(cfg), pop.sample_spec(cfg)
+    for part, spec in (("vary", grid), ("sample", sampled)):
+        for key, value in spec.items():
+            where = f"population.{part}.{key}"
+            if key not in pop.VARIABLE:
+                raise ConfigError(
+                    f"{where}: only these keys can differ between members: {', '.join(pop.VARIABLE)} "
+                    f"(values that change shapes, e.g. net, algo.games_per_update, algo, stay a Hydra "
+                    f"multirun: -m net=mlp25,mlp100 population.size=64)")
+            group, leaf = key.split(".")
+            node = _get(cfg, group)
+            home = f" (a key of {pop.HOME[key]})" if key in pop.HOME else ""
+            if not (OmegaConf.is_dict(node) and leaf in node):
+                raise ConfigError(f"{where}: this config has no {key} to vary{home}")
+            ok, allowed = pop.VARIABLE[key]
+            if part == "vary":
+                _need(isinstance(value, list) and len(value) > 0
+                      and all(_is_number(x) and ok(x) for x in value) and len(set(value)) == len(value),
+                      where, f"a non-empty list of distinct numbers, each {allowed}", value)
+                continue
+            _need(isinstance(value, dict) and {"low", "high"} <= set(value) <= set(pop.SAMPLE_FIELDS),
+                  where, "{low: NUMBER, high: NUMBER, log: true|false} (log is optional)", value)
+            low, high, log = value["low"], value["high"], value.get("log", False)
+            for bound in (low, high):
+                _need(_is_number(bound) and ok(bound), where, f"bounds that are each {allowed}", value)
+            _need(low < high, where, "low < high", value)
+            _need(isinstance(log, bool), f"{where}.log", "true or false", log)
+            if log:
+                _need(low > 0, where, "low > 0 with log: true (a log-uniform draw)", value)
+    both = sorted(set(grid) & set(sampled))
+    if both:
+        raise ConfigError(f"population.vary.{both[0]} and population.sample.{both[0]}: "
+                          "a key is varied on a grid or sampled, not both")
 
 
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")

@@ -20,6 +20,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from . import population
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, validate
 from .console import OpeningLine, ProgressLines, host_info
@@ -69,6 +70,10 @@ def build(cfg: DictConfig):
 def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
     validate(cfg)
+    if population.count(cfg) > 1:  # the spec is read and checked (population.py); training it is next
+        raise ConfigError(
+            f"population describes {population.count(cfg)} agents, and training many agents in one "
+            "process is not built yet; run them as a Hydra multirun meanwhile, e.g. -m seed=0,1,2")
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"

@@ -1,0 +1,335 @@
+"""What a population is, before any tensor: its members (seed and hyperparameters each) read
+from the ``population:`` block of the config, and the files that report on them.
+
+A member is one independent agent. The population is a **grid** of hyperparameter values
+(``population.vary``) crossed with **seeds** (``population.size`` of them, or
+``population.seeds`` named); each member may also **draw** values of its own
+(``population.sample``). Only continuous values that keep every tensor's shape can differ
+between members (``VARIABLE``); the net, the games per update and the algorithm stay a
+Hydra multirun: ``-m net=mlp25,mlp100 population.size=64`` is one process per net, 64
+agents each.
+
+Spellings (the same on the command line and in a config file)::
+
+    python -m ttt_research population.size=64                 # seeds 0..63 (seed + k)
+    python -m ttt_research seed=100 population.size=64        # seeds 100..163
+    python -m ttt_research population.seeds=[3,5,8]           # three members, these seeds
+    python -m ttt_research population.vary.algo.lr=[0.5,1,2] population.size=16
+                                                              # 3 grid points x 16 seeds = 48
+    python -m ttt_research population.sample.algo.lr={low:0.1,high:4,log:true} population.size=32
+                                                              # 32 members, each its own lr
+    python -m ttt_research algo=ppo population.vary.algo.ent_coef=[0.01,0.08] \\
+        population.sample.reward.tie={low:0,high:0.5} population.size=8
+
+``config.yaml`` declares every key that can vary, as ``null`` (not varied), under both
+``vary`` and ``sample``, so these spellings need no ``+``; with a ``+`` they work as well
+(Hydra adds a list or a dict over a ``null``). A key that cannot vary is not declared, so
+Hydra refuses it without a ``+`` ("Key 'net' is not in struct"); with the ``+`` the config
+check names the keys that can. A dict of dotted keys works too, on the command line
+(``'+population.vary={algo.lr:[0.5,1,2]}'``, quoted for the shell) and in a file::
+
+    population:                     # e.g. in conf/experiment/NAME.yaml (# @package _global_)
+      size: 16
+      vary:
+        algo: {lr: [0.5, 1, 2]}     # or, the same:  algo.lr: [0.5, 1, 2]
+      sample:
+        reward.tie: {low: 0.0, high: 0.5, log: false}
+
+Rules (``config.validate`` refuses anything else, in one line naming the key):
+
+- ``vary.<key>``: a non-empty list of distinct numbers, each valid for the key. Grid points
+  are the product of the lists, keys in alphabetical order, the last key changing fastest.
+- ``sample.<key>``: ``{low, high, log}``, ``low < high``, both valid for the key; ``log``
+  (default false) draws log-uniformly and needs ``low > 0``, else uniformly. A key is
+  varied or sampled, not both. Draws are seeded by ``seed``: the same config gives the
+  same draws; member (grid point g, seed position s) draws from its own stream named by
+  ``seed``, g, s and the key, so a larger ``size`` keeps the earlier members' draws.
+- ``size``: seeds *per grid point*, so the population has (grid points) x ``size`` members
+  (no grid: ``size`` members). Seeds default to ``seed + k``, k = 0..size-1. Every grid
+  point runs the same seeds: a comparison of values is paired, seed for seed.
+- ``seeds``: distinct non-negative integers; they fix the number of seeds, so ``size``
+  must then be 1 (its default) or their number.
+- Member order: grid points slowest, seeds fastest: member ``g * S + s`` is grid point
+  ``g`` with the ``s``-th seed (S seeds per grid point).
+- A key must exist in the composed config: ``algo.temperature`` and ``algo.momentum`` are
+  REINFORCE's, ``algo.ent_coef`` PPO's, ``opponent.p_perfect`` is ``opponent=mixed``'s.
+
+Files of a population run (pure functions over plain dicts, so a test or a report can
+write and read them without torch): ``population.json`` (``write_population_json``: a row
+per member and the ``aggregate``) and ``population.csv`` (``write_population_csv``).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import itertools
+import json
+import math
+import random
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from .config import ConfigError, validate_population
+from .contract import EVAL_NAMES, eval_metrics, unbeatable
+from .objectives import direction, objective
+
+# The keys a member may set for itself, with the values each may take (the same rules as
+# the single-run check in config.py). Each is a scalar read where a run is built, so a
+# population can hold it as an (N,) tensor without changing any shape.
+VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
+    "algo.lr": (lambda v: v > 0, "a positive number"),
+    "algo.lr_final": (lambda v: v >= 0, "a number >= 0"),
+    "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "algo.ent_coef": (lambda v: v >= 0, "a number >= 0"),
+    "algo.temperature": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
+    "reward.win": (lambda v: True, "a finite number"),
+    "reward.tie": (lambda v: True, "a finite number"),
+    "reward.loss": (lambda v: True, "a finite number"),
+    "opponent.p_perfect": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+}
+# Where a key lives when the default config lacks it (for the error that refuses it).
+HOME = {"algo.temperature": "algo=reinforce", "algo.momentum": "algo=reinforce",
+        "algo.ent_coef": "algo=ppo", "opponent.p_perfect": "opponent=mixed"}
+EXPORTS = ("best", "all")  # population.export: policy.onnx of the best member, or of all
+SAMPLE_FIELDS = ("low", "high", "log")
+# population.json: the keys of a member's row.
+ROW_KEYS = ("index", "seed", "hparams", "games", "eval", "first_unbeatable_games", "stopped")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One agent of a population: its place, its seed, and the values it sets for itself
+    (only the varied and sampled keys; every other value is the config's)."""
+
+    index: int
+    seed: int
+    hparams: dict[str, float] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- reading the block
+
+
+def declared() -> dict:
+    """The ``vary`` and ``sample`` skeleton of ``config.yaml``: every key of ``VARIABLE``,
+    nested by its dots, as ``None`` (not varied)."""
+    tree: dict = {}
+    for key in VARIABLE:
+        group, leaf = key.split(".")
+        tree.setdefault(group, {})[leaf] = None
+    return tree
+
+
+def _flatten(node, prefix: str, is_leaf: Callable[[object], bool], out: dict, where: str) -> dict:
+    # Nested dicts and dotted keys name the same key: {algo: {lr: ...}} and {algo.lr: ...}.
+    for k, v in node.items():
+        key = f"{prefix}{k}"
+        if v is None:
+            continue
+        if isinstance(v, dict) and not is_leaf(v):
+            _flatten(v, f"{key}.", is_leaf, out, where)
+            continue
+        if key in out:
+            raise ConfigError(f"{where}.{key} is given twice (as nested keys and as a dotted key)")
+        out[key] = v
+    return out
+
+
+def _is_range(v: dict) -> bool:
+    return bool(set(v) & set(SAMPLE_FIELDS))
+
+
+def _block(cfg: DictConfig, part: str):
+    node = OmegaConf.select(cfg, f"population.{part}", default=None)
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def grid_spec(cfg: DictConfig) -> dict[str, object]:
+    """``population.vary`` as ``{dotted key: its list}`` (unvalidated; not-varied keys left out)."""
+    node = _block(cfg, "vary")
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ConfigError(f"population.vary must be keys with lists of values, e.g. "
+                          f"{{algo.lr: [0.5, 1, 2]}}, got {node!r}")
+    # A range ({low, high}) here is one key's (wrong) value, not a level of nesting.
+    return _flatten(node, "", _is_range, {}, "population.vary")
+
+
+def sample_spec(cfg: DictConfig) -> dict[str, object]:
+    """``population.sample`` as ``{dotted key: {low, high, log}}`` (unvalidated)."""
+    node = _block(cfg, "sample")
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ConfigError(f"population.sample must be keys with ranges, e.g. "
+                          f"{{algo.lr: {{low: 0.1, high: 4, log: true}}}}, got {node!r}")
+    # A dict that names low, high or log is one key's range, not a level of nesting.
+    return _flatten(node, "", _is_range, {}, "population.sample")
+
+
+def seeds(cfg: DictConfig) -> list[int]:
+    """The seeds each grid point runs: ``population.seeds``, else ``seed + k`` for k < size."""
+    named = OmegaConf.select(cfg, "population.seeds", default=None)
+    if named is not None:
+        return [int(s) for s in named]
+    size = OmegaConf.select(cfg, "population.size", default=1)
+    return [int(cfg.seed) + k for k in range(size)]
+
+
+def grid_points(cfg: DictConfig) -> list[dict[str, float]]:
+    """The grid of ``population.vary``: one dict per point, keys in alphabetical order,
+    the last key changing fastest (``[{}]`` without a grid)."""
+    spec = grid_spec(cfg)
+    keys = sorted(spec)
+    return [dict(zip(keys, (float(v) for v in values), strict=True))
+            for values in itertools.product(*(spec[k] for k in keys))]
+
+
+def draw(seed: int, point: int, position: int, key: str, low: float, high: float, log: bool) -> float:
+    """One member's value of a sampled ``key``: uniform (or log-uniform) in [low, high], from
+    a stream of its own (Python's ``random`` seeded by a string hashes it with SHA-512, so
+    the value is the same on every machine and Python 3 version)."""
+    u = random.Random(f"ttt_research.population/{seed}/{point}/{position}/{key}").random()
+    if log:
+        v = math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+    else:
+        v = low + u * (high - low)
+    return min(max(v, low), high)  # exp/log may round a hair past a bound
+
+
+def members(cfg: DictConfig) -> list[Member]:
+    """Every member of the population, in order (grid points slowest, seeds fastest).
+    Raises ``ConfigError`` for a block that ``config.validate`` would refuse."""
+    validate_population(cfg)
+    seed_list = seeds(cfg)
+    sampled = sample_spec(cfg)
+    out = []
+    for g, point in enumerate(grid_points(cfg)):
+        for s, seed in enumerate(seed_list):
+            hp = dict(point)
+            for key in sorted(sampled):
+                r = sampled[key]
+                hp[key] = draw(int(cfg.seed), g, s, key, float(r["low"]), float(r["high"]),
+                               bool(r.get("log", False)))
+            out.append(Member(len(out), seed, dict(sorted(hp.items()))))
+    return out
+
+
+def count(cfg: DictConfig) -> int:
+    """How many members the block asks for: grid points x seeds (no validation)."""
+    return len(grid_points(cfg)) * len(seeds(cfg))
+
+
+def member_config(cfg: DictConfig, member: Member) -> DictConfig:
+    """The single-run config of ``member``: its seed and values applied, and the population
+    block back to one agent (``size=1``, no seeds, nothing varied), so that the member can be
+    run alone: ``python -m ttt_research seed=S algo.lr=V ...`` composes the same config."""
+    c = copy.deepcopy(cfg)
+    c.seed = member.seed
+    for key, value in member.hparams.items():
+        OmegaConf.update(c, key, value, merge=False)
+    c.population.size = 1
+    c.population.seeds = None
+    c.population.vary = declared()
+    c.population.sample = declared()
+    return c
+
+
+# --------------------------------------------------------------------------- run-folder files
+
+
+def member_row(member: Member, games: int, report: dict | None,
+               first_unbeatable_games: int | None = None, stopped: str | None = None) -> dict:
+    """A member's row of ``population.json``: ``report`` is its ``eval.json`` report (None
+    if it never had one), ``stopped`` why it was stopped early (None: it ran to the end)."""
+    return {"index": member.index, "seed": member.seed, "hparams": dict(member.hparams),
+            "games": int(games), "eval": report, "first_unbeatable_games": first_unbeatable_games,
+            "stopped": stopped}
+
+
+def _counted(row: dict) -> bool:
+    # A stopped member's last report was made before it failed: it is listed, not ranked.
+    return row["eval"] is not None and row["stopped"] is None
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"median": None, "min": None, "max": None}
+    return {"median": float(statistics.median(values)), "min": min(values), "max": max(values)}
+
+
+def aggregate(rows: list[dict], seat: str, name: str = "score") -> dict:
+    """The ``aggregate`` of ``population.json`` over member rows (``member_row``), for
+    learners trained as ``seat``, ranked by the objective ``name`` (``objectives.NAMES``).
+
+    ``{"members": N, "evaluated": members ranked, "stopped": [indices],
+    "unbeatable": count, "unbeatable_fraction": count / N,
+    "objective": {"name", "median", "min", "max"}, "best": index or null,
+    "metrics": {eval/* name: {"median", "min", "max"}}}``. Stopped members and members
+    without a report count in N (never as unbeatable) but not in the medians nor for
+    ``best``; ``best`` is the highest objective (the lowest for a loss), ties to the lowest
+    index. A median of an even count is the mean of the middle two."""
+    ranked = [r for r in rows if _counted(r)]
+    scores = [objective(r["eval"], seat, name) for r in ranked]
+    n_unbeatable = sum(unbeatable(r["eval"], seat) for r in ranked)
+    sign = -1.0 if direction(name) == "minimize" else 1.0
+    best = None
+    if ranked:
+        best = ranked[max(range(len(ranked)), key=lambda i: (sign * scores[i], -i))]["index"]
+    per_member = [eval_metrics(r["eval"]) for r in ranked]
+    return {
+        "members": len(rows),
+        "evaluated": len(ranked),
+        "stopped": [r["index"] for r in rows if r["stopped"] is not None],
+        "unbeatable": n_unbeatable,
+        "unbeatable_fraction": n_unbeatable / len(rows) if rows else 0.0,
+        "objective": {"name": name, **_spread(scores)},
+        "best": best,
+        "metrics": {m: _spread([pm[m] for pm in per_member]) for m in EVAL_NAMES},
+    }
+
+
+def _check_rows(rows: list[dict]) -> None:
+    for r in rows:
+        missing = [k for k in ROW_KEYS if k not in r]
+        if missing:
+            raise ValueError(f"a population row lacks {', '.join(missing)}: {sorted(r)}")
+
+
+def write_population_json(path: str | Path, rows: list[dict], aggregate: dict) -> None:
+    """``population.json``: ``{"members": [rows, in index order], "aggregate": {...}}``."""
+    _check_rows(rows)
+    data = {"members": sorted(rows, key=lambda r: r["index"]), "aggregate": aggregate}
+    Path(path).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def csv_columns(rows: list[dict]) -> list[str]:
+    """``population.csv``'s header: index, seed, each varied key (alphabetical), games, the
+    ``eval/*`` metrics, unbeatable, first_unbeatable_games, stopped."""
+    hparams = sorted({k for r in rows for k in r["hparams"]})
+    return ["index", "seed", *hparams, "games", *EVAL_NAMES, "unbeatable",
+            "first_unbeatable_games", "stopped"]
+
+
+def write_population_csv(path: str | Path, rows: list[dict], seat: str) -> None:
+    """``population.csv``: one row per member (``csv_columns``); a member without a report
+    has empty metric cells; ``unbeatable`` is judged from ``seat``, and is False for a
+    stopped member (its metrics are those of its last report), as in ``aggregate``."""
+    _check_rows(rows)
+    columns = csv_columns(rows)
+    with open(path, "w", newline="") as f:
+        out = csv.DictWriter(f, columns, restval="")
+        out.writeheader()
+        for r in sorted(rows, key=lambda r: r["index"]):
+            line = {"index": r["index"], "seed": r["seed"], **r["hparams"], "games": r["games"],
+                    "first_unbeatable_games": "" if r["first_unbeatable_games"] is None
+                    else r["first_unbeatable_games"], "stopped": r["stopped"] or ""}
+            if r["eval"] is not None:
+                line.update(eval_metrics(r["eval"]))
+                line["unbeatable"] = _counted(r) and unbeatable(r["eval"], seat)
+            out.writerow(line)
