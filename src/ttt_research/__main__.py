@@ -16,6 +16,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from . import population
 from .confdir import config_dir, plain_overrides
 from .config import ConfigError, discard_run_dir, validate
 
@@ -32,6 +33,7 @@ def refuse(error: ConfigError) -> None:
 def app(cfg: DictConfig) -> float:
     try:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
+        population.refuse_many(cfg)  # until populations train (train() checks it too)
     except ConfigError as e:
         refuse(e)
     from .errors import NonFiniteError

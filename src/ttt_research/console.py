@@ -51,8 +51,11 @@ class OpeningLine(L.Callback):
 
     def on_fit_start(self, trainer, module) -> None:
         if trainer.is_global_zero:
-            print(opening_line(self.what, self.budget, module.total_updates,
-                               module.games_per_update * module.processes), flush=True)
+            line = opening_line(self.what, self.budget, module.total_updates,
+                                module.games_per_update * module.processes)
+            if module.games_played:  # restored from checkpoints/last.ckpt (resume=true)
+                line += f"; resumed after {module.games_played:,} games"
+            print(line, flush=True)
 
 
 class ProgressLines(L.Callback):

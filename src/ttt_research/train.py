@@ -70,10 +70,7 @@ def build(cfg: DictConfig):
 def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
     validate(cfg)
-    if population.count(cfg) > 1:  # the spec is read and checked (population.py); training it is next
-        raise ConfigError(
-            f"population describes {population.count(cfg)} agents, and training many agents in one "
-            "process is not built yet; run them as a Hydra multirun meanwhile, e.g. -m seed=0,1,2")
+    population.refuse_many(cfg)  # the spec is read and checked (population.py); training it is next
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
