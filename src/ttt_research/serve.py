@@ -125,7 +125,8 @@ def serve(path: str | Path, port: int = 8000) -> int:
     if server.info["error"]:
         print(f"error: {server.info['error']} (the page will say so too)", file=sys.stderr)
     if not (WEB_DIR / ORT_DIST).is_dir():
-        print(f"error: onnxruntime-web is not installed: run `npm ci` in {WEB_DIR}", file=sys.stderr)
+        print(f"warning: onnxruntime-web is not installed, so the page cannot play yet: run `npm ci` in "
+              f"{WEB_DIR}", file=sys.stderr)
     host, port = server.server_address[:2]
     print(f"Playing {Path(path).name} at http://{host}:{port}/  (Ctrl-C to stop)", flush=True)
     try:
