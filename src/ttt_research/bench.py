@@ -361,9 +361,13 @@ def format_table(res: dict) -> str:
 
 @command()
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ttt_research.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ttt_research.bench",
+                                description="Speed figures: games/s, steps/s, time to unbeatable, "
+                                            "move latency; --compare times another program in the "
+                                            "same run (docs/benchmarks.md).")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="where the engine and the training runs go (cuda: trainer=gpu)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: each config's own: 2 for REINFORCE and PPO)")
