@@ -44,6 +44,7 @@ import torch
 from . import __version__, bench_antirez, game
 from .cli import UserError, command
 from .confdir import compose
+from .console import cpu_model
 from .contract import unbeatable
 from .evaluate import evaluate_policy
 from .nets import MLP
@@ -65,16 +66,7 @@ def _say(msg: str) -> None:
 
 def host() -> dict:
     """The machine the figures belong to: CPU model and logical CPUs."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "Model")):  # x86; some ARM kernels say "Model"
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:  # not Linux
-        pass
-    return {"cpu": cpu or platform.processor() or platform.machine() or "unknown",
-            "logical_cpus": os.cpu_count(), "system": platform.system()}
+    return {"cpu": cpu_model() or "unknown", "logical_cpus": os.cpu_count(), "system": platform.system()}
 
 
 def _sync(device: torch.device) -> None:

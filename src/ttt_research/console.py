@@ -22,7 +22,7 @@ import time
 import lightning as L
 import torch
 
-from .contract import REPORT_KEY
+from .contract import JUDGED_SEATS, REPORT_KEY
 
 
 def opening_line(what: str, budget: int, updates: int, per_update: int) -> str:
@@ -67,7 +67,7 @@ class ProgressLines(L.Callback):
 
     def __init__(self, evaluation, seat: str, stream=None):
         self.evaluation = evaluation
-        self.seats = ("x", "o") if seat == "both" else (seat,)
+        self.seats = JUDGED_SEATS[seat]
         self.stream = stream
         self._seen = 0
         self._start: tuple[float, int] | None = None  # (time, games) when this fit began

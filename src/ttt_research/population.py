@@ -148,28 +148,26 @@ def _block(cfg: DictConfig, part: str):
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def grid_spec(cfg: DictConfig) -> dict[str, object]:
-    """``population.vary`` as ``{dotted key: its list}`` (unvalidated; not-varied keys left out)."""
-    node = _block(cfg, "vary")
+def _spec(cfg: DictConfig, part: str, example: str) -> dict[str, object]:
+    """``population.<part>`` as ``{dotted key: value}`` (unvalidated; keys left null dropped).
+    A dict that names low, high or log is one key's range, not a level of nesting (in
+    ``vary`` it is a wrong value, refused by the validation)."""
+    node = _block(cfg, part)
     if node is None:
         return {}
     if not isinstance(node, dict):
-        raise ConfigError(f"population.vary must be keys with lists of values, e.g. "
-                          f"{{algo.lr: [0.5, 1, 2]}}, got {node!r}")
-    # A range ({low, high}) here is one key's (wrong) value, not a level of nesting.
-    return _flatten(node, "", _is_range, {}, "population.vary")
+        raise ConfigError(f"population.{part} must be {example}, got {node!r}")
+    return _flatten(node, "", _is_range, {}, f"population.{part}")
+
+
+def grid_spec(cfg: DictConfig) -> dict[str, object]:
+    """``population.vary`` as ``{dotted key: its list}`` (unvalidated; not-varied keys left out)."""
+    return _spec(cfg, "vary", "keys with lists of values, e.g. {algo.lr: [0.5, 1, 2]}")
 
 
 def sample_spec(cfg: DictConfig) -> dict[str, object]:
     """``population.sample`` as ``{dotted key: {low, high, log}}`` (unvalidated)."""
-    node = _block(cfg, "sample")
-    if node is None:
-        return {}
-    if not isinstance(node, dict):
-        raise ConfigError(f"population.sample must be keys with ranges, e.g. "
-                          f"{{algo.lr: {{low: 0.1, high: 4, log: true}}}}, got {node!r}")
-    # A dict that names low, high or log is one key's range, not a level of nesting.
-    return _flatten(node, "", _is_range, {}, "population.sample")
+    return _spec(cfg, "sample", "keys with ranges, e.g. {algo.lr: {low: 0.1, high: 4, log: true}}")
 
 
 def seeds(cfg: DictConfig) -> list[int]:

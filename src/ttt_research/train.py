@@ -109,13 +109,13 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     return report
 
 
-def describe(cfg: DictConfig, module) -> str:
-    """One phrase for the run: algorithm, net, seat, opponent, seed."""
+def describe(cfg: DictConfig, module, opponent: bool = True) -> str:
+    """One phrase for the run: algorithm, net, seat (and the opponent chosen, when Hydra runs
+    the job and ``opponent``), seed."""
     spec = module.net.spec()
-    algo = module.name
-    opponent = _choice("opponent")
-    return (f"{algo} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
-            f"{f' vs {opponent}' if opponent else ''}, seed {cfg.seed}")
+    against = _choice("opponent") if opponent else None
+    return (f"{module.name} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
+            f"{f' vs {against}' if against else ''}, seed {cfg.seed}")
 
 
 def _choice(group: str) -> str | None:
@@ -187,8 +187,7 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
             "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
             "games_trained": str(module.games_played), "eval": json.dumps(report)}
     parity = export(module.net, run_dir / "policy.onnx", meta)
-    title = (f"{meta['algo']} {module.net.spec()['hidden']} {module.net.spec()['encoding']}, "
-             f"seat {cfg.seat.side}, seed {cfg.seed}")
+    title = describe(cfg, module, opponent=False)
     plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
     print(eval_table(report))
