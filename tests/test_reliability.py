@@ -105,6 +105,34 @@ def test_a_run_killed_well_after_a_checkpoint_resumes_without_repeating_rows(tmp
     assert rows == metric_rows(tmp_path / "whole")
 
 
+def test_a_resume_killed_in_its_turn_keeps_the_rows_from_before_it(tmp_path, monkeypatch):
+    """Killed at update 9 (checkpoint of update 5), resumed and killed again at update 8,
+    resumed to the end: metrics.csv still holds each of the 10 updates once, as an
+    uninterrupted run's (the second resume must not set aside the first one's partial file
+    in place of the original rows)."""
+    whole = train(make_cfg(*REINFORCE), tmp_path / "whole")
+    crash_after_first_checkpoint(monkeypatch, later=3)
+    with pytest.raises(Crash):
+        train(make_cfg(*REINFORCE), tmp_path / "killed")
+    monkeypatch.undo()
+    start = RLModule.on_train_batch_start
+
+    def dying(self, batch, batch_idx):
+        if batch_idx == 7:
+            raise Crash("the resumed run killed at update 8")
+        start(self, batch, batch_idx)
+
+    monkeypatch.setattr(RLModule, "on_train_batch_start", dying)
+    with pytest.raises(Crash, match="resumed run killed"):
+        train(make_cfg(*REINFORCE, "resume=true"), tmp_path / "killed")
+    monkeypatch.undo()
+    assert train(make_cfg(*REINFORCE, "resume=true"), tmp_path / "killed") == whole
+    rows = metric_rows(tmp_path / "killed")
+    assert sum(1 for r in rows if r.get("rollout/win_rate")) == 10
+    assert rows == metric_rows(tmp_path / "whole")
+    assert not (tmp_path / "killed" / "metrics.before-resume.csv").exists()
+
+
 def test_the_checkpoint_holds_optimiser_opponent_counters_and_generators(tmp_path):
     train(make_cfg(*PPO, "opponent=pool", "opponent.every=3", "opponent.size=8"), tmp_path)
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)

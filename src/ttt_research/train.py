@@ -147,11 +147,22 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
 
 
 def _set_aside_metrics(run_dir: Path) -> Path | None:
-    """Lightning's CSV logger starts metrics.csv afresh; keep the rows from before a resume."""
+    """Lightning's CSV logger starts metrics.csv afresh; keep the rows from before a resume.
+
+    A resume that was itself killed leaves the set-aside file and its own partial rows: they
+    continue the set-aside ones from the checkpoint it resumed from (its first row), so the
+    set-aside file keeps its rows before that and takes the partial ones after them."""
     path = run_dir / "metrics.csv"
+    earlier = run_dir / "metrics.before-resume.csv"
+    if earlier.is_file():
+        partial = _read_rows(path) if path.is_file() else []
+        if partial:
+            start = min(_games(r) for r in partial)
+            _write_rows(earlier, [r for r in _read_rows(earlier) if _games(r) < start] + partial)
+        path.unlink(missing_ok=True)
+        return earlier
     if not path.is_file():
         return None
-    earlier = run_dir / "metrics.before-resume.csv"
     path.replace(earlier)
     return earlier
 
@@ -161,22 +172,32 @@ def _checkpoint_games(checkpoint: Path) -> int:
     return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
 
 
+def _games(row: dict) -> float:
+    return float(row.get("train/games") or 0)
+
+
+def _read_rows(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    import csv
+
+    header = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def _merge_metrics(earlier: Path, current: Path, games: int) -> None:
     """metrics.csv = the rows logged up to ``games`` (the checkpoint resumed from), then the
     resumed run's rows."""
-    import csv
-
-    with open(earlier, newline="") as f:
-        old = [r for r in csv.DictReader(f) if float(r.get("train/games") or 0) <= games]
-    new = []
-    if current.is_file():
-        with open(current, newline="") as f:
-            new = list(csv.DictReader(f))
-    header = list(dict.fromkeys(k for r in old + new for k in r))
-    with open(current, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(old + new)
+    old = [r for r in _read_rows(earlier) if _games(r) <= games]
+    _write_rows(current, old + (_read_rows(current) if current.is_file() else []))
     earlier.unlink()
 
 
