@@ -45,7 +45,7 @@ def test_table_gradient_equals_the_per_move_gradient():
     logits = m.logits(views)
     m._table = logits.detach()
     ep = play_batch(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
-    view, legal, action, scaled = m.move_batch(ep)
+    view, legal, action, scaled, _ = m.move_batch(ep)
     targets = antirez_targets(action, legal, scaled)
     per_move = antirez_loss(m.logits(view), targets, scaled.abs(), 256)  # (M, 9) logits
     by_position = antirez_loss(logits, targets, scaled.abs(), 256, rows=row_of[view_code(view)])

@@ -200,7 +200,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
 
     state = module.generator.get_state()
     ep = play_batch(1, module.act, module.opponent, "o", "cpu", module.generator)
-    view, legal, action, scaled = module.move_batch(ep)
+    view, legal, action, scaled, _ = module.move_batch(ep)
     targets = antirez_targets(action, legal, scaled)
     # antirez's backprop, by hand, gradients summed over the moves.
     W1, b1, W2, b2 = w["body.0.weight"], w["body.0.bias"], w["body.2.weight"], w["body.2.bias"]

@@ -211,6 +211,27 @@ def validate_population(cfg: DictConfig) -> None:
     if both:
         raise ConfigError(f"population.vary.{both[0]} and population.sample.{both[0]}: "
                           "a key is varied on a grid or sampled, not both")
+    if pop.count(cfg) > 1:
+        _population_setting(cfg, pop.count(cfg))
+
+
+def _population_setting(cfg: DictConfig, n: int) -> None:
+    """What a population of ``n`` > 1 cannot train yet, refused in one line each."""
+    algo = str(_get(cfg, "algo._target_") or "")
+    why = None
+    if algo.endswith("ReinforceFaithful"):
+        why = "algo=reinforce_faithful plays one game at a time; use algo=reinforce"
+    elif algo.endswith(".Reinforce") and not _get(cfg, "algo.position_table"):
+        why = "algo=reinforce trains a population with algo.position_table=true only"
+    elif algo.endswith(".PPO") and _get(cfg, "algo.shared_trunk"):
+        why = "algo=ppo trains a population with algo.shared_trunk=false only"
+    elif _get(cfg, "algo.optimizer") is not None:
+        why = ("a population uses its own optimiser (SGD for REINFORCE, Adam for PPO, one "
+               "learning rate per member): leave algo.optimizer null")
+    elif processes(cfg) > 1:
+        why = "a population trains in one process (trainer=ddp is for single runs)"
+    if why:
+        raise ConfigError(f"population of {n} agents: {why}")
 
 
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")

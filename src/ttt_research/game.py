@@ -46,6 +46,8 @@ from typing import NamedTuple
 
 import torch
 
+from .streams import uniform
+
 CELLS = 9
 N_CODES = 3**CELLS  # 19,683 codes, of which 5,478 are reachable from the empty board
 X, O, EMPTY = 1, -1, 0
@@ -227,18 +229,20 @@ def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> S
     return Step(new, ended, torch.where(ended, won, 0).to(torch.int8), illegal)
 
 
-def random_moves(code: torch.Tensor, generator: torch.Generator | None = None,
-                 t: Tables | None = None) -> torch.Tensor:
-    """(B,) codes -> (B,) uniformly random legal cells (cell 0 for finished boards).
+def random_moves(code: torch.Tensor, generator=None, t: Tables | None = None) -> torch.Tensor:
+    """(B,) codes -> (B,) uniformly random legal cells (cell 0 for finished boards); with
+    ``streams.Streams`` as the generator, (N, B) codes of a population, row k drawn from
+    member k's stream.
 
     Draws k uniform in [0, n_legal) and looks up the k-th legal cell: three gathers and
     no (B, 9) tensor, which is what makes random play cheap.
     """
     t = t or tables(code.device)
-    n = at(t.n_legal, code)
-    u = torch.rand(code.shape, device=code.device, generator=generator)
+    flat = code.reshape(-1)
+    n = at(t.n_legal, flat)
+    u = uniform(code.shape, code.device, generator).reshape(-1)
     k = (u * n).long().clamp_max(CELLS - 1)
-    return at(t.kth_legal, code * CELLS + k)
+    return at(t.kth_legal, flat * CELLS + k).view(code.shape)
 
 
 class Games:

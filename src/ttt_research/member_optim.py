@@ -31,6 +31,12 @@ class _MemberOptimizer(torch.optim.Optimizer):
         self.n = int(n)
         self.lr = torch.as_tensor(lr, dtype=torch.float32).expand(self.n).clone()  # (N,)
         self.active = torch.ones(self.n, dtype=torch.bool)
+        self.only: torch.Tensor | None = None  # (N,) bool: this step, only these members move
+
+    def stepping(self, like: torch.Tensor) -> torch.Tensor:
+        """(N, 1, ...) bool: the members that step now (active, and in ``only`` if set)."""
+        on = self.active if self.only is None else self.active & self.only.to(self.active.device)
+        return _per_member(on.to(like.device), like)
 
     def set_lr(self, lr) -> None:
         """Learning rates, a number for all or (N,) one per member (schedules call this)."""
@@ -61,23 +67,26 @@ class MemberSGD(_MemberOptimizer):
     """SGD with momentum, member k at learning rate ``lr[k]``:
     ``buf = momentum * buf + g`` (``buf = g`` at the first step), ``p -= lr[k] * buf``."""
 
-    def __init__(self, params, n: int, lr=0.1, momentum: float = 0.0):
-        if not 0.0 <= momentum < 1.0:
+    def __init__(self, params, n: int, lr=0.1, momentum=0.0):
+        m = torch.as_tensor(momentum, dtype=torch.float32)
+        if not bool(((m >= 0) & (m < 1)).all()):
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
-        super().__init__(params, lr, n, {"momentum": float(momentum)})
+        super().__init__(params, lr, n, {"momentum": float(m.max())})
+        self.momentum = m.expand(self.n).clone()  # (N,) one per member
 
     @torch.no_grad()
     def step(self, closure=None):
         for group, p in self._params():
             lr = _per_member(self.lr.to(p.device, p.dtype), p)
-            on = _per_member(self.active.to(p.device), p)
+            on = self.stepping(p)
             g = p.grad
-            if group["momentum"]:
+            if group["momentum"]:  # some member has momentum
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     buf = torch.where(on, g, 0.0)
                 else:
-                    buf = torch.where(on, state["momentum_buffer"] * group["momentum"] + g,
+                    momentum = _per_member(self.momentum.to(p.device, p.dtype), p)
+                    buf = torch.where(on, state["momentum_buffer"] * momentum + g,
                                       state["momentum_buffer"])
                 state["momentum_buffer"] = buf
                 g = buf
@@ -105,7 +114,7 @@ class MemberAdam(_MemberOptimizer):
                 state["exp_avg_sq"] = torch.zeros_like(p)
             state["step"] += 1
             t = state["step"]
-            on = _per_member(self.active.to(p.device), p)
+            on = self.stepping(p)
             g = torch.where(on, p.grad, 0.0)
             m = torch.where(on, state["exp_avg"].lerp(g, 1 - b1), state["exp_avg"])
             v = torch.where(on, state["exp_avg_sq"] * b2 + (1 - b2) * g * g, state["exp_avg_sq"])
@@ -113,3 +122,17 @@ class MemberAdam(_MemberOptimizer):
             step_size = _per_member(self.lr.to(p.device, p.dtype), p) / (1 - b1 ** t)
             denom = (v.sqrt() / (1 - b2 ** t) ** 0.5).add_(group["eps"])
             p.copy_(torch.where(on, p - step_size * m / denom, p))
+
+
+@torch.no_grad()
+def clip_member_grad_norm(params, max_norm: float, n: int) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` for each member of stacked parameters: member k's
+    gradient (its slices of every parameter) is scaled to norm ``max_norm`` if it is larger.
+    Returns the (N,) norms before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norms = torch.stack([torch.linalg.vector_norm(g.reshape(n, -1), dim=1) for g in grads], 1)
+    total = torch.linalg.vector_norm(norms, dim=1)  # (N,)
+    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(_per_member(coef.to(g.dtype), g))
+    return total

@@ -18,16 +18,22 @@ import torch
 from torch import nn
 
 from . import encodings
+from .streams import uniform
 
 MASKED = -1e9
 
 
-def sample(logits: torch.Tensor, generator: torch.Generator | None = None,
-           temperature: float = 1.0) -> torch.Tensor:
-    """(B, 9) logits -> (B,) cells drawn from softmax(logits / temperature), by the
+def sample(logits: torch.Tensor, generator=None, temperature: float | torch.Tensor = 1.0,
+           members: torch.Tensor | None = None) -> torch.Tensor:
+    """(..., 9) logits -> (...) cells drawn from softmax(logits / temperature), by the
     Gumbel-max trick: argmax of logits / T plus Gumbel noise (masked cells stay at -1e9,
-    so they are never drawn). One uniform draw per cell, on the logits' device."""
-    u = torch.rand(logits.shape, device=logits.device, generator=generator)
+    so they are never drawn). One uniform draw per cell, on the logits' device.
+
+    ``generator``: a ``torch.Generator``, or ``streams.Streams`` for (N, B, 9) logits of a
+    population (row k drawn from member k's stream; ``members`` (N,) bool: only those draw).
+    ``temperature``: a number, or a tensor that broadcasts against the logits ((N, 1, 1)).
+    """
+    u = uniform(logits.shape, logits.device, generator, members)
     return (logits / temperature - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
 
 

@@ -30,11 +30,17 @@ import torch
 from . import game
 from .contract import REPORT_KEY
 from .nets import sample
+from .streams import randint, uniform
 from .solver import outcome_probs, perfect_probs, random_probs, uniform_over
 
 
 class Opponent:
-    """The interface: ``act`` picks moves for B games; ``reset`` hears which games restart."""
+    """The interface: ``act`` picks moves for B games; ``reset`` hears which games restart.
+
+    A population's games come as (N, B) codes with ``streams.Streams`` as the generator
+    (row k: member k's games, drawn from its stream); a single run's as (B,) codes and a
+    ``torch.Generator``. Opponents draw through ``streams.uniform``/``randint`` and keep
+    the leading axes as they come, so each serves both."""
 
     name = "opponent"
 
@@ -89,8 +95,8 @@ class TableOpponent(Opponent):
         return self._cdf[key]
 
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        cdf = self.cdf(code.device)[code]  # (B, 9)
-        u = torch.rand((code.numel(), 1), device=code.device, generator=generator)
+        cdf = game.at(self.cdf(code.device), code.reshape(-1)).view(*code.shape, game.CELLS)  # (..., 9)
+        u = uniform((*code.shape, 1), code.device, generator)
         # Inverse CDF: the first cell whose cumulative probability exceeds u.
         return (cdf <= u).sum(-1)
 
@@ -178,7 +184,9 @@ class MixedOpponent(Opponent):
         self.is_strong: torch.Tensor | None = None  # (B,) bool, drawn per game
 
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
-        draw = torch.rand(started.shape, device=started.device, generator=generator) < self.p_perfect
+        p = self.p_perfect  # a number, or a population's (N, 1), one per member
+        p = p.to(started.device) if isinstance(p, torch.Tensor) else p
+        draw = uniform(started.shape, started.device, generator) < p
         if self.is_strong is None or self.is_strong.shape != started.shape:
             self.is_strong = draw
         else:
@@ -252,7 +260,7 @@ class PoolOpponent(Opponent):
 
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
         n = max(1, len(self.snapshots))
-        draw = torch.randint(n, started.shape, device=started.device, generator=generator)
+        draw = randint(n, started.shape, started.device, generator)
         if self.choice is None or self.choice.shape != started.shape:
             self.choice = draw
         else:

@@ -21,8 +21,10 @@ import torch
 from . import game
 from .contract import SEAT_PIECE, TRAINING_SEATS
 from .opponents import Opponent, SelfPlay
+from .streams import Streams, uniform
 
-# The learner's move function: mover's view (B, 9) float and legal mask (B, 9) -> cells (B,).
+# The learner's move function: mover's view (B, 9) float and legal mask (B, 9) -> cells (B,)
+# (a population's: (N, B, 9) and (N, B, 9) -> (N, B)).
 LearnerAct = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -37,16 +39,29 @@ class Reward:
     illegal: float = -1.0
 
     def of(self, outcome: torch.Tensor, forfeit: torch.Tensor | None = None) -> torch.Tensor:
-        """(B,) learner outcomes (+1 win, 0 tie, -1 loss) -> (B,) float rewards."""
+        """(B,) learner outcomes (+1 win, 0 tie, -1 loss) -> (B,) float rewards. A
+        population's members may each have their own values: then a field is an (N, 1)
+        tensor and the outcomes (N, B)."""
+        if any(isinstance(v, torch.Tensor) and v.device != outcome.device
+               for v in (self.win, self.tie, self.loss, self.illegal)):
+            self = self.to(outcome.device)  # noqa: PLW0642 (a copy on the games' device)
         r = torch.where(outcome > 0, self.win, torch.where(outcome < 0, self.loss, self.tie))
         if forfeit is not None:
             r = torch.where(forfeit, self.illegal, r)
         return r.float()
 
 
+    def to(self, device: torch.device) -> Reward:
+        """The table with its per-member tensors on ``device`` (numbers stay numbers)."""
+        move = lambda v: v.to(device) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        return Reward(move(self.win), move(self.tie), move(self.loss), move(self.illegal))
+
+
 @dataclass
 class Episodes:
-    """B complete games. T = 9 plies; entries after a game's end are inactive."""
+    """B complete games (a population's: N x B, member axis first). T = 9 plies; entries
+    after a game's end are inactive. Shapes below for a single run; a population's have
+    (N, B) in place of (B,)."""
 
     view: torch.Tensor  # (T, B, 9) int8, the mover's view before each ply
     legal: torch.Tensor  # (T, B, 9) bool
@@ -60,59 +75,76 @@ class Episodes:
 
     @property
     def batch(self) -> int:
-        return self.seat.numel()
+        """Games per member."""
+        return self.seat.shape[-1]
 
     def rates(self) -> dict[str, torch.Tensor]:
-        """Sampled win / loss / tie rates of the learner over these games (0-dim tensors)."""
+        """Sampled win / loss / tie rates of the learner over these games: 0-dim tensors,
+        or (N,) for a population (each member's over its own games)."""
         o = self.outcome
-        return {"win_rate": (o > 0).float().mean(), "loss_rate": (o < 0).float().mean(),
-                "tie_rate": (o == 0).float().mean()}
+        return {"win_rate": (o > 0).float().mean(-1), "loss_rate": (o < 0).float().mean(-1),
+                "tie_rate": (o == 0).float().mean(-1)}
 
 
-def draw_seats(batch: int, seat: str, device: torch.device,
-               generator: torch.Generator | None = None) -> torch.Tensor:
-    """(B,) int8 learner sides: all X, all O, or each game's side drawn at random."""
+def draw_seats(shape: tuple[int, ...] | int, seat: str, device: torch.device,
+               generator=None) -> torch.Tensor:
+    """``shape`` int8 learner sides: all X, all O, or each game's side drawn at random."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if seat in SEAT_PIECE:
-        return torch.full((batch,), SEAT_PIECE[seat], dtype=torch.int8, device=device)
+        return torch.full(shape, SEAT_PIECE[seat], dtype=torch.int8, device=device)
     if seat == "both":
-        coin = torch.rand(batch, device=device, generator=generator) < 0.5
+        coin = uniform(shape, device, generator) < 0.5
         return torch.where(coin, game.X, game.O).to(torch.int8)
     raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
 
 
 def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
-               device: torch.device | str = "cpu", generator: torch.Generator | None = None) -> Episodes:
-    """Play ``batch`` complete games of the learner against ``opponent``."""
+               device: torch.device | str = "cpu", generator=None) -> Episodes:
+    """Play ``batch`` complete games of the learner against ``opponent``.
+
+    With ``streams.Streams`` as the generator, every one of its N members plays ``batch``
+    games of its own, all in one batch: the learner and the opponent see (N, B) games
+    (member axis first) and member k's draws come from stream k, in the order a single run
+    with that stream draws them. With a ``torch.Generator`` (or None): (B,) games.
+    """
     device = torch.device(device)
     t = game.tables(device)
     T = game.CELLS
+    shape = (generator.n, batch) if isinstance(generator, Streams) else (batch,)
+    G = shape[0] * shape[-1] if len(shape) == 2 else batch  # games in all: the engine's batch
     self_play = isinstance(opponent, SelfPlay)  # the learner moves for both sides
-    seats = draw_seats(batch, "x" if self_play else seat, device, generator)
-    code = torch.zeros(batch, dtype=torch.long, device=device)
-    over = torch.zeros(batch, dtype=torch.bool, device=device)
-    winner = torch.zeros(batch, dtype=torch.int8, device=device)
-    forfeit = torch.zeros(batch, dtype=torch.bool, device=device)
-    plies = torch.zeros(batch, dtype=torch.long, device=device)
-    views = torch.empty((T, batch, 9), dtype=torch.int8, device=device)
-    legals = torch.empty((T, batch, 9), dtype=torch.bool, device=device)
-    actions = torch.empty((T, batch), dtype=torch.long, device=device)
-    actives = torch.empty((T, batch), dtype=torch.bool, device=device)
-    learners = torch.empty((T, batch), dtype=torch.bool, device=device)
-    opponent.reset(torch.ones(batch, dtype=torch.bool, device=device), generator)
+    seats = draw_seats(shape, "x" if self_play else seat, device, generator).reshape(G)
+    code = torch.zeros(G, dtype=torch.long, device=device)
+    over = torch.zeros(G, dtype=torch.bool, device=device)
+    winner = torch.zeros(G, dtype=torch.int8, device=device)
+    forfeit = torch.zeros(G, dtype=torch.bool, device=device)
+    plies = torch.zeros(G, dtype=torch.long, device=device)
+    views = torch.empty((T, G, 9), dtype=torch.int8, device=device)
+    legals = torch.empty((T, G, 9), dtype=torch.bool, device=device)
+    actions = torch.empty((T, G), dtype=torch.long, device=device)
+    actives = torch.empty((T, G), dtype=torch.bool, device=device)
+    learners = torch.empty((T, G), dtype=torch.bool, device=device)
+    opponent.reset(torch.ones(shape, dtype=torch.bool, device=device), generator)
+
+    def learner_act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        return learner(view.float().view(*shape, 9), legal.view(*shape, 9)).reshape(G)
+
+    def opponent_act(code: torch.Tensor) -> torch.Tensor:
+        return opponent.act(code.view(shape), generator).reshape(G)
 
     for ply in range(T):
         mover = game.X if ply % 2 == 0 else game.O  # lockstep: every live game has `ply` pieces
-        view, legal = game.at(t.view, code), game.at(t.legal, code)
+        view, legal = game.at(t.view, code), game.at(t.legal, code)  # (G, 9)
         mine = (seats == mover) | self_play
         # With a fixed seat only one side moves at this ply: skip the other's computation.
         learner_moves = self_play or seat == "both" or (seat == "x") == (mover == game.X)
         opponent_moves = not self_play and (seat == "both" or not learner_moves)
         if learner_moves and opponent_moves:
-            action = torch.where(mine, learner(view.float(), legal), opponent.act(code, generator))
+            action = torch.where(mine, learner_act(view, legal), opponent_act(code))
         elif learner_moves:
-            action = learner(view.float(), legal)
+            action = learner_act(view, legal)
         else:
-            action = opponent.act(code, generator)
+            action = opponent_act(code)
         s = game.step(code, action, t)
         active = ~over
         views[ply], legals[ply], actions[ply] = view, legal, action
@@ -124,6 +156,8 @@ def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
         over |= s.ended
         code = torch.where(active, s.code, code)  # a finished game keeps its final board
 
-    return Episodes(view=views, legal=legals, action=actions, active=actives, learner=learners,
-                    seat=seats, outcome=(winner * seats).to(torch.int8), forfeit=forfeit,
-                    plies=plies)
+    return Episodes(view=views.view(T, *shape, 9), legal=legals.view(T, *shape, 9),
+                    action=actions.view(T, *shape), active=actives.view(T, *shape),
+                    learner=learners.view(T, *shape), seat=seats.view(shape),
+                    outcome=(winner * seats).to(torch.int8).view(shape),
+                    forfeit=forfeit.view(shape), plies=plies.view(shape))

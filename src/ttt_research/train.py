@@ -57,7 +57,11 @@ def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: st
 
 
 def build(cfg: DictConfig):
-    """The LightningModule of the config, with its net, opponent and reward."""
+    """The LightningModule of the config, with its net, opponent and reward: one agent, or
+    a population of them (``population.size`` and friends), all in one module."""
+    members = population.members(cfg)
+    if len(members) > 1:
+        return build_population(cfg, members)
     net = instantiate(cfg.net)
     opponent = instantiate(cfg.opponent)
     reward = instantiate(cfg.reward)
@@ -67,10 +71,50 @@ def build(cfg: DictConfig):
                 budget_games=cfg.budget.games, seed=cfg.seed)
 
 
+def build_population(cfg: DictConfig, members: list):
+    """One module for N members: each member's networks are built under its own seed, as
+    its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
+    then stacked (``nets.MLPStack``); the values members set for themselves become (N,)
+    tensors in the module (``RLModule.member_value``), the reward table and the mixed
+    opponent's ``p_perfect`` (N, 1) ones."""
+    import dataclasses
+
+    from hydra.utils import get_class
+
+    from .nets import MLPStack
+
+    algo_class = get_class(cfg.algo._target_)
+    companions = getattr(algo_class, "companion_nets", None)
+    nets, extra = [], {}
+    for m in members:
+        L.seed_everything(m.seed, verbose=False)
+        net = instantiate(cfg.net)
+        nets.append(net)
+        for name, companion in (companions(net) if companions else {}).items():
+            extra.setdefault(name, []).append(companion)
+    L.seed_everything(cfg.seed, verbose=False)
+    stack = MLPStack.from_members(nets)
+    member_nets = {name: MLPStack.from_members(group) for name, group in extra.items()}
+
+    def column(key: str) -> torch.Tensor:  # (N, 1): one value per member, broadcast over games
+        return torch.tensor([[float(m.hparams[key])] for m in members])
+
+    keys = members[0].hparams
+    reward = instantiate(cfg.reward)
+    reward = dataclasses.replace(reward, **{k.split(".")[1]: column(k) for k in keys
+                                            if k.startswith("reward.")})
+    opponent = instantiate(cfg.opponent)
+    if "opponent.p_perfect" in keys:
+        opponent.p_perfect = column("opponent.p_perfect")
+    algo = instantiate(cfg.algo, _partial_=True)
+    return algo(net=stack, opponent=opponent, reward=reward, seat=cfg.seat.side,
+                budget_games=cfg.budget.games, seed=cfg.seed, members=members,
+                member_nets=member_nets)
+
+
 def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
     validate(cfg)
-    population.refuse_many(cfg)  # the spec is read and checked (population.py); training it is next
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"

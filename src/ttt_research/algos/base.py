@@ -37,9 +37,10 @@ import torch
 
 from ..contract import TRAINING_SEATS
 from ..errors import NonFiniteError
-from ..nets import MLP
+from ..nets import MLP, MLPStack
 from ..opponents import Opponent
 from ..rollout import Reward
+from ..streams import Streams
 
 
 @dataclass
@@ -83,8 +84,9 @@ class RLModule(L.LightningModule):
 
     name = "rlmodule"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
 
-    def __init__(self, net: MLP, opponent: Opponent, reward: Reward, seat: str = "o",
-                 games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0):
+    def __init__(self, net: MLP | MLPStack, opponent: Opponent, reward: Reward, seat: str = "o",
+                 games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0,
+                 members: list | None = None, member_nets: dict | None = None):
         super().__init__()
         if seat not in TRAINING_SEATS:
             raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
@@ -99,7 +101,20 @@ class RLModule(L.LightningModule):
         self.games_local = 0  # this process's games (DDP: each process plays its own)
         self.env_steps = 0  # learner moves, all processes (only algorithms that count them)
         self.update_index = 0  # the update being played (0-based), for messages
-        self.generator: torch.Generator | None = None
+        # A population (population.py): N members, one per seed and hyperparameter values,
+        # trained in lockstep; ``net`` is then an ``MLPStack`` and every tensor of the
+        # algorithm has a leading member axis. A single run is the population of one:
+        # the same code, with the plain ``MLP`` (so its numbers stay a single run's).
+        self.members = list(members) if members else None
+        self.n = len(self.members) if self.members else 1
+        self._member_nets = member_nets or {}  # built per member under its seed (train.py)
+        self.member_hparams = {  # key -> (N,) float32, the values members set for themselves
+            key: torch.tensor([float(m.hparams[key]) for m in self.members])
+            for key in (self.members[0].hparams if self.members else {})}
+        self.active = torch.ones(self.n, dtype=torch.bool)  # (N,) members still training
+        self.stopped: dict[int, str] = {}  # member index -> why it stopped
+        self.member_games = torch.zeros(self.n, dtype=torch.long)  # (N,) games each has played
+        self.generator: Streams | None = None  # one random stream per member
         self._generator_states: list | None = None  # from a checkpoint, one per process
         self._last_time: float | None = None
         self.automatic_optimization = False
@@ -125,17 +140,38 @@ class RLModule(L.LightningModule):
 
     # ------------------------------------------------------------------ randomness
 
+    @property
+    def seeds(self) -> list[int]:
+        """Each member's seed (a single run: ``[seed]``)."""
+        return [m.seed for m in self.members] if self.members else [self.seed]
+
     def on_fit_start(self) -> None:
         rank = self.global_rank
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(self.seed * 1_000_003 + rank)  # one stream per process
+        # One stream per member and process; member k's is the one of a single run with its seed.
+        streams = [s * 1_000_003 + rank for s in self.seeds]
         states = self._generator_states
+        if states is not None and len(states) != self.trainer.world_size:
+            # resumed with another number of processes: fresh, distinct streams
+            streams = [s ^ (self.games_played << 20) for s in streams]
+            states = None
+        self.generator = Streams(streams, self.device)
         if states is not None:
-            if len(states) == self.trainer.world_size:
-                self.generator.set_state(states[rank])
-            else:  # resumed with another number of processes: fresh, distinct streams
-                self.generator.manual_seed((self.seed * 1_000_003 + rank) ^ (self.games_played << 20))
-            self._generator_states = None
+            self.generator.set_state(states[rank])
+        self._generator_states = None
+
+    def member_value(self, key: str, value):
+        """A hyperparameter as the algorithm uses it: ``value`` (the config's), or an (N,)
+        tensor on the module's device when the members set it for themselves (``key``: its
+        dotted name, e.g. ``algo.lr``)."""
+        if key not in self.member_hparams:
+            return value
+        return self.member_hparams[key].to(self.device)
+
+    def per_member(self, value, like: torch.Tensor):
+        """A number, or an (N,) tensor reshaped to broadcast against ``like`` (N, ...)."""
+        if isinstance(value, torch.Tensor) and value.dim() == 1:
+            return value.view(-1, *([1] * (like.dim() - 1)))
+        return value
 
     def _per_process(self, value: torch.Tensor) -> list[torch.Tensor]:
         """One ``value`` from every process, in rank order (a list of one without DDP)."""
@@ -172,6 +208,10 @@ class RLModule(L.LightningModule):
         checkpoint["opponent_state"] = self.opponent.state()
         if self.generator is not None:
             checkpoint["generator_states"] = self._per_process(self.generator.get_state())
+        if self.members:
+            checkpoint["population"] = {"member_games": self.member_games.clone(),
+                                        "active": self.active.clone(),
+                                        "stopped": {str(k): v for k, v in self.stopped.items()}}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.games_played = int(checkpoint.get("games_played", 0))
@@ -183,6 +223,11 @@ class RLModule(L.LightningModule):
         rank = self.global_rank
         self.games_local = int(by_process[rank]) if rank < len(by_process) else 0
         self.opponent.restore(checkpoint.get("opponent_state", {}), self.net)
+        pop = checkpoint.get("population")
+        if pop is not None:
+            self.member_games = pop["member_games"].clone()
+            self.active = pop["active"].clone()
+            self.stopped = {int(k): v for k, v in pop["stopped"].items()}
 
     @property
     def progress(self) -> float:
@@ -197,7 +242,8 @@ class RLModule(L.LightningModule):
         if final is None:
             return start
         played = self.games_played + games_ahead * self.processes
-        return start + min(1.0, played / max(1, self.budget_games)) * (float(final) - start)
+        final = final if isinstance(final, torch.Tensor) else float(final)
+        return start + min(1.0, played / max(1, self.budget_games)) * (final - start)
 
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
         """Tell the opponent an update is coming (pools snapshot, curricula move on)."""
@@ -222,19 +268,30 @@ class RLModule(L.LightningModule):
         ``games_played`` (all processes) drives the budget, the schedules and the
         checkpoints; the numerical guard runs before the callbacks of the step (exact
         evaluation, checkpoint) see the module, so no checkpoint stores a non-finite value.
+        A population's numbers come per member, (N,): the guard reads them per member
+        (``check_members``), and the log gets their median over the members still training
+        (with the min and max of each rate), its speed the sum over members.
         """
         now = time.perf_counter()
-        metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                   for k, v in done.rates.items()}
-        metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                        .detach() for k, v in done.terms.items()})
+        if self.n > 1:  # before anything reads the numbers: a member that failed drops out
+            self.check_members(done.terms, self.games_played + done.games * self.processes)
+        playing = int(self.active.sum())
+        metrics = {f"rollout/{k}": self._over_members(v) for k, v in done.rates.items()}
+        metrics.update({f"train/{k}": self._over_members(v).detach() for k, v in done.terms.items()})
+        if self.n > 1:
+            for k, v in done.rates.items():
+                live = torch.as_tensor(v, dtype=torch.float32, device=self.device)[self.active.to(self.device)]
+                metrics[f"rollout/{k}_min"], metrics[f"rollout/{k}_max"] = live.min(), live.max()
         if self._last_time is not None:
             metrics["perf/games_per_s"] = torch.tensor(
-                done.games / max(now - self._last_time, 1e-9), device=self.device)
+                done.games * playing / max(now - self._last_time, 1e-9), device=self.device)
         self._last_time = now
-        if done.moves is not None:
-            metrics["moves"] = done.moves.detach().float().reshape(()).to(self.device)
+        if done.moves is not None:  # a population's: summed over the members still training
+            moves = done.moves.detach().reshape(-1)
+            moves = moves[self.active.to(moves.device)] if moves.numel() == self.n > 1 else moves
+            metrics["moves"] = moves.float().sum().to(self.device)
         self.games_local += done.games
+        self.member_games += done.games * self.active.long()
         # DDP: every process played as many games, so the global rates and loss terms are
         # the means over processes; one all-reduce of all of them, then each process logs
         # the same numbers (Lightning's loggers write from rank 0 only).
@@ -248,13 +305,22 @@ class RLModule(L.LightningModule):
             self.env_steps += steps
             metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
             metrics["train/env_steps"] = float(self.env_steps)
-        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
-                           and isinstance(v, torch.Tensor)})
+        if self.n == 1:
+            self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
+                               and isinstance(v, torch.Tensor)})
         metrics["train/games"] = float(self.games_played)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=done.games)
         if "perf/games_per_s" in metrics:
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)
+
+    def _over_members(self, value) -> torch.Tensor:
+        """A number, or a population's (N,) numbers -> one 0-dim float32: the median over
+        the members still training (a single run's number as it is)."""
+        v = torch.as_tensor(value, dtype=torch.float32, device=self.device)
+        if v.dim() == 0 or v.numel() == 1:
+            return v.reshape(())
+        return v[self.active.to(self.device)].median()
 
     # ------------------------------------------------------------------ policy
 
@@ -296,3 +362,50 @@ class RLModule(L.LightningModule):
         raise NonFiniteError(
             f"non-finite value at update {self.update_index + 1} of {self.total_updates} "
             f"(after {self.games_played:,} games): {what}; training stopped")
+
+    def check_members(self, terms: dict[str, torch.Tensor], games: int) -> None:
+        """A population's guard: a member with a non-finite loss term or parameter is stopped
+        alone (named, with the update and the value, in ``stopped``) and the others go on.
+
+        Its parameters and optimiser state are zeroed, so that no checkpoint stores a
+        non-finite value, and its optimiser skips it from now on; its games stop counting,
+        and its row in population.json says why. When no member is left, the run stops.
+        """
+        per_term = {k: torch.as_tensor(v, device=self.device).reshape(-1) for k, v in terms.items()}
+        per_term = {k: v for k, v in per_term.items() if v.numel() == self.n}
+        stacked = {k: p for k, p in self.named_parameters() if p.dim() and p.shape[0] == self.n}
+        checks = [torch.isfinite(v) for v in per_term.values()]
+        checks += [torch.isfinite(p.detach()).flatten(1).all(1) for p in stacked.values()]
+        finite = torch.stack(checks)  # (K, N)
+        bad = (~finite.all(0)).cpu() & self.active
+        if not bool(bad.any()):
+            return
+        names = list(per_term) + [f"parameter {k}" for k in stacked]
+        for k in bad.nonzero().flatten().tolist():
+            first = int((~finite[:, k]).nonzero()[0])
+            what = names[first] + (f" = {float(per_term[names[first]][k])}" if first < len(per_term) else "")
+            self.stopped[k] = (f"non-finite {what} at update {self.update_index + 1} of "
+                               f"{self.total_updates} (after {games:,} games)")
+        self.active &= ~bad
+        self._zero_members(bad.to(self.device))
+        if not bool(self.active.any()):
+            raise NonFiniteError(f"every member of the population went non-finite by update "
+                                 f"{self.update_index + 1}: " + "; ".join(
+                                     f"member {k}: {why}" for k, why in sorted(self.stopped.items())))
+
+    @torch.no_grad()
+    def _zero_members(self, members: torch.Tensor) -> None:
+        """Zero the stacked parameters and optimiser state of ``members`` ((N,) bool), and
+        tell the optimisers to leave them alone."""
+        def zero(t: torch.Tensor) -> None:
+            if isinstance(t, torch.Tensor) and t.dim() and t.shape[0] == self.n:
+                t.copy_(torch.where(members.view(-1, *([1] * (t.dim() - 1))).to(t.device), 0, t))
+
+        for p in self.parameters():
+            zero(p)
+        for opt in self.trainer.optimizers:
+            for state in opt.state.values():
+                for value in state.values():
+                    zero(value)
+            if hasattr(opt, "active"):
+                opt.active &= ~members.to(opt.active.device)

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from .. import game
 from ..nets import MLP, sample
 from ..rollout import Episodes, play_batch
+from ..member_optim import MemberAdam, clip_member_grad_norm
 from .base import RLModule, Update
 
 # ----------------------------------------------------------------------------- the terms
@@ -67,38 +68,100 @@ def gae(reward: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, last: tor
     return adv, torch.where(mask, adv + value, 0.0)
 
 
+def mean_last(x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean over the last axis; with ``valid`` (same shape, bool), over the valid entries
+    only (a population's padded moves)."""
+    if valid is None:
+        return x.mean(-1)
+    return torch.where(valid, x, 0.0).sum(-1) / valid.sum(-1).clamp_min(1)
+
+
+def var_last(x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Unbiased variance over the last axis (of the ``valid`` entries)."""
+    if valid is None:
+        return x.var(-1)
+    n = valid.sum(-1, keepdim=True)
+    centred = torch.where(valid, x - torch.where(valid, x, 0.0).sum(-1, keepdim=True) / n.clamp_min(1), 0.0)
+    return ((centred ** 2).sum(-1, keepdim=True) / (n - 1).clamp_min(1)).squeeze(-1)
+
+
 def policy_loss(logp: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor,
-                clip: float) -> torch.Tensor:
-    """PPO's clipped surrogate, to minimise: mean of max(-A r, -A clip(r))."""
+                clip: float, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """PPO's clipped surrogate, to minimise: mean of max(-A r, -A clip(r)) over the last
+    axis (a population's (N, M) moves give (N,) losses; ``valid``: see ``mean_last``)."""
     ratio = torch.exp(logp - logp_old)
-    return torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
+    return mean_last(torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)), valid)
 
 
-def value_loss(v: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+def value_loss(v: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
     """0.5 * mean squared error of the value estimates against the returns."""
-    return 0.5 * ((v - ret) ** 2).mean()
+    return 0.5 * mean_last((v - ret) ** 2, valid)
 
 
 def masked_entropy(logits: torch.Tensor, legal: torch.Tensor,
                    weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean entropy of the policy over legal moves. (M, 9) logits, (M, 9) legal; with
-    (M,) ``weight``, the weighted mean (row i counted ``weight[i]`` times)."""
+    """Mean entropy of the policy over legal moves. (..., M, 9) logits, (..., M, 9) legal;
+    with (..., M) ``weight``, the weighted mean (row i counted ``weight[i]`` times)."""
     logp = F.log_softmax(logits, -1)
     h = -(logp.exp() * logp).where(legal, 0.0).sum(-1)
-    return h.mean() if weight is None else (h * weight).sum() / weight.sum()
+    return h.mean(-1) if weight is None else (h * weight).sum(-1) / weight.sum(-1)
 
 
-def normalise(x: torch.Tensor) -> torch.Tensor:
-    """Advantage normalisation: zero mean, unit standard deviation (a single value: 0)."""
-    if x.numel() < 2:
-        return x - x.mean()
-    return (x - x.mean()) / (x.std() + 1e-8)
+def normalise(x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Advantage normalisation over the last axis: zero mean, unit standard deviation (a
+    single value: 0). With ``valid``, statistics of the valid entries only."""
+    if valid is None:
+        if x.shape[-1] < 2:
+            return x - x.mean(-1, keepdim=True)
+        return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-8)
+    n = valid.sum(-1, keepdim=True)
+    centred = x - torch.where(valid, x, 0.0).sum(-1, keepdim=True) / n.clamp_min(1)
+    std = var_last(x, valid).unsqueeze(-1).sqrt()
+    return torch.where(n < 2, centred, centred / (std + 1e-8))
 
 
-def explained_variance(v: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+def explained_variance(v: torch.Tensor, ret: torch.Tensor,
+                       valid: torch.Tensor | None = None) -> torch.Tensor:
     """1 - Var(R - V) / Var(R): 1 is a perfect critic, 0 no better than a constant."""
-    var = ret.var()
-    return 1 - (ret - v).var() / var if var > 0 else torch.zeros((), device=v.device)
+    var = var_last(ret, valid)
+    return torch.where(var > 0, 1 - var_last(ret - v, valid) / var, 0.0)
+
+
+class Moves:
+    """The learner's moves of one update, member by member: (N, M) rows, M the most moves
+    any member made, each member's in playing order (ply, then game) and padded after its
+    ``counts`` moves (``valid``; None when every member made M, as a single run always does).
+
+    ``take`` (N, M) says where each row sits on the member's (T x B) grid, so per-ply
+    quantities (advantages, returns) are gathered with ``gather``."""
+
+    def __init__(self, take: torch.Tensor, counts: torch.Tensor, valid: torch.Tensor | None,
+                 grid_view: torch.Tensor, grid_legal: torch.Tensor, grid_action: torch.Tensor):
+        self.take, self.counts, self.valid = take, counts, valid
+        self.view = grid_view.gather(1, take[..., None].expand(-1, -1, 9))  # (N, M, 9) int8
+        self.legal = grid_legal.gather(1, take[..., None].expand(-1, -1, 9))  # (N, M, 9)
+        self.action = grid_action.gather(1, take)  # (N, M)
+        self.adv: torch.Tensor | None = None
+        self.ret: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, ep: Episodes) -> Moves:
+        """The moves where ``ep.learner`` is set, from (T, N, B) episodes."""
+        T, N, B = ep.learner.shape
+        mask = ep.learner.permute(1, 0, 2).reshape(N, T * B)
+        counts = mask.sum(-1)  # (N,)
+        width = int(counts.max())
+        # A stable sort puts each member's moves first, in grid order (ply, then game).
+        take = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices[:, :width]
+        valid = torch.arange(width, device=mask.device) < counts[:, None]
+        grid = lambda x: x.transpose(0, 1).reshape(N, T * B, *x.shape[3:])  # noqa: E731
+        return cls(take, counts, None if bool(valid.all()) else valid,
+                   grid(ep.view), grid(ep.legal), grid(ep.action))
+
+    def gather(self, per_ply: torch.Tensor) -> torch.Tensor:
+        """(T, N, B) per-ply values -> (N, M) at the moves."""
+        T, N, B = per_ply.shape
+        return per_ply.transpose(0, 1).reshape(N, T * B).gather(1, self.take)
 
 
 # ----------------------------------------------------------------------------- the module
@@ -116,9 +179,12 @@ class PPO(RLModule):
                  masking: bool = True, shared_trunk: bool = False, norm_adv: bool = True,
                  optimizer=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.lr, self.lr_final = float(lr), lr_final
+        # A population's members may each set these (``member_value``: an (N,) tensor).
+        self.lr = self.member_value("algo.lr", float(lr))
+        self.lr_final = self.member_value("algo.lr_final", lr_final)
         self.gamma, self.gae_lambda, self.clip = float(gamma), float(gae_lambda), float(clip)
-        self.ent_coef, self.ent_final, self.vf_coef = float(ent_coef), ent_final, float(vf_coef)
+        self.ent_coef = self.member_value("algo.ent_coef", float(ent_coef))
+        self.ent_final, self.vf_coef = ent_final, float(vf_coef)
         self.epochs, self.minibatches = int(epochs), int(minibatches)
         self.max_grad_norm = float(max_grad_norm)
         self.masking, self.shared_trunk, self.norm_adv = bool(masking), bool(shared_trunk), bool(norm_adv)
@@ -126,11 +192,23 @@ class PPO(RLModule):
         spec = self.net.spec()
         if self.shared_trunk:  # one body, two heads
             self.value_head = torch.nn.Linear(self.net.body[-1].in_features, 1)
+        elif "value_net" in self._member_nets:  # a population's, each built under its seed
+            self.value_net = self._member_nets["value_net"]
         else:  # a separate network of the same shape, as in the seed
-            self.value_net = MLP(spec["hidden"], spec["encoding"], outputs=1)
-        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
+            self.value_net = self.companion_nets(self.net)["value_net"]
+        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer", "members",
+                                          "member_nets"])
+
+    @staticmethod
+    def companion_nets(net: MLP) -> dict[str, MLP]:
+        """The networks built right after the policy (a population builds them per member,
+        under the member's seed, so each member starts as its single run does)."""
+        spec = net.spec()
+        return {"value_net": MLP(spec["hidden"], spec["encoding"], outputs=1)}
 
     def configure_optimizers(self):
+        if self.n > 1:  # stacked members, each at its own learning rate
+            return MemberAdam(self.parameters(), self.n, lr=self.lr)
         if self.optimizer_factory is None:
             return torch.optim.Adam(self.parameters(), lr=self.lr, fused=True)
         return self.optimizer_factory(self.parameters(), lr=self.lr)
@@ -138,11 +216,12 @@ class PPO(RLModule):
     # ------------------------------------------------------------------ acting
 
     def logits(self, view: torch.Tensor) -> torch.Tensor:
-        """(B, 9) view -> (B, 9) logits the policy samples from (masked unless masking=false)."""
+        """(B, 9) view -> (B, 9) logits the policy samples from (masked unless masking=false);
+        a population's: (N, B, 9) views (or shared (B, 9)) -> (N, B, 9)."""
         return self.net(view) if self.masking else self.net.raw_logits(view)
 
     def value(self, view: torch.Tensor) -> torch.Tensor:
-        """(B, 9) view -> (B,) value estimates from the mover's side."""
+        """(B, 9) view -> (B,) value estimates from the mover's side ((N, B) for a population)."""
         if self.shared_trunk:
             return self.value_head(self.net.trunk(view)).squeeze(-1)
         return self.value_net.raw_logits(view).squeeze(-1)
@@ -154,17 +233,20 @@ class PPO(RLModule):
 
     # ------------------------------------------------------------------ learning
 
-    def trajectories(self, ep: Episodes):
-        """Flatten the learned-from moves of ``ep`` with their advantages and returns."""
-        T, B = ep.learner.shape
-        ply_side = torch.where(torch.arange(T, device=self.device) % 2 == 0, game.X, game.O)
-        side = ply_side[:, None].expand(T, B)  # (T, B) who moved at each ply
-        winner = ep.outcome * ep.seat  # (B,) from X's side
-        with torch.no_grad():
-            value = torch.zeros(T, B, device=self.device)
-            value[ep.learner] = self.value(ep.view[ep.learner].float())
-        adv = torch.zeros(T, B, device=self.device)
-        ret = torch.zeros(T, B, device=self.device)
+    def trajectories(self, ep: Episodes) -> Moves:
+        """The learned-from moves of ``ep``, member by member, with advantages and returns."""
+        T, N, B = ep.learner.shape
+        moves = Moves.of(ep)
+        side = torch.where(torch.arange(T, device=self.device) % 2 == 0, game.X, game.O)
+        side = side.view(T, 1, 1).expand(T, N, B)  # who moved at each ply
+        winner = ep.outcome * ep.seat  # (N, B) from X's side
+        with torch.no_grad():  # the critic's estimates, on a (T, N, B) grid for GAE
+            v = self.value(moves.view.float()).view(N, -1)
+            grid = torch.zeros(N, T * B, device=self.device)
+            grid.scatter_(1, moves.take, v if moves.valid is None else v.masked_fill(~moves.valid, 0))
+            value = grid.view(N, T, B).transpose(0, 1)
+        adv = torch.zeros(T, N, B, device=self.device)
+        ret = torch.zeros(T, N, B, device=self.device)
         for s in (game.X, game.O):  # each side is its own episode
             mask = ep.learner & (side == s)
             if not bool(mask.any()):
@@ -173,77 +255,124 @@ class PPO(RLModule):
             later = mask.flip(0).long().cumsum(0).flip(0) - mask.long()
             last = mask & (later == 0)
             result = (winner * s).to(torch.int8)
-            r_game = self.reward.of(result, ep.forfeit & (result < 0))  # (B,)
+            r_game = self.reward.of(result, ep.forfeit & (result < 0))  # (N, B)
             reward = torch.where(last, r_game[None], 0.0)
-            a, r = gae(reward, value, mask, last, self.gamma, self.gae_lambda)
-            adv, ret = adv + a, ret + r
-        m = ep.learner
-        return ep.view[m].float(), ep.legal[m], ep.action[m], adv[m], ret[m]
+            a, r = gae(*(x.reshape(T, N * B) for x in (reward, value, mask, last)),
+                       self.gamma, self.gae_lambda)
+            adv, ret = adv + a.view(T, N, B), ret + r.view(T, N, B)
+        moves.adv, moves.ret = moves.gather(adv), moves.gather(ret)
+        return moves
 
     def _heads(self, view: torch.Tensor, code: torch.Tensor, action: torch.Tensor,
-               legal: torch.Tensor):
+               legal: torch.Tensor, valid: torch.Tensor | None = None):
         """Per move: log-probability of its action, value, and the legal log-probs' entropy.
 
-        A batch of moves repeats positions (every game starts on the empty board), so the
-        networks run once per distinct position (``code``) and the results are gathered
-        per move: the same numbers and gradients as running them on every move, for a
-        fraction of the work. Returns (logp (M,), value (M,), entropy (0-dim)).
+        (N, W) moves of each member (``valid``: which are real, None: all). A batch of
+        moves repeats positions (every game starts on the empty board), so the networks run
+        once per distinct position (``code``) of the batch, every member on the same
+        positions, and the results are gathered per move: the same numbers and gradients as
+        running them on every move, for a fraction of the work. Returns (logp (N, W),
+        value (N, W), entropy (N,)).
         """
-        uniq, inv = torch.unique(code, return_inverse=True)
+        N = code.shape[0]
+        uniq, inv = torch.unique(code.reshape(-1), return_inverse=True)
         first = torch.empty(uniq.numel(), dtype=torch.long, device=view.device)
         first.scatter_(0, inv, torch.arange(code.numel(), device=view.device))
-        u = view[first]
-        logp_u = F.log_softmax(self.logits(u), -1)  # (U, 9)
-        logp = logp_u.flatten()[inv * 9 + action]
-        count = torch.bincount(inv, minlength=uniq.numel()).float()
+        u = view.reshape(-1, 9)[first]  # (U, 9)
+        U = uniq.numel()
+        logp_u = F.log_softmax(self.logits(u), -1).view(N, U * 9)  # every member on every position
+        inv = inv.view(N, -1)
+        logp = logp_u.gather(1, inv * 9 + action)
+        count = torch.zeros(N, U, device=view.device).scatter_add_(
+            1, inv, torch.ones_like(inv, dtype=torch.float32) if valid is None else valid.float())
         # masked_entropy over every move = its per-position values weighted by their counts
-        ent = masked_entropy(logp_u, legal[first], count)
-        return logp, self.value(u)[inv], ent
+        ent = masked_entropy(logp_u.view(N, U, 9), legal.reshape(-1, 9)[first], count)
+        return logp, self.value(u).view(N, U).gather(1, inv), ent
+
+    def minibatch(self, order: torch.Tensor, counts: torch.Tensor, j: int):
+        """Minibatch ``j`` of this epoch, per member as ``torch.chunk`` cuts its own shuffled
+        moves into ``minibatches`` parts: (N, W) indices into the moves and the (N, W) mask
+        of real ones (None when every member has W), or None when no member has one."""
+        size = -(-counts // self.minibatches)  # (N,) chunk size of each member
+        length = (counts - j * size).clamp(0).minimum(size)  # (N,) moves in this chunk
+        width = int(length.max())
+        if width == 0:
+            return None
+        pos = (j * size)[:, None] + torch.arange(width, device=order.device)
+        index = order.gather(1, pos.clamp_max(order.shape[1] - 1))
+        valid = torch.arange(width, device=order.device) < length[:, None]
+        return index, None if bool(valid.all()) else valid
+
+    def set_lr(self, opt, lr) -> None:
+        """The learning rate: a number for all parameters, or a population's (N,)."""
+        if self.n > 1:
+            opt.optimizer.set_lr(lr)
+        else:
+            for group in opt.param_groups:
+                group["lr"] = lr
 
     def update(self) -> Update:
         opt = self.optimizers()  # Lightning's wrapper: precision and accelerator plugins apply
         lr = self.scheduled(self.lr, self.lr_final)
         ent_coef = self.scheduled(self.ent_coef, self.ent_final)
-        for group in opt.param_groups:
-            group["lr"] = lr
+        self.set_lr(opt, lr)
         ep = play_batch(self.games_per_update, self.act, self.opponent, self.seat, self.device,
-                  self.generator)
-        view, legal, action, adv, ret = self.trajectories(ep)
-        legal = legal if self.masking else torch.ones_like(legal)
-        code = game.view_code(view)  # (M,) equal codes, equal positions
+                        self.generator)
+        mv = self.trajectories(ep)
+        legal = mv.legal if self.masking else torch.ones_like(mv.legal)
+        view, action, valid = mv.view.float(), mv.action, mv.valid
+        code = game.view_code(view)  # (N, M) equal codes, equal positions
         with torch.no_grad():
-            logp_old, value_old, _ = self._heads(view, code, action, legal)
-        sums = torch.zeros(5, device=self.device)  # pg, vl, entropy, approx_kl, clip fraction
+            logp_old, value_old, _ = self._heads(view, code, action, legal, valid)
+        sums = torch.zeros(5, self.n, device=self.device)  # pg, vl, entropy, approx_kl, clip fraction
         n = 0
+        ent_coef_m = self.per_member(ent_coef, sums[0])
         for _ in range(self.epochs):
-            order = torch.randperm(view.shape[0], device=self.device, generator=self.generator)
-            for idx in order.chunk(self.minibatches):
-                logp, v, ent = self._heads(view[idx], code[idx], action[idx], legal[idx])
-                a = normalise(adv[idx]) if self.norm_adv else adv[idx]
-                pg = policy_loss(logp, logp_old[idx], a, self.clip)
-                vl = value_loss(v, ret[idx])
-                loss = pg + self.vf_coef * vl - ent_coef * ent
+            order = self.generator.randperm(mv.counts.tolist())  # (N, M): each member's shuffle
+            for j in range(self.minibatches):
+                cut = self.minibatch(order, mv.counts, j)
+                if cut is None:
+                    break
+                idx, ok = cut
+                pick = lambda x: x.gather(1, idx) if x.dim() == 2 else x.gather(1, idx[..., None].expand(-1, -1, 9))  # noqa: E731
+                logp, v, ent = self._heads(pick(view), pick(code), pick(action), pick(legal), ok)
+                a = normalise(pick(mv.adv), ok) if self.norm_adv else pick(mv.adv)
+                pg = policy_loss(logp, pick(logp_old), a, self.clip, ok)
+                vl = value_loss(v, pick(mv.ret), ok)
+                loss = pg + self.vf_coef * vl - ent_coef_m * ent  # (N,): one per member
                 opt.zero_grad(set_to_none=True)
-                self.manual_backward(loss)
-                self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm,
-                                    gradient_clip_algorithm="norm")
+                self.manual_backward(loss.sum())  # a member's gradient is its own loss's
+                self.clip_members(opt, ok)
                 opt.step()
                 with torch.no_grad():
-                    log_ratio = logp - logp_old[idx]
+                    log_ratio = logp - pick(logp_old)
                     ratio_m1 = log_ratio.exp() - 1
-                    sums += torch.stack((pg, vl, ent, (ratio_m1 - log_ratio).mean(),
-                                         (ratio_m1.abs() > self.clip).float().mean())).detach()
+                    sums += torch.stack((pg, vl, ent, mean_last(ratio_m1 - log_ratio, ok),
+                                         mean_last((ratio_m1.abs() > self.clip).float(), ok))).detach()
                 n += 1
         with torch.no_grad():
             sums = sums / n
             stats = dict(zip(("policy_loss", "value_loss", "entropy", "approx_kl",
                               "clip_fraction"), sums.unbind(), strict=True))
             # Of the critic that produced this batch's advantages (as SB3 reports it).
-            stats["explained_variance"] = explained_variance(value_old, ret)
-            stats["lr"] = torch.tensor(lr)
-            stats["ent_coef"] = torch.tensor(ent_coef)
+            stats["explained_variance"] = explained_variance(value_old, mv.ret, valid)
+            stats["lr"] = torch.as_tensor(lr)
+            stats["ent_coef"] = torch.as_tensor(ent_coef)
         # The learner's moves are PPO's environment steps (SB3's unit): the base counts them.
-        return Update(ep.batch, ep.rates(), stats, moves=ep.learner.sum())
+        return Update(ep.batch, ep.rates(), stats, moves=mv.counts)
+
+    def clip_members(self, opt, valid: torch.Tensor | None) -> None:
+        """Clip the gradient norm to ``max_grad_norm`` (0: no clipping): Lightning's clipping
+        for a single run, each member's own norm in a population (whose members with no
+        move in this minibatch do not step at all)."""
+        if self.n == 1:
+            if self.max_grad_norm > 0:
+                self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm,
+                                    gradient_clip_algorithm="norm")
+            return
+        opt.optimizer.only = None if valid is None else valid.any(-1).cpu()
+        if self.max_grad_norm > 0:
+            clip_member_grad_norm(self.parameters(), self.max_grad_norm, self.n)
 
     def extra_report(self) -> dict[str, float]:
         """Without masking: how often the raw policy would pick an occupied cell."""

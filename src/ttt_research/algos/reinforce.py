@@ -52,6 +52,7 @@ from ..game import view_code
 from ..nets import MASKED, sample
 from ..opponents import SelfPlay
 from ..rollout import Episodes, Reward, play_batch
+from ..member_optim import MemberSGD
 from .base import RLModule, Update
 
 
@@ -72,7 +73,7 @@ def antirez_targets(action: torch.Tensor, legal: torch.Tensor, scaled: torch.Ten
 
 
 def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tensor,
-                 games: float, rows: torch.Tensor | None = None) -> torch.Tensor:
+                 games: float, rows: torch.Tensor | None = None, members: int = 1) -> torch.Tensor:
     """The loss of every REINFORCE path: the moves' cross-entropies against their targets,
     each weighted by its ``|scaled reward|``, summed and divided by ``games``.
 
@@ -81,6 +82,9 @@ def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tens
         targets: (M, 9) target distributions (``antirez_targets``).
         weight: (M,) ``|scaled reward|`` of each move.
         rows: (M,) the row of ``logits`` each move is played from (None: row m for move m).
+        members: a population's N: ``logits`` are then N blocks of rows, one per member, and
+            the loss comes back per member, (N,) (their sum is the loss to differentiate:
+            each member's gradient is its own loss's).
 
     The gradient in a move's logits is ``weight * (softmax - target)``: antirez's output
     deltas. With ``rows``, the weighted targets of the moves made from one position are
@@ -90,30 +94,40 @@ def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tens
     weighted = targets * weight[:, None]  # (M, 9)
     if rows is not None:
         weighted = torch.zeros_like(logits).index_add_(0, rows, weighted)  # (P, 9)
-    return -(weighted * F.log_softmax(logits, -1)).sum() / games
+    terms = weighted * F.log_softmax(logits, -1)
+    if members > 1:
+        return -terms.view(members, -1).sum(-1) / games  # (N,)
+    return -terms.sum() / games
 
 
 def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
-    """Flatten the learner's moves of ``ep``: (M, 9) views, (M, 9) legal masks, (M,) moves
-    and (M,) scaled rewards (the game's reward times ``move_importance``; with
-    ``baseline``, the batch's mean reward is subtracted first)."""
-    m = ep.learner  # (T, B)
-    T, B = m.shape
-    ply = torch.arange(T, device=m.device)[:, None].expand(T, B)[m]
-    plies = ep.plies[None].expand(T, B)[m]
-    r = reward.of(ep.outcome, ep.forfeit)
-    if baseline:  # compare each game with the batch's average game
-        r = r - r.mean()
-    r = r[None].expand(T, B)[m]
-    return ep.view[m].float(), ep.legal[m], ep.action[m], r * move_importance(ply, plies)
+    """Flatten the learner's moves of ``ep``: (M, 9) views, (M, 9) legal masks, (M,) moves,
+    (M,) scaled rewards (the game's reward times ``move_importance``; with ``baseline``,
+    the batch's mean reward is subtracted first) and (M,) members who made them (0 for a
+    single run; a population's moves come member by member within each ply)."""
+    m = ep.learner  # (T, B), or (T, N, B) for a population
+    ply = torch.arange(m.shape[0], device=m.device).view(-1, *([1] * (m.dim() - 1))).expand_as(m)[m]
+    member = (torch.arange(m.shape[1], device=m.device)[None, :, None].expand_as(m)[m]
+              if m.dim() == 3 else torch.zeros_like(ply))
+    plies = ep.plies[None].expand_as(m)[m]
+    r = reward.of(ep.outcome, ep.forfeit)  # (B,) or (N, B)
+    if baseline:  # compare each game with the member's average game in the batch
+        r = r - r.mean(-1, keepdim=True)
+    r = r[None].expand_as(m)[m]
+    return ep.view[m].float(), ep.legal[m], ep.action[m], r * move_importance(ply, plies), member
+
+
+PER_GAME = ("seat", "outcome", "forfeit", "plies")  # Episodes fields without a ply axis
 
 
 def concat(eps: list[Episodes]) -> Episodes:
-    """Join ``Episodes`` along the batch axis (one update's batches, for its rates)."""
+    """Join ``Episodes`` along the games axis (one update's batches, for its rates): the
+    last axis of the per-game fields, the one after the member axis (if any) of the others."""
+    games_axis = eps[0].seat.dim() - 1  # 0, or 1 after a population's member axis
     fields = {}
     for name in Episodes.__dataclass_fields__:
         parts = [getattr(e, name) for e in eps]
-        fields[name] = torch.cat(parts, dim=1 if parts[0].dim() >= 2 else 0)
+        fields[name] = torch.cat(parts, dim=games_axis + (name not in PER_GAME))
     return Episodes(**fields)
 
 
@@ -129,10 +143,11 @@ class Reinforce(RLModule):
                  lr_final: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
-        self.lr = float(lr)
-        self.momentum = float(momentum)
-        self.lr_final = None if lr_final is None else float(lr_final)
-        self.temperature = float(temperature)
+        # A population's members may each set these (``member_value``: an (N,) tensor).
+        self.lr = self.member_value("algo.lr", float(lr))
+        self.momentum = self.member_value("algo.momentum", float(momentum))
+        self.lr_final = self.member_value("algo.lr_final", None if lr_final is None else float(lr_final))
+        self.temperature = self.member_value("algo.temperature", float(temperature))
         self.masked_softmax = bool(masked_softmax)
         self.baseline = bool(baseline)
         self.minibatches = int(minibatches)
@@ -144,9 +159,12 @@ class Reinforce(RLModule):
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
         self.temperature_final = None if temperature_final is None else float(temperature_final)
-        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer"])
+        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer", "members",
+                                          "member_nets"])
 
     def configure_optimizers(self):
+        if self.n > 1:  # stacked members, each at its own learning rate and momentum
+            return MemberSGD(self.net.parameters(), self.n, lr=self.lr, momentum=self.momentum)
         if self.optimizer_factory is None:  # the seed's SGD, here with momentum
             return torch.optim.SGD(self.net.parameters(), lr=self.lr, momentum=self.momentum)
         return self.optimizer_factory(self.net.parameters(), lr=self.lr)
@@ -160,10 +178,22 @@ class Reinforce(RLModule):
     def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """(B, 9) view and legal mask -> (B,) moves: greedy, or a softmax sample at
         ``temperature`` drawn by the Gumbel-max trick (argmax of logits/T + Gumbel noise)."""
-        logits = self.net(view)  # masked: occupied cells are never chosen
-        if self.temperature <= 0:
+        return self._draw(self.net(view))  # masked: occupied cells are never chosen
+
+    def _draw(self, logits: torch.Tensor) -> torch.Tensor:
+        """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no
+        draw). A population's temperatures are (N,): greedy members take the argmax and
+        leave their random stream untouched, as a greedy single run does."""
+        t = self.temperature
+        if not isinstance(t, torch.Tensor):
+            return logits.argmax(-1) if t <= 0 else sample(logits, self.generator, t)
+        greedy = t <= 0  # (N,)
+        if bool(greedy.all()):
             return logits.argmax(-1)
-        return sample(logits, self.generator, self.temperature)
+        some = greedy.cpu() if bool(greedy.any()) else None
+        drawn = sample(logits, self.generator, self.per_member(torch.where(greedy, 1.0, t), logits),
+                       members=None if some is None else ~some)
+        return torch.where(self.per_member(greedy, drawn), logits.argmax(-1), drawn)
 
     def anneal(self, opt, games_this_update: int = 0) -> None:
         """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
@@ -172,8 +202,12 @@ class Reinforce(RLModule):
         self.temperature = self.scheduled(self.temperature_start, self.temperature_final,
                                           games_this_update)
         if self.lr_final is not None:
-            for group in opt.param_groups:
-                group["lr"] = self.scheduled(self.lr, self.lr_final, games_this_update)
+            lr = self.scheduled(self.lr, self.lr_final, games_this_update)
+            if self.n > 1:
+                opt.optimizer.set_lr(lr)
+            else:
+                for group in opt.param_groups:
+                    group["lr"] = lr
 
     # ------------------------------------------------------------------ learning
 
@@ -189,7 +223,7 @@ class Reinforce(RLModule):
         # once per step rather than once per batch.
         games = -(-self.games_per_update // self.rollouts)
         results = []
-        total = torch.zeros((), device=self.device)
+        total = torch.zeros(() if self.n == 1 else (self.n,), device=self.device)
         for i in range(self.rollouts):
             self.anneal(opt, i * games)
             if self.position_table:
@@ -200,9 +234,9 @@ class Reinforce(RLModule):
             results.append(ep)
         merged = results[0] if len(results) == 1 else concat(results)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
+        lr = opt.optimizer.lr if self.n > 1 else opt.param_groups[0]["lr"]
         return Update(merged.batch, merged.rates(),
-                      {"loss": total / steps, "lr": opt.param_groups[0]["lr"],
-                       "temperature": self.temperature})
+                      {"loss": total / steps, "lr": lr, "temperature": self.temperature})
 
     def _step(self, opt, loss: torch.Tensor) -> None:
         opt.zero_grad()
@@ -211,11 +245,11 @@ class Reinforce(RLModule):
 
     def _learn(self, opt, ep: Episodes) -> torch.Tensor:
         """``minibatches`` SGD steps on the moves of ``ep``; returns the summed loss."""
-        view, legal, action, scaled = self.move_batch(ep)
+        view, legal, action, scaled, _ = self.move_batch(ep)
         targets = antirez_targets(action, legal, scaled)
         # Several SGD steps per batch of games, each on a random share of the moves: many
         # small updates learn faster than one big one, and playing stays batched.
-        order = torch.randperm(view.shape[0], device=self.device, generator=self.generator)
+        order = self.generator.randperm([view.shape[0]])[0]  # a single run's (config.py)
         total = torch.zeros((), device=self.device)
         for idx in order.chunk(self.minibatches):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
@@ -245,27 +279,31 @@ class Reinforce(RLModule):
     def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """``act`` with the logits looked up in this batch's table instead of a forward pass."""
         # Finished games ride along in lockstep; their boards have no row (-1), and whatever
-        # is drawn for them is ignored: row 0 stands in.
-        rows = self.positions()[1].index_select(0, view_code(view)).clamp_min(0)
-        logits = self._table.index_select(0, rows)  # (B, 9), masked
-        if self.temperature <= 0:
-            return logits.argmax(-1)
-        return sample(logits, self.generator, self.temperature)
+        # is drawn for them is ignored: row 0 stands in. A population's table is N blocks of
+        # P rows: member k's games look up block k.
+        rows = self.positions()[1].index_select(0, view_code(view).reshape(-1)).clamp_min(0)
+        if self.n > 1:
+            P = self.positions()[0].shape[0]
+            rows = rows + (torch.arange(self.n, device=rows.device) * P).repeat_interleave(view.shape[1])
+        logits = self._table.index_select(0, rows).view(view.shape)  # (B, 9) or (N, B, 9), masked
+        return self._draw(logits)
 
     def _learn_by_position(self, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
         per-move loss summed per position. Returns the loss (mean per game)."""
 
         views, row_of = self.positions()
-        logits = self.logits(views)  # (P, 9) with autograd: reused for the update
+        P = views.shape[0]
+        logits = self.logits(views).reshape(self.n * P, 9)  # (P, 9), or N blocks: with autograd
         # Acting is always masked; without the masked softmax, mask the same logits here.
         table = logits.detach()
         self._table = table if self.masked_softmax else table.masked_fill(views != 0, MASKED)
         ep = play_batch(games, self.act_from_table, self.opponent, self.seat, self.device,
                   self.generator)
         results.append(ep)
-        view, legal, action, scaled = self.move_batch(ep)
+        view, legal, action, scaled, member = self.move_batch(ep)
+        rows = row_of[view_code(view)] + member * P  # each member's moves in its own block
         loss = antirez_loss(logits, antirez_targets(action, legal, scaled), scaled.abs(), games,
-                            rows=row_of[view_code(view)])
-        self._step(opt, loss)
+                            rows=rows, members=self.n)
+        self._step(opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()

@@ -73,7 +73,7 @@ class ReinforceFaithful(RLModule):
 
     def _numpy_games(self) -> Update:
         """``games_per_update`` games in NumPy on the network's own weights."""
-        seed = int(torch.randint(2**62, (1,), generator=self.generator))  # keeps runs reproducible
+        seed = int(torch.randint(2**62, (1,), generator=self.generator.generators[0]))  # keeps runs reproducible
         seat = game.X if self.seat == "x" else game.O
         with torch.no_grad():
             s = faithful.train_games(self.net, self.games_per_update, self.reward, self.lr, seat,
@@ -89,8 +89,9 @@ class ReinforceFaithful(RLModule):
         results = []
         total = torch.zeros((), device=self.device)
         for _ in range(self.games_per_update):
-            ep = play_batch(1, self.act, self.opponent, self.seat, self.device, self.generator)
-            view, legal, action, scaled = learner_moves(ep, self.reward)
+            ep = play_batch(1, self.act, self.opponent, self.seat, self.device,
+                            self.generator.generators[0])  # one game, no member axis
+            view, legal, action, scaled, _ = learner_moves(ep, self.reward)
             targets = antirez_targets(action, legal, scaled)
             for i in range(view.shape[0]):  # one SGD step per move, in playing order
                 m = slice(i, i + 1)
