@@ -33,7 +33,6 @@ def refuse(error: ConfigError) -> None:
 def app(cfg: DictConfig) -> float:
     try:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
-        population.refuse_many(cfg)  # until populations train (train() checks it too)
     except ConfigError as e:
         refuse(e)
     from .errors import NonFiniteError

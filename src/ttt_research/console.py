@@ -84,13 +84,17 @@ class ProgressLines(L.Callback):
         games, report = history[-1]
         t0, g0 = self._start
         elapsed = time.perf_counter() - t0
-        rate = (games - g0) / elapsed if elapsed > 0 else 0.0
+        rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
         total = trainer.num_training_batches
         budget = module.games_per_update * module.processes * total
-        exact = "  ".join(
-            f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
-            f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
+        if hasattr(self.evaluation, "summary"):  # a population's: medians over its members
+            exact = self.evaluation.summary()
+        else:
+            exact = "  ".join(
+                f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
+                f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
         eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
+        rate *= int(module.active.sum())  # the speed of the whole population
         width = len(str(total))
         print(f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
               f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}",

@@ -15,6 +15,18 @@ for every name except those marked *minimise* (their Optuna presets say ``minimi
 - ``eval/...``: any exact metric of the contract (``contract.EVAL_NAMES``), e.g.
   ``eval/o_random_win``.
 
+For a population (many agents in one job, ``population.size``), a job's objective can be an
+aggregate over its members, so that a sweeper ranks settings on many seats at once:
+
+- ``population_median_score``, ``population_median_win``, ``population_median_loss``
+  (*minimise*): the median over the members of ``score``, ``win``, ``loss``;
+- ``population_unbeatable_fraction``: the share of members that cannot be beaten.
+
+A single run is a population of one for these names (its own value; 1 or 0 unbeatable).
+Any other name, given to a population, is the *best* member's value (the member whose
+``eval.json`` the run folder holds); a population's members are ranked by that name, or
+by the per-member name under an aggregate (``score`` under ``population_median_score``).
+
 Standard library only: ``config.py`` imports it to validate the name before any work.
 """
 
@@ -22,15 +34,43 @@ from __future__ import annotations
 
 from .contract import EVAL_NAMES, SEAT_KEYS, eval_metrics, learner_loss, unbeatable
 
-NAMES = ("score", "win", "loss", "optimal_move_rate", *EVAL_NAMES)
+# Aggregates over a population's members, and the per-member name each aggregates.
+POPULATION_NAMES = {"population_median_score": "score", "population_median_win": "win",
+                    "population_median_loss": "loss", "population_unbeatable_fraction": "score"}
+NAMES = ("score", "win", "loss", "optimal_move_rate", *EVAL_NAMES, *POPULATION_NAMES)
 # Loss rates are the names a sweep minimises; every other name is maximised.
-MINIMISE = ("loss", *(n for n in EVAL_NAMES if n.endswith("_loss")))
+MINIMISE = ("loss", "population_median_loss", *(n for n in EVAL_NAMES if n.endswith("_loss")))
+
+
+def member_name(name: str) -> str:
+    """The per-member objective that ranks a population's members under ``name``."""
+    return POPULATION_NAMES.get(name, name)
+
+
+def population_objectives(reports: list[dict | None], seat: str) -> dict[str, float]:
+    """The ``POPULATION_NAMES`` over members' reports (None: a member stopped without one,
+    counted among the members but in no median). Medians of an even count: the mean of the
+    middle two."""
+    import statistics
+
+    ranked = [r for r in reports if r is not None]
+    out = {}
+    for name, per_member in POPULATION_NAMES.items():
+        if name == "population_unbeatable_fraction":
+            out[name] = sum(unbeatable(r, seat) for r in ranked) / max(1, len(reports))
+        else:
+            out[name] = (float(statistics.median(objective(r, seat, per_member) for r in ranked))
+                         if ranked else float("nan"))
+    return out
 
 
 def objective(report: dict, seat: str, name: str = "score") -> float:
     """``optimized_metric`` ``name`` of an ``eval.json`` report, for a learner trained as ``seat``."""
     if name not in NAMES:
         raise ValueError(f"optimized_metric must be one of {', '.join(NAMES)}, got {name!r}")
+    if name in POPULATION_NAMES:  # a population's eval.json carries them; one run is its own
+        held = report.get("population", {}).get("objectives", {})
+        return float(held[name]) if name in held else population_objectives([report], seat)[name]
     sides = [report[k] for k in SEAT_KEYS[seat]]
     if name == "win":
         return min(float(s["vs_random"]["win"]) for s in sides)

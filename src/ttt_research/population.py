@@ -76,7 +76,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError, validate_population
 from .contract import EVAL_NAMES, eval_metrics, unbeatable
-from .objectives import direction, objective
+from .objectives import direction, member_name, objective, population_objectives
 
 # The keys a member may set for itself, with the values each may take (the same rules as
 # the single-run check in config.py). Each is a scalar read where a run is built, so a
@@ -218,6 +218,18 @@ def members(cfg: DictConfig) -> list[Member]:
     return out
 
 
+def phrase(members: list[Member]) -> str:
+    """A population in a few words: ``64 agents, seeds 0..63`` or ``48 agents (3 grid points
+    x 16 seeds 0..15)``."""
+    seeds = sorted({m.seed for m in members})
+    span = (f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2
+            else ", ".join(map(str, seeds)) if len(seeds) <= 4 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}")
+    points = len(members) // len(seeds)
+    if points > 1:
+        return f"{len(members)} agents ({points} grid points x {len(seeds)} seeds {span})"
+    return f"{len(members)} agents, seeds {span}"
+
+
 def count(cfg: DictConfig) -> int:
     """How many members the block asks for: grid points x seeds (no validation)."""
     return len(grid_points(cfg)) * len(seeds(cfg))
@@ -283,22 +295,24 @@ def aggregate(rows: list[dict], seat: str, name: str = "score") -> dict:
     ``best``; ``best`` is the highest objective (the lowest for a loss), ties to the lowest
     index. A median of an even count is the mean of the middle two."""
     ranked = [r for r in rows if _counted(r)]
-    scores = [objective(r["eval"], seat, name) for r in ranked]
+    per_member = member_name(name)  # population_median_score ranks members by score
+    scores = [objective(r["eval"], seat, per_member) for r in ranked]
     n_unbeatable = sum(unbeatable(r["eval"], seat) for r in ranked)
-    sign = -1.0 if direction(name) == "minimize" else 1.0
+    sign = -1.0 if direction(per_member) == "minimize" else 1.0
     best = None
     if ranked:
         best = ranked[max(range(len(ranked)), key=lambda i: (sign * scores[i], -i))]["index"]
-    per_member = [eval_metrics(r["eval"]) for r in ranked]
+    metrics = [eval_metrics(r["eval"]) for r in ranked]
     return {
         "members": len(rows),
         "evaluated": len(ranked),
         "stopped": [r["index"] for r in rows if r["stopped"] is not None],
         "unbeatable": n_unbeatable,
         "unbeatable_fraction": n_unbeatable / len(rows) if rows else 0.0,
-        "objective": {"name": name, **_spread(scores)},
+        "objective": {"name": name, "per_member": per_member, **_spread(scores)},
+        "objectives": population_objectives([r["eval"] if _counted(r) else None for r in rows], seat),
         "best": best,
-        "metrics": {m: _spread([pm[m] for pm in per_member]) for m in EVAL_NAMES},
+        "metrics": {m: _spread([pm[m] for pm in metrics]) for m in EVAL_NAMES},
     }
 
 

@@ -78,7 +78,7 @@ class Streams:
             raise ValueError(f"the checkpoint holds {state.shape[0]} random streams, "
                              f"this run has {self.n} members")
         for g, s in zip(self.generators, state, strict=True):
-            g.set_state(s.contiguous())
+            g.set_state(s.clone())  # its own storage: set_state ignores a view's offset
 
 
 def uniform(shape: tuple[int, ...], device: torch.device, generator=None,

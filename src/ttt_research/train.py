@@ -20,8 +20,9 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from . import population
+from . import population, population_run
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
+from .population_run import PopulationEvaluation
 from .config import ConfigError, validate
 from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
@@ -115,6 +116,9 @@ def build_population(cfg: DictConfig, members: list):
 def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
     validate(cfg)
+    members = population.members(cfg)
+    if len(members) == 1:  # a population of one is the single run of its seed and values
+        cfg = population.member_config(cfg, members[0])
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
@@ -126,7 +130,9 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
-    evaluation = ExactEvaluation(cfg.eval_every)
+    many = module.n > 1
+    evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
+                  else ExactEvaluation(cfg.eval_every))
     callbacks: list = [OpeningLine(describe(cfg, module), cfg.budget.games), evaluation,
                        PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
@@ -145,6 +151,13 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if earlier is not None:
         _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
 
+    if many:  # population.json and friends; eval.json and policy.onnx of the best member
+        report, _ = population_run.write_outputs(cfg, run_dir, module, evaluation,
+                                                 describe(cfg, module, opponent=False))
+        plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side,
+                    describe(cfg, module, opponent=False))
+        publish(cfg, loggers, run_dir, report)
+        return report
     report = evaluate_policy(module.policy_logits)
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     if trainer.is_global_zero:
@@ -158,8 +171,9 @@ def describe(cfg: DictConfig, module, opponent: bool = True) -> str:
     the job and ``opponent``), seed."""
     spec = module.net.spec()
     against = _choice("opponent") if opponent else None
+    who = f"seed {cfg.seed}" if module.n == 1 else population.phrase(module.members)
     return (f"{module.name} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
-            f"{f' vs {against}' if against else ''}, seed {cfg.seed}")
+            f"{f' vs {against}' if against else ''}, {who}")
 
 
 def _choice(group: str) -> str | None:

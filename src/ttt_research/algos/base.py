@@ -114,6 +114,7 @@ class RLModule(L.LightningModule):
         self.active = torch.ones(self.n, dtype=torch.bool)  # (N,) members still training
         self.stopped: dict[int, str] = {}  # member index -> why it stopped
         self.member_games = torch.zeros(self.n, dtype=torch.long)  # (N,) games each has played
+        self.last_update: Update | None = None
         self.generator: Streams | None = None  # one random stream per member
         self._generator_states: list | None = None  # from a checkpoint, one per process
         self._last_time: float | None = None
@@ -260,6 +261,7 @@ class RLModule(L.LightningModule):
         """The algorithm's ``update()``, then the bookkeeping of every algorithm."""
         start = time.perf_counter()
         done = self.update()
+        self.last_update = done  # what the latest update did, per member (tests read it)
         self.account(done, time.perf_counter() - start)
 
     def account(self, done: Update, seconds: float) -> None:
@@ -273,6 +275,7 @@ class RLModule(L.LightningModule):
         (with the min and max of each rate), its speed the sum over members.
         """
         now = time.perf_counter()
+        self.member_games += done.games * self.active.long()  # a member that fails now played them
         if self.n > 1:  # before anything reads the numbers: a member that failed drops out
             self.check_members(done.terms, self.games_played + done.games * self.processes)
         playing = int(self.active.sum())
@@ -291,7 +294,6 @@ class RLModule(L.LightningModule):
             moves = moves[self.active.to(moves.device)] if moves.numel() == self.n > 1 else moves
             metrics["moves"] = moves.float().sum().to(self.device)
         self.games_local += done.games
-        self.member_games += done.games * self.active.long()
         # DDP: every process played as many games, so the global rates and loss terms are
         # the means over processes; one all-reduce of all of them, then each process logs
         # the same numbers (Lightning's loggers write from rank 0 only).
