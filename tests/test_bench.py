@@ -60,7 +60,8 @@ def bench(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
 def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     r = bench("--quick", "--json", "--reinforce-games", "4096", "--ppo-games", "4096", "--repeats", "2",
-              "--compare", "antirez", "--antirez-bin", str(fake_ttt), "--antirez-games", "20000")
+              "--compare", "antirez", "--antirez-bin", str(fake_ttt), "--antirez-games", "20000",
+              "--population-sizes", "3", "--population-games", "1024")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)  # stdout is pure JSON: progress goes to stderr
     assert KEYS <= set(res)
@@ -87,6 +88,14 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert c["seconds"] == pytest.approx(statistics.median(20000 / g for g in c["games_per_s_per_run"]))
     assert res["reinforce_games_per_s"] == statistics.median(ours)
     assert c["ratio_reinforce"] == pytest.approx(statistics.median(ours) / c["games_per_s"], rel=1e-12)
+    # Populations: all members' games (steps) per second, and ratios measured in this run.
+    pop_rf, pop_ppo = res["population_reinforce_games_per_s"], res["population_ppo_steps_per_s"]
+    assert set(pop_rf) == set(pop_ppo) == {"3"} and pop_rf["3"] > 0 and pop_ppo["3"] > 0
+    ratios = res["population_ratios"]
+    assert ratios["reinforce_3_vs_single"] == pytest.approx(pop_rf["3"] / res["reinforce_games_per_s"])
+    assert ratios["reinforce_3_vs_antirez"] == pytest.approx(pop_rf["3"] / c["games_per_s"])
+    assert ratios["ppo_3_vs_single"] == pytest.approx(pop_ppo["3"] / res["ppo_steps_per_s"])
+    assert "bench: population of 3 reinforce, run 2/2" in r.stderr
     # Interleaved, first in turn: ours then C in round 1, C then ours in round 2.
     order = re.findall(r"^bench: ((?:reinforce|antirez) run \d/2):", r.stderr, re.MULTILINE)
     assert order == ["reinforce run 1/2", "antirez run 1/2", "antirez run 2/2", "reinforce run 2/2"]

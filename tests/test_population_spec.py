@@ -256,7 +256,10 @@ def test_aggregate_ranks_the_reports_it_is_given(rows):
     assert agg["unbeatable"] == 1 and agg["unbeatable_fraction"] == 0.25
     assert agg["best"] == 1
     scores = sorted(objective(r, "both", "score") for r in ranked)
-    assert agg["objective"] == {"name": "score", "median": scores[1], "min": scores[0], "max": scores[2]}
+    assert agg["objective"] == {"name": "score", "per_member": "score", "median": scores[1],
+                                "min": scores[0], "max": scores[2]}
+    assert agg["objectives"]["population_median_score"] == scores[1]
+    assert agg["objectives"]["population_unbeatable_fraction"] == 0.25
     assert set(agg["metrics"]) == set(EVAL_NAMES)
     for name in EVAL_NAMES:
         values = sorted(eval_metrics(r)[name] for r in ranked)
@@ -296,15 +299,3 @@ def test_population_csv_has_one_row_per_member(rows, tmp_path):
     assert table[3]["stopped"] == "non-finite loss at update 3" and table[0]["stopped"] == ""
     for row, member in zip(table, rows, strict=True):
         assert {n: float(row[n]) for n in EVAL_NAMES} == eval_metrics(member["eval"])
-
-
-def test_training_refuses_a_population_until_it_can_train_one(tmp_path):
-    """The block is read and checked; a run with more than one agent stops in one line
-    rather than silently training one."""
-    from configs import make_cfg
-    from ttt_research.config import ConfigError
-    from ttt_research.train import train
-
-    with pytest.raises(ConfigError, match="population describes 3 agents, and training many agents"):
-        train(make_cfg("population.seeds=[3,5,8]"), tmp_path)
-    assert not (tmp_path / "checkpoints").exists()

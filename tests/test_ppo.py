@@ -18,6 +18,7 @@ from ttt_research.algos.ppo import (
 from ttt_research.nets import MASKED, MLP
 from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
 from ttt_research.rollout import Reward, play_batch
+from ttt_research.streams import Streams
 
 
 def test_gae_over_one_sides_moves_by_hand():
@@ -114,9 +115,11 @@ def test_heads_once_per_position_equal_the_networks_on_every_move(options):
     torch.manual_seed(0)
     m = PPO(net=MLP([16], "signed9"), opponent=RandomOpponent(), reward=Reward(1.0, 0.3, -5.0, -5.0),
             seat="both", **options)
-    m.generator = torch.Generator().manual_seed(1)
+    m.generator = Streams([1])  # one member: the moves come as (1, M) rows
     ep = play_batch(512, m.act, m.opponent, m.seat, "cpu", m.generator)
-    view, legal, action, adv, ret = m.trajectories(ep)
+    mv = m.trajectories(ep)
+    assert mv.valid is None  # one member: no padding
+    view, legal, action = mv.view[0].float(), mv.legal[0], mv.action[0]
     legal = legal if m.masking else torch.ones_like(legal)
     code = game.view_code(view)
     assert torch.unique(code).numel() < 0.6 * code.numel()  # positions repeat (1,930 moves, 1,042 boards)
@@ -135,12 +138,16 @@ def test_heads_once_per_position_equal_the_networks_on_every_move(options):
 
     everything = torch.arange(code.numel())
     minibatch = torch.randperm(code.numel(), generator=torch.Generator().manual_seed(2))[:300]
+    def once_per_position(idx):  # the member axis in, the one member's numbers out
+        logp, v, ent = m._heads(view[idx][None], code[idx][None], action[idx][None], legal[idx][None])
+        return logp[0], v[0], ent[0]
+
     for idx in (everything, minibatch):
-        once = m._heads(view[idx], code[idx], action[idx], legal[idx])
+        once = once_per_position(idx)
         each = every_move(idx)
         for a, b in zip(once, each, strict=True):
             assert a.shape == b.shape
             assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
-        for a, b in zip(grads(m._heads(view[idx], code[idx], action[idx], legal[idx]), idx),
+        for a, b in zip(grads(once_per_position(idx), idx),
                         grads(every_move(idx), idx), strict=True):
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)

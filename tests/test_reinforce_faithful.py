@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from ttt_research.streams import Streams
+
 from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.algos import faithful
@@ -44,7 +46,7 @@ def faithful_module(opponent, games=12, seed=0):
     torch.manual_seed(seed)
     m = ReinforceFaithful(net=MLP([6], "planes18", init="uniform"), opponent=opponent,
                           reward=ANTIREZ, seat="o", games_per_update=games, lr=0.1)
-    m.generator = torch.Generator().manual_seed(seed)
+    m.generator = Streams([seed])  # the module's random streams (one member)
     sgd = torch.optim.SGD(m.net.parameters(), lr=m.lr)
     m.optimizers = lambda: sgd  # steps like Lightning's wrapper of it, without a Trainer
     m.manual_backward = lambda loss: loss.backward()

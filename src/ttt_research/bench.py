@@ -12,6 +12,10 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   net=mlp128``): learner environment steps per second, updates included, and the training
   loop's wall time until the exact evaluation (run after every update, its own time not
   counted) first shows 0 losses vs random from both seats; ``null`` if the budget ends first.
+* ``population_reinforce_games_per_s`` and ``population_ppo_steps_per_s``: the same two
+  trainings as populations (``population.size=N``, a few N), summed over the members, with
+  their ratios to the single runs above (and to antirez's C, when it ran) in
+  ``population_ratios``; ``--no-populations`` skips them.
 * ``eval_s``: one exact evaluation of a greedy policy (forward pass plus the DPs).
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
@@ -208,6 +212,31 @@ def bench_ppo(device: str, games: int, repeats: int, threads: int | None) -> dic
             "details_ppo_unbeatable_s": times, "ppo_threads": used}
 
 
+# Populations (population.size=N): sizes and games per member of each figure, (full, quick).
+POPULATION_SIZES = {"reinforce": ((16, 64), (64,)), "ppo": ((16,), (16,))}
+POPULATION_GAMES = {"reinforce": (262_144, 131_072), "ppo": (40_960, 20_480)}
+
+
+def bench_population(device: str, algo: str, sizes: tuple[int, ...], games: int, repeats: int,
+                     threads: int | None) -> dict[str, dict]:
+    """The speed of a population of each size, summed over its members: training games per
+    second for REINFORCE (its default config), learner steps per second for the flagship PPO;
+    ``games`` per member. Returns ``{size: {"median": x, "per_run": [...]}}``."""
+    out = {}
+    algo_overrides = ["algo=ppo", "net=mlp128"] if algo == "ppo" else []
+    for n in sizes:
+        rates = []
+        for r in range(repeats):
+            module, clock = fit([*algo_overrides, f"population.size={n}", f"seed={1000 * (r + 1)}",
+                                 f"budget.games={games}", f"trainer={_trainer(device)}"], threads=threads)
+            done = module.env_steps if algo == "ppo" else module.games_played * module.n
+            rates.append(done / clock.train_s)
+            _say(f"population of {n} {algo}, run {r + 1}/{repeats}: {rates[-1]:,.0f} "
+                 f"{'steps' if algo == 'ppo' else 'games'}/s (all members)")
+        out[str(n)] = {"median": statistics.median(rates), "per_run": rates}
+    return out
+
+
 def _trainer(device: str) -> str:
     return "gpu" if device == "cuda" else "cpu"
 
@@ -261,9 +290,12 @@ def bench_sb3(steps: int, threads: int | None, ours: dict) -> dict:
 def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         reinforce_games: int | None = None, ppo_games: int | None = None,
         compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
-        antirez: Path | None = None, antirez_games: int = bench_antirez.DEFAULT_GAMES) -> dict:
+        antirez: Path | None = None, antirez_games: int = bench_antirez.DEFAULT_GAMES,
+        populations: bool = True, population_sizes: tuple[int, ...] | None = None,
+        population_games: int | None = None) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
-    ``"sb3"``) the same-run comparisons, under ``compare``."""
+    ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
+    ``population_*`` figures too."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -286,7 +318,29 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     ppo = bench_ppo(device, ppo_games or DEFAULT_GAMES["ppo"][pick], train_repeats, threads)
     out["threads"] = {"engine": engine_threads, "reinforce": rf["reinforce_threads"],
                       "ppo": ppo.pop("ppo_threads")}
-    out["details"] = {**env, "reinforce_games_per_s_per_run": rf["reinforce_games_per_s_per_run"],
+    if populations:
+        _say("populations: default REINFORCE and flagship PPO, many agents per process")
+        pop_rf = bench_population(device, "reinforce", population_sizes or POPULATION_SIZES["reinforce"][pick],
+                                  population_games or POPULATION_GAMES["reinforce"][pick], train_repeats, threads)
+        pop_ppo = bench_population(device, "ppo", population_sizes or POPULATION_SIZES["ppo"][pick],
+                                   population_games or POPULATION_GAMES["ppo"][pick], train_repeats, threads)
+        out["population_reinforce_games_per_s"] = {n: v["median"] for n, v in pop_rf.items()}
+        out["population_ppo_steps_per_s"] = {n: v["median"] for n, v in pop_ppo.items()}
+        # Same-run ratios: to the single run measured above, and to antirez's C when timed.
+        out["population_ratios"] = {
+            f"reinforce_{n}_vs_single": v / out["reinforce_games_per_s"]
+            for n, v in out["population_reinforce_games_per_s"].items()}
+        out["population_ratios"].update({
+            f"ppo_{n}_vs_single": v / ppo["ppo_steps_per_s"]
+            for n, v in out["population_ppo_steps_per_s"].items()})
+        if "antirez" in same_run:
+            out["population_ratios"].update({
+                f"reinforce_{n}_vs_antirez": v / same_run["antirez"]["games_per_s"]
+                for n, v in out["population_reinforce_games_per_s"].items()})
+        out["details"] = {"population_reinforce_per_run": {n: v["per_run"] for n, v in pop_rf.items()},
+                          "population_ppo_per_run": {n: v["per_run"] for n, v in pop_ppo.items()}}
+    out["details"] = {**out.get("details", {}), **env,
+                      "reinforce_games_per_s_per_run": rf["reinforce_games_per_s_per_run"],
                       "ppo_unbeatable_s_per_run": ppo.pop("details_ppo_unbeatable_s")}
     out.update(ppo)
     if threads:
@@ -328,6 +382,14 @@ def format_table(res: dict) -> str:
         rows.append(f"{key:<24} {res[key]:>14,.0f}  {beside}")
     rows.append(f"{'time_to_unbeatable_s':<24} {'never' if ttu is None else f'{ttu:.1f}':>14}  "
                 f"{REFERENCES['time_to_unbeatable_s'][0]} ({MEASURED_ON})")
+    for key, unit, single in (("population_reinforce_games_per_s", "games/s", "reinforce"),
+                              ("population_ppo_steps_per_s", "steps/s", "ppo")):
+        for n, rate in res.get(key, {}).items():
+            ratios = res["population_ratios"]
+            beside = f"N={n} agents, all members; {ratios[f'{single}_{n}_vs_single']:.1f}x the single run above"
+            if f"reinforce_{n}_vs_antirez" in ratios and single == "reinforce":
+                beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
+            rows.append(f"{key.replace('_per_s', '') + f' N={n}':<24} {rate:>14,.0f}  {unit}, {beside}")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
@@ -373,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
                         "ttt-rl, needs --antirez-bin or --antirez-src), 'sb3' (SB3 MaskablePPO, extra "
                         "'compare'); may be given twice")
     p.add_argument("--sb3-steps", type=int, default=50_000, help="SB3 steps for --compare sb3")
+    p.add_argument("--no-populations", action="store_true",
+                   help="skip the population_* figures (many agents per process)")
+    p.add_argument("--population-sizes", default=None,
+                   help="population sizes, comma-separated (default: REINFORCE 16,64, PPO 16)")
+    p.add_argument("--population-games", type=int, default=None,
+                   help="training games per member of each population run")
     p.add_argument("--antirez-bin", type=Path, default=None,
                    help="antirez's ttt-rl, built (cc -O3 -ffast-math -o ttt ttt.c -lm)")
     p.add_argument("--antirez-src", type=Path, default=None,
@@ -380,7 +448,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--antirez-games", type=int, default=bench_antirez.DEFAULT_GAMES,
                    help="training games of each antirez run (default 300,000)")
     args = p.parse_args(argv)
-    for name in ("threads", "repeats", "reinforce_games", "ppo_games", "sb3_steps", "antirez_games"):
+    sizes = None
+    if args.population_sizes is not None:
+        try:
+            sizes = tuple(int(x) for x in args.population_sizes.split(","))
+        except ValueError:
+            sizes = ()
+        if not sizes or min(sizes) < 1:
+            raise UserError(f"--population-sizes must be positive integers separated by commas, "
+                            f"got {args.population_sizes!r}")
+    for name in ("threads", "repeats", "reinforce_games", "ppo_games", "sb3_steps", "antirez_games",
+                 "population_games"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
@@ -402,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                 binary = bench_antirez.build(args.antirez_src, Path(tmp), log=_say)
             bench_antirez.check_binary(binary)  # fail in seconds, not after the engine's minute
         res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
-                  compare, args.sb3_steps, args.repeats, binary, args.antirez_games)
+                  compare, args.sb3_steps, args.repeats, binary, args.antirez_games,
+                  populations=not args.no_populations, population_sizes=sizes,
+                  population_games=args.population_games)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
