@@ -4,12 +4,19 @@ Top: win / loss / tie against random over training games, sampled from the train
 (thin, noisy) and exact (bold, from the evaluator) for the seat(s) the learner trains.
 Bottom: what sampling cannot show: the exact loss rate against random on a log scale
 (it has to reach zero), the loss rate against a perfect player, and the worst case.
+
+A population's ``curves.png`` (``plot_population``) is drawn from ``population_evals.csv``
+instead (a row per member per exact evaluation): per judged seat, every member's win rate
+as a faint line under the median and the interquartile band, and below, the loss rate's
+median and band with the share of members that cannot be beaten.
 """
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+
+from .contract import JUDGED_SEATS, eval_name
 
 COLOURS = {"win": "tab:green", "loss": "tab:red", "tie": "tab:blue"}
 
@@ -90,6 +97,166 @@ def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
     bottom.grid(alpha=0.3, which="both")
     bottom.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
+    out_png = Path(out_png)
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+# --------------------------------------------------------------------------- populations
+
+QUARTILES = (25, 50, 75)  # the band's lower edge, the bold line, the band's upper edge
+MAX_LINES = 200  # member lines drawn at most: beyond that they are one grey smear anyway
+KEY_COLUMNS = ("games", "member", "seed")  # population_evals.csv's integer columns
+
+
+def read_population_evals(path: str | Path) -> dict:
+    """population_evals.csv -> its columns as arrays of R rows: ``games``, ``member`` and
+    ``seed`` int64 (R,), each ``eval/*`` metric float64 (R,) (an empty cell reads as NaN)."""
+    import numpy as np
+
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        names = list(reader.fieldnames or ())
+    cols = {}
+    for name in names:
+        cells = [row[name] for row in rows]
+        if name in KEY_COLUMNS:
+            cols[name] = np.array([int(float(c)) for c in cells], dtype=np.int64)
+        else:
+            cols[name] = np.array([float(c) if c not in ("", None) else np.nan for c in cells],
+                                  dtype=np.float64)
+    return cols
+
+
+def population_series(evals_csv: str | Path, seat: str = "o") -> dict:
+    """The numbers a population's curves.png draws, for learners trained as ``seat``.
+
+    ``{"games": (G,) the distinct evaluation points, ascending; "present": (G,) members
+    evaluated at each; "members": N, the members in the file; "ended_early": members whose
+    last evaluation comes before the last point (stopped); "unbeatable": (G,) the share of
+    all N members that no opponent beats at each point (worst case >= 0 from every judged
+    seat); "seats": {judged seat: {"win": (3, G), "loss": (3, G)}}}``, rows of the (3, G)
+    arrays: 25th percentile, median, 75th percentile over the members present at that point
+    (numpy's default, linear interpolation between members)."""
+    return _series(read_population_evals(evals_csv), seat)
+
+
+def _series(cols: dict, seat: str) -> dict:
+    import numpy as np
+
+    seats = JUDGED_SEATS[seat]
+    games = np.unique(cols["games"])  # (G,) members evaluate in lockstep: one point per value
+    at = [cols["games"] == g for g in games]  # G masks over the R rows
+    members = np.unique(cols["member"])
+    last = {m: cols["games"][cols["member"] == m].max() for m in members}
+    # (R,) True where the member is safe from every seat it is judged on
+    safe = np.all([cols[eval_name(s, "worst_case")] >= 0 for s in seats], axis=0)
+    n = len(members)
+
+    def quartiles(metric: str):  # -> (3, G)
+        if not len(games):
+            return np.zeros((len(QUARTILES), 0))
+        return np.stack([np.percentile(cols[metric][m], QUARTILES) for m in at], axis=1)
+
+    return {
+        "games": games,
+        "present": np.array([int(m.sum()) for m in at], dtype=np.int64),
+        "members": n,
+        "ended_early": sum(int(last[m] < games[-1]) for m in members),
+        # Over all N, not the members present: one that stopped does not make the rest safer,
+        # and at the last point this is population.json's unbeatable_fraction.
+        "unbeatable": np.array([safe[m].sum() / n for m in at], dtype=np.float64),
+        "seats": {s: {o: quartiles(eval_name(s, f"random_{o}")) for o in ("win", "loss")}
+                  for s in seats},
+    }
+
+
+def _drawn_members(members, limit: int = MAX_LINES):
+    """The members to draw a line for: all of them, or ``limit`` spread evenly over them."""
+    import numpy as np
+
+    members = np.unique(members)
+    if len(members) <= limit:
+        return members
+    return members[np.linspace(0, len(members) - 1, limit).round().astype(int)]
+
+
+def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
+                    title: str = "") -> Path:
+    """A population's ``curves.png`` from ``population_evals.csv``: one column per seat the
+    training seat is judged on. Top: exact win rate vs random, each member a faint line (at
+    most ``MAX_LINES``, evenly chosen), the median bold, the 25th-75th percentile band shaded.
+    Bottom: exact loss rate vs random on a log scale (0 drawn at 1e-5), median and band, and
+    on the right axis the share of members unbeatable. The legend sits below the plots, so
+    it covers no curve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = read_population_evals(evals_csv)
+    st = _series(cols, seat)
+    games = st["games"]
+    seats = JUDGED_SEATS[seat]
+    drawn = _drawn_members(cols["member"])
+    few = len(games) < 12  # few points: markers, and a lone point is still seen
+    marker = "o" if few else None
+    floor = 1e-5  # zero cannot sit on a log axis: losses of exactly 0 are drawn here
+    fig, axes = plt.subplots(2, len(seats), figsize=(9 if len(seats) == 1 else 14, 7.8),
+                             sharex=True, squeeze=False, layout="constrained",
+                             gridspec_kw={"height_ratios": [3, 2]})
+    lines_label = (f"win vs random, one line per member (all {len(drawn)})"
+                   if len(drawn) == st["members"] else
+                   f"win vs random, one line per member ({len(drawn)} of {st['members']}, evenly chosen)")
+    alpha = 0.35 if len(drawn) <= 20 else 0.12
+    for j, s in enumerate(seats):
+        top, bottom = axes[0][j], axes[1][j]
+        win = eval_name(s, "random_win")
+        for k, m in enumerate(drawn):
+            rows = cols["member"] == m
+            top.plot(cols["games"][rows], cols[win][rows], color=COLOURS["win"], lw=0.6,
+                     alpha=alpha, label=lines_label if k == 0 else None)
+        q = st["seats"][s]["win"]  # (3, G)
+        top.fill_between(games, q[0], q[2], color=COLOURS["win"], alpha=0.25,
+                         label="win: 25th-75th percentile of members")
+        top.plot(games, q[1], color=COLOURS["win"], lw=2.4, marker=marker, label="win: median")
+        top.set_title(f"as {s.upper()} vs random (exact)")
+        top.set_ylabel("win rate")
+        top.set_ylim(-0.02, 1.02)
+        top.grid(alpha=0.3)
+        if not len(games):
+            top.text(0.5, 0.5, "no exact evaluation yet", transform=top.transAxes, ha="center")
+
+        q = st["seats"][s]["loss"].clip(min=floor)  # (3, G)
+        bottom.fill_between(games, q[0], q[2], color=COLOURS["loss"], alpha=0.2,
+                            label="loss: 25th-75th percentile of members")
+        bottom.plot(games, q[1], color=COLOURS["loss"], lw=2.2, marker=marker,
+                    label="loss vs random: median (0 drawn at 1e-5)")
+        bottom.set_yscale("log")
+        bottom.set_ylim(floor / 2, 1.5)
+        bottom.set_xlabel("training games")
+        bottom.set_ylabel("exact loss rate (0 drawn at 1e-5)")
+        bottom.grid(alpha=0.3, which="both")
+        share = bottom.twinx()  # the same curve under every seat: it judges all of them
+        share.plot(games, st["unbeatable"], color="black", lw=1.6, marker=marker, ms=4,
+                   label="share of members unbeatable" + (" (from X and O)" if len(seats) > 1 else "")
+                   + " (right axis)")
+        share.set_ylim(-0.02, 1.02)
+        share.set_ylabel("share unbeatable")
+    # One entry per label: the columns repeat the same styles.
+    handles: dict = {}
+    for ax in fig.axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), fontsize=8, loc="outside lower center",
+                   ncols=2 if len(seats) == 1 else 3)
+    who = f"population of {st['members']} members"
+    if st["ended_early"]:
+        who += f", {st['ended_early']} stopped early"
+    fig.suptitle(f"{title}: {who}" if title else who, fontsize=10)
     out_png = Path(out_png)
     fig.savefig(out_png, dpi=110)
     plt.close(fig)

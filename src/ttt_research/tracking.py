@@ -8,6 +8,11 @@ the run folder is complete: the objective and the exact metrics as the run's sum
 ``model`` artifact, and then ``wandb.finish()``, so that every job of a multirun is its own
 W&B run. ``finish`` is the safety net the entry point calls whatever happened.
 
+A population run (``population.json``) is published as its best member's run, plus the
+population: its aggregate in the summary (``population/*``), a ``members`` table (W&B) or
+markdown text (TensorBoard) with a row per member, and ``population.json`` and
+``population.csv`` in the artifact.
+
 W&B never blocks a run: with ``mode: auto`` it goes online only when an API key is at hand
 *and* the server answers within two seconds; otherwise it writes an offline run under
 ``RUN/wandb/`` (upload it later with ``wandb sync RUN/wandb/offline-run-*``). It is never
@@ -32,7 +37,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
-from .contract import eval_metrics
+from .contract import EVAL_NAMES, eval_metrics, unbeatable
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -40,6 +45,9 @@ log = logging.getLogger(__name__)
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 # Keys of a logger's config that are ours, not its constructor's.
 OWN_KEYS = ("mode", "log_artifacts")
+# Members shown in TensorBoard's text tab at most: a markdown table past that is unreadable
+# there (and slow to render); population.csv and the W&B table hold them all.
+TEXT_ROWS = 1024
 
 
 # ---------------------------------------------------------------------- building
@@ -177,8 +185,12 @@ def _previous_run_id(run_dir: Path) -> str | None:
 # ---------------------------------------------------------------------- at the end
 
 
-def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report: dict) -> float:
-    """Send the finished run folder to the trackers; close the W&B run. Returns the objective."""
+def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report: dict,
+            population: dict | None = None) -> float:
+    """Send the finished run folder to the trackers; close the W&B run. Returns the objective.
+
+    ``population``: a population run's ``population.json``, parsed (``report`` is then its
+    best member's report); None for a single run, which is published as it always was."""
     run_dir = Path(run_dir)
     name = cfg.get("optimized_metric", "score")
     value = objective(report, cfg.seat.side, name)
@@ -189,36 +201,104 @@ def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report:
             spec = next((s for s in cfg.logger.values() if isinstance(s, DictConfig)
                          and str(s.get("_target_", "")).endswith("WandbLogger")), {})
             _publish_wandb(logger.experiment, run_dir, report, summary, name,
-                           artifacts=bool(spec.get("log_artifacts", True)))
+                           artifacts=bool(spec.get("log_artifacts", True)),
+                           population=population, seat=cfg.seat.side)
         elif kind == "TensorBoardLogger":
-            _publish_tensorboard(logger, cfg, run_dir, report, summary)
+            _publish_tensorboard(logger, cfg, run_dir, report, summary, population)
     finish()
     return value
 
 
-def _publish_wandb(run, run_dir: Path, report: dict, summary: dict, name: str, artifacts: bool) -> None:
+def population_summary(aggregate: dict) -> dict[str, float]:
+    """A population's ``aggregate`` (``population.aggregate``) as flat numbers for a run's
+    summary: ``population/members``, ``population/stopped`` (how many), ``population/best``
+    (the best member's index), ``population/unbeatable_fraction``,
+    ``population/objective_median`` and ``population/<eval/* name>_median`` for each of
+    ``EVAL_NAMES``. A figure no member has (no member evaluated: None) is left out."""
+    out = {"population/members": aggregate["members"],
+           "population/stopped": len(aggregate["stopped"]),
+           "population/best": aggregate["best"],
+           "population/unbeatable_fraction": aggregate["unbeatable_fraction"],
+           "population/objective_median": aggregate["objective"]["median"]}
+    out.update({f"population/{m}_median": aggregate["metrics"][m]["median"] for m in EVAL_NAMES})
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def members_table(population: dict, seat: str) -> tuple[list[str], list[list]]:
+    """``population.json``'s members as (columns, one row per member in index order):
+    index, seed, each varied key (the union over members, alphabetical; None where a member
+    lacks it), games, stopped ("" if it ran to the end), unbeatable, first_unbeatable_games,
+    then the ``EVAL_NAMES`` metrics. A member without a report has None for unbeatable and
+    the metrics; a stopped member is not unbeatable (its report predates the failure), as in
+    ``population.csv``."""
+    members = sorted(population["members"], key=lambda r: r["index"])
+    hparams = sorted({k for r in members for k in r["hparams"]})
+    columns = ["index", "seed", *hparams, "games", "stopped", "unbeatable",
+               "first_unbeatable_games", *EVAL_NAMES]
+    rows = []
+    for r in members:
+        report = r["eval"]
+        metrics = eval_metrics(report) if report is not None else {}
+        safe = None if report is None else r["stopped"] is None and unbeatable(report, seat)
+        rows.append([r["index"], r["seed"], *(r["hparams"].get(k) for k in hparams), r["games"],
+                     r["stopped"] or "", safe, r["first_unbeatable_games"],
+                     *(metrics.get(m) for m in EVAL_NAMES)])
+    return columns, rows
+
+
+def markdown_table(columns: list[str], rows: list[list], limit: int = TEXT_ROWS) -> str:
+    """A markdown table of at most ``limit`` rows (a last line says how many were left out);
+    numbers to 6 significant digits, None as an empty cell."""
+    def cell(v) -> str:
+        if v is None:
+            return ""
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"\n{len(rows) - limit} more members not shown (population.csv has them all)")
+    return "\n".join(lines)
+
+
+def _publish_wandb(run, run_dir: Path, report: dict, summary: dict, name: str, artifacts: bool,
+                   population: dict | None = None, seat: str = "o") -> None:
     import wandb
 
-    run.summary.update({**summary, "optimized_metric": name, "eval": report})
+    pop = population_summary(population["aggregate"]) if population is not None else {}
+    run.summary.update({**summary, "optimized_metric": name, "eval": report, **pop})
     if (run_dir / "curves.png").is_file():
         run.log({"curves": wandb.Image(str(run_dir / "curves.png"))})
+    if population is not None:
+        columns, rows = members_table(population, seat)
+        run.log({"members": wandb.Table(columns=columns, data=rows)})
     if not artifacts:
         return
     meta = {"eval": report, "objective": summary["objective"], "optimized_metric": name}
+    files = [run_dir / "eval.json", run_dir / "policy.onnx", run_dir / "checkpoints" / "last.ckpt"]
+    if population is not None:
+        meta["population"] = population["aggregate"]
+        files += [run_dir / "population.json", run_dir / "population.csv"]
     art = wandb.Artifact(f"policy-{run.id}", type="model", metadata=meta)
-    for path in (run_dir / "eval.json", run_dir / "policy.onnx", run_dir / "checkpoints" / "last.ckpt"):
+    for path in files:
         if path.is_file():
             art.add_file(str(path), name=path.name)
     run.log_artifact(art, aliases=["final"])
 
 
-def _publish_tensorboard(logger, cfg: DictConfig, run_dir: Path, report: dict, summary: dict) -> None:
+def _publish_tensorboard(logger, cfg: DictConfig, run_dir: Path, report: dict, summary: dict,
+                         population: dict | None = None) -> None:
     # hparams with the final metrics: TensorBoard's HPARAMS tab compares runs on them. Under
     # final/*: Lightning also logs them as scalars at step 0, which must not join eval/* curves.
     final = {"final/" + k.rsplit("/", 1)[-1]: v for k, v in summary.items()}
+    if population is not None:  # population/eval/o_random_win_median -> final/population_o_random_win_median
+        final.update({"final/population_" + k.rsplit("/", 1)[-1]: v
+                      for k, v in population_summary(population["aggregate"]).items()})
     logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True), final)
     writer = logger.experiment
     writer.add_text("eval.json", "```\n" + json.dumps(report, indent=2) + "\n```")
+    if population is not None:
+        writer.add_text("population", markdown_table(*members_table(population, cfg.seat.side)))
     png = run_dir / "curves.png"
     if png.is_file():
         import matplotlib.image as mpimg
