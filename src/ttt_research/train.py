@@ -27,7 +27,7 @@ from .config import ConfigError, validate
 from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
 from .export import export
-from .plots import plot_curves
+from .plots import plot_curves, plot_population
 from .tracking import make_loggers, publish
 
 
@@ -152,11 +152,10 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
-        report, _ = population_run.write_outputs(cfg, run_dir, module, evaluation,
-                                                 describe(cfg, module, opponent=False))
-        plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side,
-                    describe(cfg, module, opponent=False))
-        publish(cfg, loggers, run_dir, report)
+        title = describe(cfg, module, opponent=False)
+        report, content = population_run.write_outputs(cfg, run_dir, module, evaluation, title)
+        plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
+        publish(cfg, loggers, run_dir, report, population=content)
         return report
     report = evaluate_policy(module.policy_logits)
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
