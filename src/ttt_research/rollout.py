@@ -79,11 +79,16 @@ class Episodes:
         return self.seat.shape[-1]
 
     def rates(self) -> dict[str, torch.Tensor]:
-        """Sampled win / loss / tie rates of the learner over these games: 0-dim tensors,
-        or (N,) for a population (each member's over its own games)."""
-        o = self.outcome
-        return {"win_rate": (o > 0).float().mean(-1), "loss_rate": (o < 0).float().mean(-1),
-                "tie_rate": (o == 0).float().mean(-1)}
+        """Sampled win / loss / tie rates of the learner over these games (``rates``)."""
+        return rates(self.outcome)
+
+
+def rates(outcome: torch.Tensor) -> dict[str, torch.Tensor]:
+    """(B,) learner outcomes -> win / loss / tie rates, 0-dim tensors; (N, B) -> (N,) each
+    (a population: each member's over its own games)."""
+    o = outcome
+    return {"win_rate": (o > 0).float().mean(-1), "loss_rate": (o < 0).float().mean(-1),
+            "tie_rate": (o == 0).float().mean(-1)}
 
 
 def draw_seats(shape: tuple[int, ...] | int, seat: str, device: torch.device,

@@ -51,7 +51,7 @@ from .. import game
 from ..game import view_code
 from ..nets import MASKED, sample
 from ..opponents import SelfPlay
-from ..rollout import Episodes, Reward, play_batch
+from ..rollout import Episodes, Reward, play_batch, rates
 from ..member_optim import MemberSGD
 from .base import RLModule, Update
 
@@ -106,15 +106,17 @@ def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
     the batch's mean reward is subtracted first) and (M,) members who made them (0 for a
     single run; a population's moves come member by member within each ply)."""
     m = ep.learner  # (T, B), or (T, N, B) for a population
-    ply = torch.arange(m.shape[0], device=m.device).view(-1, *([1] * (m.dim() - 1))).expand_as(m)[m]
-    member = (torch.arange(m.shape[1], device=m.device)[None, :, None].expand_as(m)[m]
-              if m.dim() == 3 else torch.zeros_like(ply))
-    plies = ep.plies[None].expand_as(m)[m]
+    games = ep.outcome.numel()  # N x B
+    at = m.reshape(-1).nonzero().squeeze(1)  # (M,) flat (ply, member, game) of each move
+    ply, game_of = at // games, at % games
+    member = game_of // ep.batch  # 0 for a single run
+    plies = ep.plies.reshape(-1).index_select(0, game_of)
     r = reward.of(ep.outcome, ep.forfeit)  # (B,) or (N, B)
     if baseline:  # compare each game with the member's average game in the batch
         r = r - r.mean(-1, keepdim=True)
-    r = r[None].expand_as(m)[m]
-    return ep.view[m].float(), ep.legal[m], ep.action[m], r * move_importance(ply, plies), member
+    r = r.reshape(-1).index_select(0, game_of)
+    return (ep.view.reshape(-1, 9).index_select(0, at).float(), ep.legal.reshape(-1, 9).index_select(0, at),
+            ep.action.reshape(-1).index_select(0, at), r * move_importance(ply, plies), member)
 
 
 PER_GAME = ("seat", "outcome", "forfeit", "plies")  # Episodes fields without a ply axis
@@ -232,10 +234,11 @@ class Reinforce(RLModule):
             ep = play_batch(games, self.act, self.opponent, self.seat, self.device, self.generator)
             total += self._learn(opt, ep)
             results.append(ep)
-        merged = results[0] if len(results) == 1 else concat(results)
+        # The update's rates over all its batches: only the outcomes need joining.
+        outcome = torch.cat([ep.outcome for ep in results], dim=-1)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
         lr = opt.optimizer.lr if self.n > 1 else opt.param_groups[0]["lr"]
-        return Update(merged.batch, merged.rates(),
+        return Update(outcome.shape[-1], rates(outcome),
                       {"loss": total / steps, "lr": lr, "temperature": self.temperature})
 
     def _step(self, opt, loss: torch.Tensor) -> None:
