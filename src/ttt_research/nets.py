@@ -34,7 +34,8 @@ def sample(logits: torch.Tensor, generator=None, temperature: float | torch.Tens
     ``temperature``: a number, or a tensor that broadcasts against the logits ((N, 1, 1)).
     """
     u = uniform(logits.shape, logits.device, generator, members)
-    return (logits / temperature - torch.log(-torch.log(u.clamp(1e-20, 1.0)))).argmax(-1)
+    gumbel = u.clamp_(1e-20, 1.0).log_().neg_().log_()  # log(-log u), in place: a fresh tensor
+    return (logits / temperature - gumbel).argmax(-1)
 
 
 class MLP(nn.Module):
@@ -169,15 +170,21 @@ class MLPStack(nn.Module):
         members = members if members is not None else slice(None)
         weights = [w[members] for w in self.weights]  # views of the stacked tensors, no copy
         biases = [b[members] for b in self.biases]
-        # A (B, 9) view is shared by every member: expand it without copying.
-        if view.dim() == 2:
-            view = view.expand(weights[0].shape[0], *view.shape)
-        h = self.encode(view)  # (N, B, in)
         n_layers = len(weights) if last else len(weights) - 1
         for i in range(n_layers):
-            h = torch.baddbmm(biases[i].unsqueeze(1), h, weights[i].transpose(1, 2))  # b + h @ W^T
+            if i == 0 and view.dim() == 2:
+                # A (B, 9) view shared by every member (a table of positions): the bias rides
+                # in the matmul as a column of ones, so the (N, B, H) output is written once
+                # rather than filled with the bias and then added to (the largest tensor of
+                # the pass; on a CPU the pass is bound by memory, not by arithmetic).
+                x = self.encode(view)  # (B, in)
+                x = torch.cat([x, x.new_ones(x.shape[0], 1)], 1).expand(weights[0].shape[0], -1, -1)
+                h = torch.bmm(x, torch.cat([weights[0], biases[0].unsqueeze(2)], 2).transpose(1, 2))
+            else:
+                h = self.encode(view) if i == 0 else h  # (N, B, in)
+                h = torch.baddbmm(biases[i].unsqueeze(1), h, weights[i].transpose(1, 2))  # b + h @ W^T
             if i < len(weights) - 1:
-                h = torch.relu_(h)  # in place: baddbmm's backward does not need its output
+                h = torch.relu_(h)  # in place: the matmuls' backward does not need its output
         return h
 
     # ``members`` (a slice) runs only those members, e.g. a chunk of a large population; the

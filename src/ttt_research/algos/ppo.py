@@ -269,25 +269,35 @@ class PPO(RLModule):
 
         (N, W) moves of each member (``valid``: which are real, None: all). A batch of
         moves repeats positions (every game starts on the empty board), so the networks run
-        once per distinct position (``code``) of the batch, every member on the same
-        positions, and the results are gathered per move: the same numbers and gradients as
-        running them on every move, for a fraction of the work. Returns (logp (N, W),
-        value (N, W), entropy (N,)).
+        once per distinct position (``code``) of each member, and the results are gathered
+        per move: the same numbers and gradients as running them on every move, for a
+        fraction of the work. A population's members have different numbers of distinct
+        positions: each member's are padded to the most any has (empty rows, counted 0
+        times). Returns (logp (N, W), value (N, W), entropy (N,)).
         """
-        N = code.shape[0]
-        uniq, inv = torch.unique(code.reshape(-1), return_inverse=True)
-        first = torch.empty(uniq.numel(), dtype=torch.long, device=view.device)
-        first.scatter_(0, inv, torch.arange(code.numel(), device=view.device))
-        u = view.reshape(-1, 9)[first]  # (U, 9)
+        N, W = code.shape
+        dev = view.device
+        key = code + torch.arange(N, device=dev)[:, None] * game.N_CODES  # (N, W) member-major
+        uniq, inv = torch.unique(key.reshape(-1), return_inverse=True)  # sorted: member by member
         U = uniq.numel()
-        logp_u = F.log_softmax(self.logits(u), -1).view(N, U * 9)  # every member on every position
-        inv = inv.view(N, -1)
-        logp = logp_u.gather(1, inv * 9 + action)
-        count = torch.zeros(N, U, device=view.device).scatter_add_(
-            1, inv, torch.ones_like(inv, dtype=torch.float32) if valid is None else valid.float())
+        first = torch.empty(U, dtype=torch.long, device=dev)
+        first.scatter_(0, inv, torch.arange(N * W, device=dev))
+        owner = uniq // game.N_CODES  # (U,) the member of each distinct position
+        per_member = torch.bincount(owner, minlength=N)  # (N,)
+        width = int(per_member.max())  # the most distinct positions of any member
+        local = torch.arange(U, device=dev) - (per_member.cumsum(0) - per_member)[owner]
+        slot = owner * width + local  # (U,) row in the padded (N x width) layout
+        u = view.new_zeros(N * width, 9).index_copy_(0, slot, view.reshape(-1, 9)[first])
+        u_legal = legal.new_zeros(N * width, 9).index_copy_(0, slot, legal.reshape(-1, 9)[first])
+        u, u_legal = u.view(N, width, 9), u_legal.view(N, width, 9)
+        at = local[inv].view(N, W)  # each move's row among its member's positions
+        logp_u = F.log_softmax(self.logits(u), -1).view(N, width * 9)
+        logp = logp_u.gather(1, at * 9 + action)
+        count = torch.zeros(N, width, device=dev).scatter_add_(
+            1, at, torch.ones_like(at, dtype=torch.float32) if valid is None else valid.float())
         # masked_entropy over every move = its per-position values weighted by their counts
-        ent = masked_entropy(logp_u.view(N, U, 9), legal.reshape(-1, 9)[first], count)
-        return logp, self.value(u).view(N, U).gather(1, inv), ent
+        ent = masked_entropy(logp_u.view(N, width, 9), u_legal, count)
+        return logp, self.value(u).view(N, width).gather(1, at), ent
 
     def minibatch(self, order: torch.Tensor, counts: torch.Tensor, j: int):
         """Minibatch ``j`` of this epoch, per member as ``torch.chunk`` cuts its own shuffled
