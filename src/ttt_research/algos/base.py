@@ -38,7 +38,8 @@ import torch
 from ..contract import TRAINING_SEATS
 from ..errors import NonFiniteError
 from ..nets import MLP, MLPStack
-from ..opponents import Opponent
+from .. import game
+from ..opponents import Opponent, SelfPlay
 from ..rollout import Reward
 from ..streams import Streams
 
@@ -115,6 +116,8 @@ class RLModule(L.LightningModule):
         self.stopped: dict[int, str] = {}  # member index -> why it stopped
         self.member_games = torch.zeros(self.n, dtype=torch.long)  # (N,) games each has played
         self.last_update: Update | None = None
+        self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
+        self._table: torch.Tensor | None = None  # (P, 9) logits of this batch, for acting
         self.generator: Streams | None = None  # one random stream per member
         self._generator_states: list | None = None  # from a checkpoint, one per process
         self._last_time: float | None = None
@@ -323,6 +326,38 @@ class RLModule(L.LightningModule):
         if v.dim() == 0 or v.numel() == 1:
             return v.reshape(())
         return v[self.active.to(self.device)].median()
+
+    # ------------------------------------------------------------------ position table
+
+    def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The learner's decision positions: (P, 9) mover's views and the (3^9,) map from a
+        view's code (``game.view_code``) to its row (-1: not a decision position): 4,520
+        positions, or the 2,097 where O moves (2,423 for X) with a fixed seat."""
+        if self._positions is None or self._positions[0].device != self.device:
+            t = game.tables(self.device)
+            side = torch.ones_like(t.done)  # seat both, or self-play: every position
+            if self.seat in ("x", "o") and not isinstance(self.opponent, SelfPlay):
+                side = t.mover == (game.X if self.seat == "x" else game.O)
+            codes = torch.nonzero(t.reachable & ~t.done & side).squeeze(-1)
+            views = t.view[codes]
+            row_of = torch.full((game.N_CODES,), -1, dtype=torch.long, device=self.device)
+            row_of[game.view_code(views)] = torch.arange(codes.numel(), device=self.device)
+            self._positions = (views.float(), row_of)
+        return self._positions
+
+    def lookup(self, table: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
+        """Logits of (B, 9) (a population's (N, B, 9)) views read from ``table``, the (P, 9)
+        logits of ``positions()`` (a population's N blocks of P rows): a gather in place of
+        a forward pass, so a batch of games costs one pass over the P positions per member,
+        not one per ply over all games.
+
+        Finished games ride along in lockstep; their boards have no row (-1), and whatever
+        is drawn for them is ignored: row 0 stands in."""
+        rows = self.positions()[1].index_select(0, game.view_code(view).reshape(-1)).clamp_min(0)
+        if self.n > 1:  # member k's games look up block k
+            P = self.positions()[0].shape[0]
+            rows = rows + (torch.arange(self.n, device=rows.device) * P).repeat_interleave(view.shape[1])
+        return table.index_select(0, rows).view(view.shape)
 
     # ------------------------------------------------------------------ policy
 

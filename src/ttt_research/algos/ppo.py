@@ -231,6 +231,11 @@ class PPO(RLModule):
         """Sample from the policy by the Gumbel-max trick: argmax(logits + Gumbel noise)."""
         return sample(self.logits(view), self.generator)
 
+    @torch.no_grad()
+    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """``act`` with the logits read from the update's position table (``lookup``)."""
+        return sample(self.lookup(self._table, view), self.generator)
+
     # ------------------------------------------------------------------ learning
 
     def trajectories(self, ep: Episodes) -> Moves:
@@ -326,8 +331,12 @@ class PPO(RLModule):
         lr = self.scheduled(self.lr, self.lr_final)
         ent_coef = self.scheduled(self.ent_coef, self.ent_final)
         self.set_lr(opt, lr)
-        ep = play_batch(self.games_per_update, self.act, self.opponent, self.seat, self.device,
-                        self.generator)
+        # The policy is fixed while the batch is played: its logits at every decision
+        # position, once, and the games read them (the same numbers as a forward per ply).
+        with torch.no_grad():
+            self._table = self.logits(self.positions()[0]).reshape(-1, 9)  # (P, 9) or (N P, 9)
+        ep = play_batch(self.games_per_update, self.act_from_table, self.opponent, self.seat,
+                        self.device, self.generator)
         mv = self.trajectories(ep)
         legal = mv.legal if self.masking else torch.ones_like(mv.legal)
         view, action, valid = mv.view.float(), mv.action, mv.valid

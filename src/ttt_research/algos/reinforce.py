@@ -155,8 +155,6 @@ class Reinforce(RLModule):
         self.minibatches = int(minibatches)
         self.rollouts = max(1, int(rollouts))
         self.position_table = bool(position_table)
-        self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
-        self._table: torch.Tensor | None = None  # (P, 9) this batch's logits, for acting
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
@@ -263,33 +261,10 @@ class Reinforce(RLModule):
 
     # ------------------------------------------------------------------ position table
 
-    def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The learner's decision positions: (P, 9) mover's views and the (3^9,) map from a
-        view's code (``view_code``) to its row (-1: not a decision position)."""
-        if self._positions is None or self._positions[0].device != self.device:
-            t = game.tables(self.device)
-            side = torch.ones_like(t.done)  # seat both, or self-play: every position
-            if self.seat in ("x", "o") and not isinstance(self.opponent, SelfPlay):
-                side = t.mover == (game.X if self.seat == "x" else game.O)
-            codes = torch.nonzero(t.reachable & ~t.done & side).squeeze(-1)
-            views = t.view[codes]
-            row_of = torch.full((game.N_CODES,), -1, dtype=torch.long, device=self.device)
-            row_of[view_code(views)] = torch.arange(codes.numel(), device=self.device)
-            self._positions = (views.float(), row_of)
-        return self._positions
-
     @torch.no_grad()
     def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """``act`` with the logits looked up in this batch's table instead of a forward pass."""
-        # Finished games ride along in lockstep; their boards have no row (-1), and whatever
-        # is drawn for them is ignored: row 0 stands in. A population's table is N blocks of
-        # P rows: member k's games look up block k.
-        rows = self.positions()[1].index_select(0, view_code(view).reshape(-1)).clamp_min(0)
-        if self.n > 1:
-            P = self.positions()[0].shape[0]
-            rows = rows + (torch.arange(self.n, device=rows.device) * P).repeat_interleave(view.shape[1])
-        logits = self._table.index_select(0, rows).view(view.shape)  # (B, 9) or (N, B, 9), masked
-        return self._draw(logits)
+        return self._draw(self.lookup(self._table, view))
 
     def _learn_by_position(self, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
