@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from ttt_research.streams import Streams
-
 from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.algos import faithful
@@ -17,6 +15,7 @@ from ttt_research.confdir import compose
 from ttt_research.nets import MLP
 from ttt_research.opponents import Opponent, RandomOpponent
 from ttt_research.rollout import Reward
+from ttt_research.streams import Streams
 from ttt_research.train import build, train
 
 ANTIREZ = Reward(1.0, 0.3, -2.0, -2.0)

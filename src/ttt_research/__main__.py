@@ -16,7 +16,6 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from . import population
 from .confdir import config_dir, plain_overrides
 from .config import ConfigError, discard_run_dir, validate
 

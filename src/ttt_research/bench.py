@@ -320,10 +320,11 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
                       "ppo": ppo.pop("ppo_threads")}
     if populations:
         _say("populations: default REINFORCE and flagship PPO, many agents per process")
-        pop_rf = bench_population(device, "reinforce", population_sizes or POPULATION_SIZES["reinforce"][pick],
-                                  population_games or POPULATION_GAMES["reinforce"][pick], train_repeats, threads)
-        pop_ppo = bench_population(device, "ppo", population_sizes or POPULATION_SIZES["ppo"][pick],
-                                   population_games or POPULATION_GAMES["ppo"][pick], train_repeats, threads)
+        def population_of(algo: str) -> dict:
+            return bench_population(device, algo, population_sizes or POPULATION_SIZES[algo][pick],
+                                    population_games or POPULATION_GAMES[algo][pick], train_repeats, threads)
+
+        pop_rf, pop_ppo = population_of("reinforce"), population_of("ppo")
         out["population_reinforce_games_per_s"] = {n: v["median"] for n, v in pop_rf.items()}
         out["population_ppo_steps_per_s"] = {n: v["median"] for n, v in pop_ppo.items()}
         # Same-run ratios: to the single run measured above, and to antirez's C when timed.
@@ -386,7 +387,8 @@ def format_table(res: dict) -> str:
                               ("population_ppo_steps_per_s", "steps/s", "ppo")):
         for n, rate in res.get(key, {}).items():
             ratios = res["population_ratios"]
-            beside = f"N={n} agents, all members; {ratios[f'{single}_{n}_vs_single']:.1f}x the single run above"
+            times = ratios[f"{single}_{n}_vs_single"]
+            beside = f"N={n} agents, all members; {times:.1f}x the single run above"
             if f"reinforce_{n}_vs_antirez" in ratios and single == "reinforce":
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
             rows.append(f"{key.replace('_per_s', '') + f' N={n}':<24} {rate:>14,.0f}  {unit}, {beside}")

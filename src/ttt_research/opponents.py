@@ -30,8 +30,8 @@ import torch
 from . import game
 from .contract import REPORT_KEY
 from .nets import sample
-from .streams import randint, uniform
 from .solver import outcome_probs, perfect_probs, random_probs, uniform_over
+from .streams import randint, uniform
 
 
 class Opponent:

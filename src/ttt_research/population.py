@@ -222,8 +222,10 @@ def phrase(members: list[Member]) -> str:
     """A population in a few words: ``64 agents, seeds 0..63`` or ``48 agents (3 grid points
     x 16 seeds 0..15)``."""
     seeds = sorted({m.seed for m in members})
-    span = (f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2
-            else ", ".join(map(str, seeds)) if len(seeds) <= 4 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}")
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        span = f"{seeds[0]}..{seeds[-1]}"
+    else:
+        span = ", ".join(map(str, seeds)) if len(seeds) <= 4 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
     points = len(members) // len(seeds)
     if points > 1:
         return f"{len(members)} agents ({points} grid points x {len(seeds)} seeds {span})"

@@ -22,12 +22,12 @@ from omegaconf import DictConfig
 
 from . import population, population_run
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
-from .population_run import PopulationEvaluation
 from .config import ConfigError, validate
 from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
 from .export import export
 from .plots import plot_curves, plot_population
+from .population_run import PopulationEvaluation
 from .tracking import make_loggers, publish
 
 

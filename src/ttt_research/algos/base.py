@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import lightning as L
 import torch
 
+from .. import game
 from ..contract import TRAINING_SEATS
 from ..errors import NonFiniteError
 from ..nets import MLP, MLPStack
-from .. import game
 from ..opponents import Opponent, SelfPlay
 from ..rollout import Reward
 from ..streams import Streams
@@ -285,8 +285,9 @@ class RLModule(L.LightningModule):
         metrics = {f"rollout/{k}": self._over_members(v) for k, v in done.rates.items()}
         metrics.update({f"train/{k}": self._over_members(v).detach() for k, v in done.terms.items()})
         if self.n > 1:
+            playing_now = self.active.to(self.device)
             for k, v in done.rates.items():
-                live = torch.as_tensor(v, dtype=torch.float32, device=self.device)[self.active.to(self.device)]
+                live = torch.as_tensor(v, dtype=torch.float32, device=self.device)[playing_now]
                 metrics[f"rollout/{k}_min"], metrics[f"rollout/{k}_max"] = live.min(), live.max()
         if self._last_time is not None:
             metrics["perf/games_per_s"] = torch.tensor(

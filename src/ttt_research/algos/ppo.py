@@ -26,13 +26,15 @@ learned from, each with its own result.
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 
 from .. import game
+from ..member_optim import MemberAdam, clip_member_grad_norm
 from ..nets import MLP, sample
 from ..rollout import Episodes, play_batch
-from ..member_optim import MemberAdam, clip_member_grad_norm
 from .base import RLModule, Update
 
 # ----------------------------------------------------------------------------- the terms
@@ -127,6 +129,13 @@ def explained_variance(v: torch.Tensor, ret: torch.Tensor,
     return torch.where(var > 0, 1 - var_last(ret - v, valid) / var, 0.0)
 
 
+def take_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """(N, M) or (N, M, 9) per-move values -> the rows ``index`` (N, W) of each member."""
+    if x.dim() == 2:
+        return x.gather(1, index)
+    return x.gather(1, index[..., None].expand(-1, -1, x.shape[-1]))
+
+
 class Moves:
     """The learner's moves of one update, member by member: (N, M) rows, M the most moves
     any member made, each member's in playing order (ply, then game) and padded after its
@@ -189,7 +198,6 @@ class PPO(RLModule):
         self.max_grad_norm = float(max_grad_norm)
         self.masking, self.shared_trunk, self.norm_adv = bool(masking), bool(shared_trunk), bool(norm_adv)
         self.optimizer_factory = optimizer
-        spec = self.net.spec()
         if self.shared_trunk:  # one body, two heads
             self.value_head = torch.nn.Linear(self.net.body[-1].in_features, 1)
         elif "value_net" in self._member_nets:  # a population's, each built under its seed
@@ -353,7 +361,7 @@ class PPO(RLModule):
                 if cut is None:
                     break
                 idx, ok = cut
-                pick = lambda x: x.gather(1, idx) if x.dim() == 2 else x.gather(1, idx[..., None].expand(-1, -1, 9))  # noqa: E731
+                pick = partial(take_rows, index=idx)
                 logp, v, ent = self._heads(pick(view), pick(code), pick(action), pick(legal), ok)
                 a = normalise(pick(mv.adv), ok) if self.norm_adv else pick(mv.adv)
                 pg = policy_loss(logp, pick(logp_old), a, self.clip, ok)

@@ -49,10 +49,9 @@ import torch.nn.functional as F
 
 from .. import game
 from ..game import view_code
-from ..nets import MASKED, sample
-from ..opponents import SelfPlay
-from ..rollout import Episodes, Reward, play_batch, rates
 from ..member_optim import MemberSGD
+from ..nets import MASKED, sample
+from ..rollout import Episodes, Reward, play_batch, rates
 from .base import RLModule, Update
 
 

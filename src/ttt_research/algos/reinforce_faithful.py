@@ -73,7 +73,8 @@ class ReinforceFaithful(RLModule):
 
     def _numpy_games(self) -> Update:
         """``games_per_update`` games in NumPy on the network's own weights."""
-        seed = int(torch.randint(2**62, (1,), generator=self.generator.generators[0]))  # keeps runs reproducible
+        # Drawn from the module's stream, which keeps runs reproducible.
+        seed = int(torch.randint(2**62, (1,), generator=self.generator.generators[0]))
         seat = game.X if self.seat == "x" else game.O
         with torch.no_grad():
             s = faithful.train_games(self.net, self.games_per_update, self.reward, self.lr, seat,
