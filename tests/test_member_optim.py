@@ -92,3 +92,48 @@ def test_learning_rates_can_be_set_per_member_and_saved():
     assert again.lr.tolist() == pytest.approx([0.2, 0.0])
     with pytest.raises(ValueError, match="first axis must be the 3 members"):
         MemberSGD(stack.parameters(), n=3).step()
+
+
+def test_per_member_momentum_and_gradient_clipping_match_torch_on_each_network():
+    """Member k at momentum MOM[k], its gradient norm clipped to 0.1 as clip_grad_norm_ clips
+    its own network's: the same weights as torch's SGD on each network."""
+    from ttt_research.member_optim import clip_member_grad_norm
+
+    moms = [0.0, 0.5, 0.9]
+
+    def clipped_sgd_step(params, opt):
+        torch.nn.utils.clip_grad_norm_(params, 0.1)
+        opt.step()
+
+    torch.manual_seed(0)
+    own = [MLP([16], "signed9") for _ in LRS]
+    stack = MLPStack.from_members(own)
+    opts = [torch.optim.SGD(m.parameters(), lr=lr, momentum=mom) for m, lr, mom in zip(own, LRS, moms, strict=True)]
+    stacked = MemberSGD(stack.parameters(), len(LRS), lr=torch.tensor(LRS), momentum=torch.tensor(moms))
+    for s in range(4):
+        x = views(s)
+        for m, opt in zip(own, opts, strict=True):
+            opt.zero_grad()
+            member_loss(m(x)).backward()
+            clipped_sgd_step(list(m.parameters()), opt)
+        stacked.zero_grad()
+        member_loss(stack(x)).sum().backward()
+        norms = clip_member_grad_norm(list(stack.parameters()), 0.1, len(LRS))
+        assert norms.shape == (len(LRS),) and bool((norms > 0.1).any())  # clipping did something
+        stacked.step()
+    for k, m in enumerate(own):
+        for a, b in zip(stack.member(k).state_dict().values(), m.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_only_the_members_named_for_a_step_move():
+    torch.manual_seed(0)
+    stack = MLPStack(3, [8], "signed9")
+    opt = MemberAdam(stack.parameters(), 3, lr=0.1)
+    before = [stack.member(k).state_dict() for k in range(3)]
+    member_loss(stack(views(0))).sum().backward()
+    opt.only = torch.tensor([True, False, True])
+    opt.step()
+    after = [stack.member(k).state_dict() for k in range(3)]
+    moved = [any(not torch.equal(before[k][n], after[k][n]) for n in before[k]) for k in range(3)]
+    assert moved == [True, False, True]

@@ -25,10 +25,12 @@ import torch
 from .contract import JUDGED_SEATS, REPORT_KEY
 
 
-def opening_line(what: str, budget: int, updates: int, per_update: int) -> str:
-    """``what``, then the budget as played: ``updates`` updates of ``per_update`` games."""
+def opening_line(what: str, budget: int, updates: int, per_update: int, members: int = 1) -> str:
+    """``what``, then the budget as played: ``updates`` updates of ``per_update`` games (each,
+    for a population of ``members``)."""
     played = updates * per_update
-    line = f"training {what}: {played:,} games in {updates:,} updates of {per_update:,}"
+    each = f" each ({played * members:,} in all)" if members > 1 else ""
+    line = f"training {what}: {played:,} games{each} in {updates:,} updates of {per_update:,}"
     if played != budget:
         line += f" (budget.games={budget:,} rounded up to whole updates)"
     return line
@@ -52,7 +54,7 @@ class OpeningLine(L.Callback):
     def on_fit_start(self, trainer, module) -> None:
         if trainer.is_global_zero:
             line = opening_line(self.what, self.budget, module.total_updates,
-                                module.games_per_update * module.processes)
+                                module.games_per_update * module.processes, module.n)
             if module.games_played:  # restored from checkpoints/last.ckpt (resume=true)
                 line += f"; resumed after {module.games_played:,} games"
             print(line, flush=True)
