@@ -108,7 +108,8 @@ def test_per_member_momentum_and_gradient_clipping_match_torch_on_each_network()
     torch.manual_seed(0)
     own = [MLP([16], "signed9") for _ in LRS]
     stack = MLPStack.from_members(own)
-    opts = [torch.optim.SGD(m.parameters(), lr=lr, momentum=mom) for m, lr, mom in zip(own, LRS, moms, strict=True)]
+    opts = [torch.optim.SGD(m.parameters(), lr=lr, momentum=mom)
+            for m, lr, mom in zip(own, LRS, moms, strict=True)]
     stacked = MemberSGD(stack.parameters(), len(LRS), lr=torch.tensor(LRS), momentum=torch.tensor(moms))
     for s in range(4):
         x = views(s)
