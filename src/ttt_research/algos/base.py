@@ -322,11 +322,12 @@ class RLModule(L.LightningModule):
 
     def _over_members(self, value) -> torch.Tensor:
         """A number, or a population's (N,) numbers -> one 0-dim float32: the median over
-        the members still training (a single run's number as it is)."""
+        the members still training (of an even count, the mean of the middle two, as
+        population.json's medians), a single run's number as it is."""
         v = torch.as_tensor(value, dtype=torch.float32, device=self.device)
         if v.dim() == 0 or v.numel() == 1:
             return v.reshape(())
-        return v[self.active.to(self.device)].median()
+        return v[self.active.to(self.device)].quantile(0.5)
 
     # ------------------------------------------------------------------ position table
 
