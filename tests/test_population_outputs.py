@@ -6,7 +6,6 @@ summary, a row per member in a table."""
 import csv
 import json
 import os
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from ttt_research.objectives import objective
 from ttt_research.plots import _drawn_members, plot_population, population_series
 from ttt_research.solver import solve
 from ttt_research.tracking import make_loggers, markdown_table, publish
+from wandb_files import of_kind, wandb_records
 
 GAMES = [512, 1024, 1536, 2048]  # four exact evaluations, every member in lockstep
 # Exact win rate vs random as O, [evaluation][member]; member 4 stops after the 2nd evaluation.
@@ -189,34 +189,6 @@ def population_dir(tmp_path_factory) -> tuple[Path, dict, dict]:
     return run_dir, population, perfect
 
 
-def wandb_records(run_dir: Path) -> list:
-    """The records of the one offline W&B run under ``run_dir`` (W&B's .wandb log: a 7-byte
-    header, then LevelDB-style chunks of protobuf ``Record``s in 32 KiB blocks)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
-    raw = path.read_bytes()
-    assert raw[:4] == b":W&B"
-    pos, buf, out = 7, b"", []
-    while pos + 7 <= len(raw):
-        left = 32768 - pos % 32768
-        if left < 7:  # a block's tail too short for a chunk header is padding
-            pos += left
-            continue
-        _, length, kind = struct.unpack("<IHB", raw[pos:pos + 7])
-        pos += 7
-        buf += raw[pos:pos + length]
-        pos += length
-        if kind in (1, 4):  # a full record, or the last chunk of one
-            rec = pb.Record()
-            rec.ParseFromString(buf)
-            out.append(rec)
-            buf = b""
-    return out
-
-
-def of_kind(records, kind):
-    return [r for r in records if r.WhichOneof("record_type") == kind]
 
 
 def items(entries) -> dict:

@@ -6,7 +6,6 @@ documented; the SLURM launcher and the W&B sweep compose into valid configs."""
 import csv
 import json
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -22,51 +21,17 @@ from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
+from wandb_files import no_wandb_account, of_kind, wandb_records
 
 ROOT = Path(__file__).parents[1]
 
 
 
 
-def no_wandb_account(home: Path) -> dict:
-    """An environment with no W&B key anywhere (no variable, an empty home: no ~/.netrc)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env["HOME"] = str(home)
-    return env
-
-
-def wandb_records(run_dir: Path) -> list:
-    """The records of the one offline W&B run under ``run_dir`` (W&B's .wandb log: a 7-byte
-    header, then LevelDB-style chunks of protobuf ``Record``s in 32 KiB blocks)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
-    raw = path.read_bytes()
-    assert raw[:4] == b":W&B"
-    pos, buf, out = 7, b"", []
-    while pos + 7 <= len(raw):
-        left = 32768 - pos % 32768
-        if left < 7:  # a block's tail too short for a chunk header is padding
-            pos += left
-            continue
-        _, length, kind = struct.unpack("<IHB", raw[pos:pos + 7])
-        pos += 7
-        buf += raw[pos:pos + length]
-        pos += length
-        if kind in (1, 4):  # a full record, or the last chunk of one
-            rec = pb.Record()
-            rec.ParseFromString(buf)
-            out.append(rec)
-            buf = b""
-    return out
 
 
 def key(item) -> str:
     return item.key or "/".join(item.nested_key)  # W&B writes some keys as a path
-
-
-def of_kind(records, kind):
-    return [r for r in records if r.WhichOneof("record_type") == kind]
 
 
 def last_summary(records) -> dict:

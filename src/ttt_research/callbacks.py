@@ -36,9 +36,13 @@ class ExactEvaluation(L.Callback):
         self.history.append((module.games_played, report))
         return report
 
+    def due(self, trainer, batch_idx: int) -> bool:
+        """Whether update ``batch_idx`` (0-based) ends with an evaluation: every ``every``
+        updates, and the last."""
+        return (batch_idx + 1) % self.every == 0 or batch_idx + 1 >= trainer.num_training_batches
+
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        last = batch_idx + 1 >= trainer.num_training_batches
-        if (batch_idx + 1) % self.every and not last:
+        if not self.due(trainer, batch_idx):
             return
         report = self.evaluate(trainer, module)
         # Straight to the loggers, in float64 and once: values logged with self.log from a

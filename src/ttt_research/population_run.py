@@ -54,8 +54,7 @@ class PopulationEvaluation(ExactEvaluation):
         return reports
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        last = batch_idx + 1 >= trainer.num_training_batches
-        if (batch_idx + 1) % self.every and not last:
+        if not self.due(trainer, batch_idx):
             return
         reports = self.evaluate(trainer, module)
         metrics = {**aggregate_metrics(reports, self.seat), "train/games": float(module.games_played)}
