@@ -54,3 +54,53 @@ def test_two_processes_both_play_and_the_run_evaluates_once(tmp_path, algo):
     for file in ("checkpoints/last.ckpt", "policy.onnx"):
         policy, _ = load_policy(tmp_path / file)
         assert json.loads(json.dumps(ev.evaluate_policy(policy))) == report
+
+
+POPULATION = ["debug=tiny", "budget.games=4096", "population.size=3", "checkpoint_every=2",
+              "progress=false", "threads=1"]  # 8 updates of 512 games per member
+
+
+def run_folder_files(run_dir):
+    return {name: (run_dir / name).read_text()
+            for name in ("population.json", "eval.json", "population_evals.csv")}
+
+
+@pytest.mark.slow  # three commands in subprocesses, two of them with two processes each
+def test_ddp_shares_a_population_out_and_resumes_it(tmp_path):
+    """trainer=ddp gives each process its share of the members (2 and 1 of 3): the members
+    are independent, so the run folder is the one-process population's, byte for byte; a
+    DDP population killed after a checkpoint resumes to the same files."""
+    import os
+    import signal
+    import time
+
+    def command(run_dir, *extra):
+        return [sys.executable, "-m", "ttt_research", *POPULATION, *extra, f"hydra.run.dir={run_dir}"]
+
+    alone = subprocess.run(command(tmp_path / "alone"), capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    shared = subprocess.run(command(tmp_path / "ddp", "trainer=ddp", "trainer.devices=2"),
+                            capture_output=True, text=True, timeout=300)
+    assert shared.returncode == 0, shared.stderr[-3000:]
+    assert shared.stdout.count("Population of 3 after 4,096 games each") == 1  # rank 0 writes
+    assert run_folder_files(tmp_path / "ddp") == run_folder_files(tmp_path / "alone")
+
+    ckpt = torch.load(tmp_path / "ddp" / "checkpoints" / "last.ckpt", weights_only=False)
+    shards = ckpt["member_shards"]
+    assert [len(s["population"]["member_games"]) for s in shards] == [2, 1]
+
+    # Killed (the whole process group) as soon as the first checkpoint is on disk.
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(command(killed, "trainer=ddp", "trainer.devices=2"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (killed / "checkpoints" / "last.ckpt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "population.json").exists()  # it did not finish
+    resumed = subprocess.run(command(killed, "trainer=ddp", "trainer.devices=2", "resume=true"),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed after" in resumed.stdout
+    assert run_folder_files(killed) == run_folder_files(tmp_path / "alone")

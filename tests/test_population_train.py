@@ -160,9 +160,11 @@ def test_a_killed_population_resumes_to_the_uninterrupted_result(tmp_path, monke
 @pytest.mark.parametrize("override, needle", [
     ("algo=reinforce_faithful", "one game at a time"),
     ("algo.position_table=false", "position_table=true"),
-    ("trainer=ddp", "one process"),
+    ("trainer.devices=3", "3 processes need at least as many members"),
+    ("trainer.strategy=ddp_spawn", "with strategy ddp only"),
 ])
 def test_what_a_population_cannot_train_is_refused_in_one_line(override, needle):
+    ddp = ["trainer=ddp"] if override.startswith("trainer.") else []
     with pytest.raises(ConfigError, match=needle):
-        validate(make_cfg("population.size=2", override))
-    validate(make_cfg("population.size=1", override))  # one agent: fine
+        validate(make_cfg("population.size=2", *ddp, override))
+    validate(make_cfg("population.size=1", *ddp, override))  # one agent: fine

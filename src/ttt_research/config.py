@@ -228,8 +228,11 @@ def _population_setting(cfg: DictConfig, n: int) -> None:
     elif _get(cfg, "algo.optimizer") is not None:
         why = ("a population uses its own optimiser (SGD for REINFORCE, Adam for PPO, one "
                "learning rate per member): leave algo.optimizer null")
-    elif processes(cfg) > 1:
-        why = "a population trains in one process (trainer=ddp is for single runs)"
+    elif processes(cfg) > n:
+        why = (f"trainer=ddp gives each process its share of the members: {processes(cfg)} "
+               "processes need at least as many members")
+    elif processes(cfg) > 1 and _get(cfg, "trainer.strategy") not in ("ddp", None):
+        why = "trainer=ddp shares the members out with strategy ddp only (each process its share)"
     if why:
         raise ConfigError(f"population of {n} agents: {why}")
 

@@ -54,7 +54,8 @@ class OpeningLine(L.Callback):
     def on_fit_start(self, trainer, module) -> None:
         if trainer.is_global_zero:
             line = opening_line(self.what, self.budget, module.total_updates,
-                                module.games_per_update * module.processes, module.n)
+                                module.games_per_update * module.budget_processes,
+                                module.population_size)
             if module.games_played:  # restored from checkpoints/last.ckpt (resume=true)
                 line += f"; resumed after {module.games_played:,} games"
             print(line, flush=True)
@@ -88,7 +89,7 @@ class ProgressLines(L.Callback):
         elapsed = time.perf_counter() - t0
         rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
         total = trainer.num_training_batches
-        budget = module.games_per_update * module.processes * total
+        budget = module.games_per_update * module.budget_processes * total
         if hasattr(self.evaluation, "summary"):  # a population's: medians over its members
             exact = self.evaluation.summary()
         else:
@@ -96,7 +97,7 @@ class ProgressLines(L.Callback):
                 f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
                 f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
         eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
-        rate *= int(module.active.sum())  # the speed of the whole population
+        rate *= int(module.active_all.sum())  # the speed of the whole population
         width = len(str(total))
         print(f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
               f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}",

@@ -218,6 +218,27 @@ def members(cfg: DictConfig) -> list[Member]:
     return out
 
 
+def shard(members: list[Member], rank: int, processes: int) -> list[Member]:
+    """The members process ``rank`` of ``processes`` trains (``trainer=ddp``): consecutive
+    shares, as even as they go (the first ``N % processes`` processes one more), so that the
+    processes' members joined in rank order are the population in order."""
+    size, extra = divmod(len(members), processes)
+    start = rank * size + min(rank, extra)
+    return members[start:start + size + (rank < extra)]
+
+
+def process_rank(devices_per_node: int) -> int:
+    """This process's global rank, read where Lightning's launchers put it before any
+    Trainer exists: SLURM's task id under SLURM, else ``NODE_RANK * devices + LOCAL_RANK``
+    (0 in the process a user started)."""
+    import os
+
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ:
+        return int(os.environ["SLURM_PROCID"])
+    node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", 0)))
+    return node * devices_per_node + int(os.environ.get("LOCAL_RANK", 0))
+
+
 def phrase(members: list[Member]) -> str:
     """A population in a few words: ``64 agents, seeds 0..63`` or ``48 agents (3 grid points
     x 16 seeds 0..15)``."""

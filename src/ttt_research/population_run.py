@@ -24,6 +24,8 @@ import json
 import statistics
 from pathlib import Path
 
+from lightning.pytorch.strategies import DDPStrategy
+
 from . import population as pop
 from .callbacks import ExactEvaluation
 from .contract import EVAL_NAMES, JUDGED_SEATS, REPORT_KEY, eval_metrics, learner_loss, unbeatable
@@ -49,7 +51,8 @@ class PopulationEvaluation(ExactEvaluation):
         reports = evaluate_stack(module.net)
         module.train(was_training)
         active = module.active.tolist()
-        reports = [r if on else None for r, on in zip(reports, active, strict=True)]
+        mine = [r if on else None for r, on in zip(reports, active, strict=True)]
+        reports = [r for share in module.gather_objects(mine) for r in share]  # every process's
         self.history.append((module.games_played, reports))
         return reports
 
@@ -124,71 +127,87 @@ def write_evals_csv(path: Path, history: list, members: list) -> None:
                     out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES)])
 
 
-def rows_of(module, evaluation: PopulationEvaluation, final: list[dict]) -> list[dict]:
-    """population.json's member rows: the final reports of the members still training, the
-    last report before it stopped of the others."""
-    n = module.n
+def rows_of(whole: dict, evaluation: PopulationEvaluation, final: list[dict]) -> list[dict]:
+    """population.json's member rows, from ``RLModule.whole`` (every process's members): the
+    final reports of the members still training, the last report before it stopped of the
+    others."""
+    n = len(whole["members"])
     latest = evaluation.latest(n)
     first = evaluation.first_unbeatable(n)
-    games = module.member_games.tolist()
+    games = whole["member_games"].tolist()
     rows = []
-    for k, m in enumerate(module.members):
-        stopped = module.stopped.get(k)
+    for k, m in enumerate(whole["members"]):
+        stopped = whole["stopped"].get(m.index)
         report = latest[k] if stopped else final[k]
         rows.append(pop.member_row(m, games[k], report, first[k], stopped))
     return rows
 
 
-def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation,
-                  describe: str) -> tuple[dict, dict]:
-    """The population's run folder; returns (the best member's eval.json report, the
-    population.json content)."""
-    final = evaluate_stack(module.net)
-    rows = rows_of(module, evaluation, final)
-    seat = cfg.seat.side
-    agg = pop.aggregate(rows, seat, cfg.optimized_metric)
-    pop.write_population_json(run_dir / "population.json", rows, agg)
-    pop.write_population_csv(run_dir / "population.csv", rows, seat)
-    write_evals_csv(run_dir / "population_evals.csv", evaluation.history, module.members)
-
+def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict]:
+    """(the best member's eval.json report, with its ``population`` block; the
+    population.json content), from every process's members (each process computes the
+    same; rank 0 writes them)."""
+    whole = module.whole
+    rows = rows_of(whole, evaluation, evaluate_stack(whole["net"]))
+    agg = pop.aggregate(rows, cfg.seat.side, cfg.optimized_metric)
     best = agg["best"]
-    member = module.members[best]
+    member = whole["members"][best]
     report = dict(rows[best]["eval"])
     report["population"] = {
         "note": "a population run: this eval.json is its best member's (population.json has every member)",
         "best_member": best, "best_seed": member.seed, "best_hparams": dict(member.hparams),
-        "members": module.n, "ranked_by": agg["objective"]["per_member"],
+        "members": len(rows), "ranked_by": agg["objective"]["per_member"],
         "unbeatable": agg["unbeatable"], "objectives": agg["objectives"]}
+    return report, {"members": rows, "aggregate": agg}
+
+
+def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, report: dict,
+                  content: dict, describe: str) -> None:
+    """The population's run folder (``summarise`` made its numbers)."""
+    rows, agg = content["members"], content["aggregate"]
+    whole = module.whole
+    members = whole["members"]
+    pop.write_population_json(run_dir / "population.json", rows, agg)
+    pop.write_population_csv(run_dir / "population.csv", rows, cfg.seat.side)
+    write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members)
     (run_dir / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
-    chosen = range(module.n) if cfg.population.export == "all" else [best]
+    best = agg["best"]
+    chosen = range(len(members)) if cfg.population.export == "all" else [best]
     parity = 0.0
     for k in chosen:
-        net = module.net.member(k)
-        meta = {"algo": module.name, "net": json.dumps(module.net.spec()),
-                "seed": str(module.members[k].seed), "games_trained": str(rows[k]["games"]),
-                "hparams": json.dumps(module.members[k].hparams),
-                "eval": json.dumps(rows[k]["eval"])}
+        net = whole["net"].member(k)
+        meta = {"algo": module.name, "net": json.dumps(whole["net"].spec()),
+                "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
+                "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
         folder = run_dir / "members" / f"{k:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         parity = max(parity, export(net, folder / "policy.onnx", meta)["max_abs_diff"])
         if k == best:
             export(net, run_dir / "policy.onnx", meta)
-
-    content = {"members": rows, "aggregate": agg}
-    _print_summary(report, agg, module, describe, run_dir, parity)
-    return report, content
+    _print_summary(report, agg, members, module.games_played, describe, run_dir, parity)
 
 
-def _print_summary(report: dict, agg: dict, module, describe: str, run_dir: Path, parity: float) -> None:
-    n, best = module.n, agg["best"]
+def _print_summary(report: dict, agg: dict, members: list, games: int, describe: str, run_dir: Path,
+                   parity: float) -> None:
+    n, best = len(members), agg["best"]
     ob = agg["objective"]
-    print(f"\nPopulation of {n} after {module.games_played:,} games each ({describe}):")
+    print(f"\nPopulation of {n} after {games:,} games each ({describe}):")
     print(f"  unbeatable: {agg['unbeatable']} of {n} ({agg['unbeatable_fraction']:.3f})"
           + (f"; stopped: {len(agg['stopped'])} (population.json says why)" if agg["stopped"] else ""))
     print(f"  {ob['per_member']}: median {ob['median']:.4f}, min {ob['min']:.4f}, max {ob['max']:.4f}")
-    print(f"Best member {best} (seed {module.members[best].seed}"
-          + "".join(f", {k}={v:g}" for k, v in module.members[best].hparams.items()) + "):")
+    print(f"Best member {best} (seed {members[best].seed}"
+          + "".join(f", {k}={v:g}" for k, v in members[best].hparams.items()) + "):")
     print(eval_table(report))
     print(f"run folder: {run_dir}  (population.json, population.csv; policy.onnx parity: "
           f"max |diff| {parity:.1e})")
 
+
+class SplitMembers(DDPStrategy):
+    """``trainer=ddp`` for a population: each process trains its own share of the members
+    (``population.shard``). Members are independent, so nothing is averaged: the module is
+    not wrapped in ``DistributedDataParallel`` (whose gradient all-reduce would mix one
+    process's members with another's), and the processes meet only to share numbers: the
+    logged medians, the exact evaluations, the checkpoint, the run folder."""
+
+    def configure_ddp(self) -> None:
+        pass  # no wrapper, no gradient hooks: each process's members learn alone

@@ -18,11 +18,11 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from . import population, population_run
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
-from .config import ConfigError, validate
+from .config import ConfigError, processes, validate
 from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
 from .export import export
@@ -72,7 +72,7 @@ def build(cfg: DictConfig):
                 budget_games=cfg.budget.games, seed=cfg.seed)
 
 
-def build_population(cfg: DictConfig, members: list):
+def build_population(cfg: DictConfig, members: list, size: int | None = None):
     """One module for N members: each member's networks are built under its own seed, as
     its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
     then stacked (``nets.MLPStack``); the values members set for themselves become (N,)
@@ -110,7 +110,7 @@ def build_population(cfg: DictConfig, members: list):
     algo = instantiate(cfg.algo, _partial_=True)
     return algo(net=stack, opponent=opponent, reward=reward, seat=cfg.seat.side,
                 budget_games=cfg.budget.games, seed=cfg.seed, members=members,
-                member_nets=member_nets)
+                member_nets=member_nets, population_size=size or len(members))
 
 
 def train(cfg: DictConfig, run_dir: str | Path) -> dict:
@@ -129,18 +129,26 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
-    module = build(cfg)
-    many = module.n > 1
+    many = len(members) > 1
+    world = processes(cfg)
+    extra = {}
+    if many and world > 1:  # trainer=ddp: each process trains its share of the members
+        rank = population.process_rank(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
+        module = build_population(cfg, population.shard(members, rank, world), len(members))
+        module._shard_rank = rank
+        extra["strategy"] = population_run.SplitMembers()
+    else:
+        module = build(cfg)
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
                   else ExactEvaluation(cfg.eval_every))
-    callbacks: list = [OpeningLine(describe(cfg, module), cfg.budget.games), evaluation,
-                       PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
+    callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
+                       evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     # The number of updates is the length of the module's data (algos/base.py), sized from
     # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
-                          enable_checkpointing=False, enable_progress_bar=show_bar)
+                          enable_checkpointing=False, enable_progress_bar=show_bar, **extra)
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
@@ -152,10 +160,12 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
-        title = describe(cfg, module, opponent=False)
-        report, content = population_run.write_outputs(cfg, run_dir, module, evaluation, title)
-        plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
-        publish(cfg, loggers, run_dir, report, population=content)
+        report, content = population_run.summarise(cfg, module, evaluation)
+        if trainer.is_global_zero:
+            title = describe(cfg, module, opponent=False, members=members)
+            population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
+            plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
+            publish(cfg, loggers, run_dir, report, population=content)
         return report
     report = evaluate_policy(module.policy_logits)
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
@@ -165,12 +175,13 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     return report
 
 
-def describe(cfg: DictConfig, module, opponent: bool = True) -> str:
+def describe(cfg: DictConfig, module, opponent: bool = True, members: list | None = None) -> str:
     """One phrase for the run: algorithm, net, seat (and the opponent chosen, when Hydra runs
     the job and ``opponent``), seed."""
     spec = module.net.spec()
     against = _choice("opponent") if opponent else None
-    who = f"seed {cfg.seed}" if module.n == 1 else population.phrase(module.members)
+    members = members or module.members
+    who = population.phrase(members) if members and len(members) > 1 else f"seed {cfg.seed}"
     return (f"{module.name} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
             f"{f' vs {against}' if against else ''}, {who}")
 

@@ -36,6 +36,7 @@ import lightning as L
 import torch
 
 from .. import game
+from ..config import ConfigError
 from ..contract import TRAINING_SEATS
 from ..errors import NonFiniteError
 from ..nets import MLP, MLPStack
@@ -87,7 +88,8 @@ class RLModule(L.LightningModule):
 
     def __init__(self, net: MLP | MLPStack, opponent: Opponent, reward: Reward, seat: str = "o",
                  games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0,
-                 members: list | None = None, member_nets: dict | None = None):
+                 members: list | None = None, member_nets: dict | None = None,
+                 population_size: int | None = None):
         super().__init__()
         if seat not in TRAINING_SEATS:
             raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
@@ -107,13 +109,20 @@ class RLModule(L.LightningModule):
         # algorithm has a leading member axis. A single run is the population of one:
         # the same code, with the plain ``MLP`` (so its numbers stay a single run's).
         self.members = list(members) if members else None
-        self.n = len(self.members) if self.members else 1
+        self.n = len(self.members) if self.members else 1  # members in this process
+        # A population's module (N may be 1 in a process of trainer=ddp, which trains its
+        # share of the members: population.shard), and the members in all processes.
+        self.stacked = self.members is not None
+        self.population_size = int(population_size or self.n)
         self._member_nets = member_nets or {}  # built per member under its seed (train.py)
         self.member_hparams = {  # key -> (N,) float32, the values members set for themselves
             key: torch.tensor([float(m.hparams[key]) for m in self.members])
             for key in (self.members[0].hparams if self.members else {})}
         self.active = torch.ones(self.n, dtype=torch.bool)  # (N,) members still training
-        self.stopped: dict[int, str] = {}  # member index -> why it stopped
+        self.stopped: dict[int, str] = {}  # member index (Member.index) -> why it stopped
+        self.active_all = self.active  # (population_size,) of every process, after each update
+        self.whole: dict | None = None  # the population of all processes at the end (on_train_end)
+        self._shard_rank: int | None = None  # trainer=ddp: the rank whose members these are
         self.member_games = torch.zeros(self.n, dtype=torch.long)  # (N,) games each has played
         self.last_update: Update | None = None
         self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
@@ -131,10 +140,22 @@ class RLModule(L.LightningModule):
         return self._trainer.world_size if self._trainer is not None else 1
 
     @property
+    def split(self) -> bool:
+        """A population whose members are shared out over processes (trainer=ddp)."""
+        return self.stacked and self.processes > 1
+
+    @property
+    def budget_processes(self) -> int:
+        """Processes that share the game budget: all of DDP's for one agent (each plays its
+        part of every update); 1 for a population, whose every member plays its budget."""
+        return 1 if self.stacked else self.processes
+
+    @property
     def total_updates(self) -> int:
         """Updates in the budget: enough batches of games to cover ``budget_games``, each
-        update playing ``games_per_update`` games in every process."""
-        return max(1, math.ceil(self.budget_games / (self.games_per_update * self.processes)))
+        update playing ``games_per_update`` games in every process (a population's
+        members: each plays the budget)."""
+        return max(1, math.ceil(self.budget_games / (self.games_per_update * self.budget_processes)))
 
     def train_dataloader(self) -> UpdateIndices:
         """The update indices: RL makes its own data in ``update()``. Built when the Trainer
@@ -151,8 +172,12 @@ class RLModule(L.LightningModule):
 
     def on_fit_start(self) -> None:
         rank = self.global_rank
-        # One stream per member and process; member k's is the one of a single run with its seed.
-        streams = [s * 1_000_003 + rank for s in self.seeds]
+        if self.split and self._shard_rank is not None and self._shard_rank != rank:
+            raise RuntimeError(f"this process (rank {rank}) was given the members of rank "
+                               f"{self._shard_rank}: the launcher's ranks were not read right")
+        # One stream per process (DDP: each plays its own games), and in a population one per
+        # member: member k's is the one of a single run with its seed, in whichever process.
+        streams = [s * 1_000_003 + (0 if self.stacked else rank) for s in self.seeds]
         states = self._generator_states
         if states is not None and len(states) != self.trainer.world_size:
             # resumed with another number of processes: fresh, distinct streams
@@ -188,9 +213,23 @@ class RLModule(L.LightningModule):
         dist.all_gather(gathered, value)
         return [g.cpu() for g in gathered]
 
+    def gather_objects(self, obj) -> list:
+        """One picklable ``obj`` from every process, in rank order (a list of one alone)."""
+        if self._trainer is None or self.trainer.world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out = [None] * self.trainer.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
     def on_train_end(self) -> None:
         """DDP: every process must end with the same weights (DDP averaged every gradient);
-        a mismatch means some update bypassed it, and the run must not pass as good."""
+        a mismatch means some update bypassed it, and the run must not pass as good. A
+        population gathers its members from every process instead (``whole``)."""
+        if self.stacked:
+            self.whole = self.gather_population()
+            return
         if self.trainer.world_size == 1:
             return
         flat = torch.cat([p.detach().flatten() for p in self.parameters()]).double()
@@ -210,12 +249,22 @@ class RLModule(L.LightningModule):
         checkpoint["games_by_process"] = [int(g) for g in self._per_process(
             torch.tensor(self.games_local, dtype=torch.int64))]
         checkpoint["opponent_state"] = self.opponent.state()
-        if self.generator is not None:
-            checkpoint["generator_states"] = self._per_process(self.generator.get_state())
+        population = None
         if self.members:
-            checkpoint["population"] = {"member_games": self.member_games.clone(),
-                                        "active": self.active.clone(),
-                                        "stopped": {str(k): v for k, v in self.stopped.items()}}
+            population = {"member_games": self.member_games.clone(), "active": self.active.clone(),
+                          "stopped": {str(k): v for k, v in self.stopped.items()}}
+            checkpoint["population"] = population
+        if self.split:
+            # Each process holds other members: the file keeps every process's share (rank
+            # 0's is also Lightning's own state_dict), and a resumed process takes its own.
+            checkpoint["member_shards"] = self.gather_objects({
+                "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()},
+                "optimizer": self.trainer.optimizers[0].state_dict(),
+                "generator": self.generator.get_state() if self.generator is not None else None,
+                "population": population, "opponent_state": self.opponent.state()})
+            checkpoint["generator_states"] = [s["generator"] for s in checkpoint["member_shards"]]
+        elif self.generator is not None:
+            checkpoint["generator_states"] = self._per_process(self.generator.get_state())
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.games_played = int(checkpoint.get("games_played", 0))
@@ -226,6 +275,18 @@ class RLModule(L.LightningModule):
             self._generator_states = [checkpoint["generator_state"]]
         rank = self.global_rank
         self.games_local = int(by_process[rank]) if rank < len(by_process) else 0
+        shards = checkpoint.get("member_shards")
+        if shards is not None or self.split:
+            world = self.trainer.world_size
+            if shards is None or len(shards) != world:
+                raise ConfigError(f"this checkpoint holds a population trained by "
+                                  f"{len(shards) if shards else 1} process(es); resume it with as many "
+                                  f"(trainer.devices), not {world}")
+            mine = shards[rank]  # Lightning restores the state and optimiser read here
+            checkpoint["state_dict"] = mine["state_dict"]
+            checkpoint["optimizer_states"] = [mine["optimizer"]]
+            checkpoint["opponent_state"] = mine["opponent_state"]
+            checkpoint["population"] = mine["population"]
         self.opponent.restore(checkpoint.get("opponent_state", {}), self.net)
         pop = checkpoint.get("population")
         if pop is not None:
@@ -245,7 +306,7 @@ class RLModule(L.LightningModule):
         update (so a schedule stepped within an update does not depend on the grouping)."""
         if final is None:
             return start
-        played = self.games_played + games_ahead * self.processes
+        played = self.games_played + games_ahead * self.budget_processes
         final = final if isinstance(final, torch.Tensor) else float(final)
         return start + min(1.0, played / max(1, self.budget_games)) * (final - start)
 
@@ -273,30 +334,20 @@ class RLModule(L.LightningModule):
         ``games_played`` (all processes) drives the budget, the schedules and the
         checkpoints; the numerical guard runs before the callbacks of the step (exact
         evaluation, checkpoint) see the module, so no checkpoint stores a non-finite value.
-        A population's numbers come per member, (N,): the guard reads them per member
-        (``check_members``), and the log gets their median over the members still training
-        (with the min and max of each rate), its speed the sum over members.
         """
         now = time.perf_counter()
-        self.member_games += done.games * self.active.long()  # a member that fails now played them
-        if self.n > 1:  # before anything reads the numbers: a member that failed drops out
-            self.check_members(done.terms, self.games_played + done.games * self.processes)
-        playing = int(self.active.sum())
-        metrics = {f"rollout/{k}": self._over_members(v) for k, v in done.rates.items()}
-        metrics.update({f"train/{k}": self._over_members(v).detach() for k, v in done.terms.items()})
-        if self.n > 1:
-            playing_now = self.active.to(self.device)
-            for k, v in done.rates.items():
-                live = torch.as_tensor(v, dtype=torch.float32, device=self.device)[playing_now]
-                metrics[f"rollout/{k}_min"], metrics[f"rollout/{k}_max"] = live.min(), live.max()
+        if self.stacked:
+            return self._account_population(done, seconds, now)
+        metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device).reshape(())
+                   for k, v in done.rates.items()}
+        metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
+                        .detach().reshape(()) for k, v in done.terms.items()})
         if self._last_time is not None:
             metrics["perf/games_per_s"] = torch.tensor(
-                done.games * playing / max(now - self._last_time, 1e-9), device=self.device)
+                done.games / max(now - self._last_time, 1e-9), device=self.device)
         self._last_time = now
-        if done.moves is not None:  # a population's: summed over the members still training
-            moves = done.moves.detach().reshape(-1)
-            moves = moves[self.active.to(moves.device)] if moves.numel() == self.n > 1 else moves
-            metrics["moves"] = moves.float().sum().to(self.device)
+        if done.moves is not None:
+            metrics["moves"] = done.moves.detach().float().sum().reshape(()).to(self.device)
         self.games_local += done.games
         # DDP: every process played as many games, so the global rates and loss terms are
         # the means over processes; one all-reduce of all of them, then each process logs
@@ -311,23 +362,76 @@ class RLModule(L.LightningModule):
             self.env_steps += steps
             metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
             metrics["train/env_steps"] = float(self.env_steps)
-        if self.n == 1:
-            self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
-                               and isinstance(v, torch.Tensor)})
+        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
+                           and isinstance(v, torch.Tensor)})
+        self._log_update(metrics, done.games)
+
+    def _log_update(self, metrics: dict, games: int) -> None:
         metrics["train/games"] = float(self.games_played)
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=done.games)
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=games)
         if "perf/games_per_s" in metrics:
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)
 
-    def _over_members(self, value) -> torch.Tensor:
-        """A number, or a population's (N,) numbers -> one 0-dim float32: the median over
-        the members still training (of an even count, the mean of the middle two, as
-        population.json's medians), a single run's number as it is."""
-        v = torch.as_tensor(value, dtype=torch.float32, device=self.device)
-        if v.dim() == 0 or v.numel() == 1:
-            return v.reshape(())
-        return v[self.active.to(self.device)].quantile(0.5)
+    def _account_population(self, done: Update, seconds: float, now: float) -> None:
+        """``account`` for a population: its numbers come per member, (N,). The guard reads
+        them per member (``check_members``: a member that fails drops out); then every
+        process's members are gathered (trainer=ddp shares them out), and the log gets the
+        median over the members still training, the min and max of each rate, and the speed
+        of all members together. ``games_played`` counts the games of one member."""
+        self.member_games += done.games * self.active.long()  # a member that fails now played them
+        self.check_members(done.terms, self.games_played + done.games)
+
+        def column(v) -> torch.Tensor:  # a number for all, or (n,) per member -> (n,) on the CPU
+            return torch.as_tensor(v, dtype=torch.float32).detach().cpu().reshape(-1).expand(self.n).clone()
+
+        mine = {f"rollout/{k}": column(v) for k, v in done.rates.items()}
+        mine.update({f"train/{k}": column(v) for k, v in done.terms.items()})
+        if done.moves is not None:
+            mine["moves"] = column(done.moves)
+        mine["active"] = self.active.float()
+        shares = self.gather_objects(mine)
+        every = {k: torch.cat([s[k] for s in shares]) for k in mine}  # (population_size,)
+        self.active_all = every.pop("active").bool()
+        live = self.active_all
+        if not bool(live.any()):  # trainer=ddp: no process has a member left
+            raise NonFiniteError(f"every member of the population went non-finite by update "
+                                 f"{self.update_index + 1}; population.json is not written")
+        metrics: dict[str, float] = {}
+        for k, v in every.items():
+            if k == "moves":
+                continue
+            metrics[k] = float(v[live].quantile(0.5))  # of an even count: the middle two's mean
+            if k.startswith("rollout/"):
+                metrics[f"{k}_min"], metrics[f"{k}_max"] = float(v[live].min()), float(v[live].max())
+        playing = int(live.sum())
+        if self._last_time is not None:
+            metrics["perf/games_per_s"] = done.games * playing / max(now - self._last_time, 1e-9)
+        self._last_time = now
+        self.games_local += done.games
+        self.games_played += done.games
+        if "moves" in every:
+            steps = int(every["moves"][live].sum())
+            self.env_steps += steps
+            metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
+            metrics["train/env_steps"] = float(self.env_steps)
+        self._log_update(metrics, done.games)
+
+    def gather_population(self) -> dict:
+        """Every process's members, for the run folder: the stacked weights of each process's
+        share (state dicts, in rank order), and the members, games, stops and activity."""
+        shares = self.gather_objects({
+            "net": {k: v.detach().cpu() for k, v in self.net.state_dict().items()},
+            "members": self.members, "member_games": self.member_games.clone(),
+            "active": self.active.clone(), "stopped": dict(self.stopped)})
+        net = MLPStack(self.population_size, self.net.hidden, self.net.encoding_name)
+        with torch.no_grad():
+            for name, p in net.named_parameters():
+                p.copy_(torch.cat([s["net"][name] for s in shares]))
+        return {"net": net.to(self.device), "members": [m for s in shares for m in s["members"]],
+                "member_games": torch.cat([s["member_games"] for s in shares]),
+                "active": torch.cat([s["active"] for s in shares]),
+                "stopped": {k: v for s in shares for k, v in s["stopped"].items()}}
 
     # ------------------------------------------------------------------ position table
 
@@ -423,11 +527,11 @@ class RLModule(L.LightningModule):
         for k in bad.nonzero().flatten().tolist():
             first = int((~finite[:, k]).nonzero()[0])
             what = names[first] + (f" = {float(per_term[names[first]][k])}" if first < len(per_term) else "")
-            self.stopped[k] = (f"non-finite {what} at update {self.update_index + 1} of "
+            self.stopped[self.members[k].index] = (f"non-finite {what} at update {self.update_index + 1} of "
                                f"{self.total_updates} (after {games:,} games)")
         self.active &= ~bad
         self._zero_members(bad.to(self.device))
-        if not bool(self.active.any()):
+        if not bool(self.active.any()) and not self.split:  # (split: the others may go on)
             raise NonFiniteError(f"every member of the population went non-finite by update "
                                  f"{self.update_index + 1}: " + "; ".join(
                                      f"member {k}: {why}" for k, why in sorted(self.stopped.items())))

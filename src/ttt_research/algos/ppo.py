@@ -215,7 +215,7 @@ class PPO(RLModule):
         return {"value_net": MLP(spec["hidden"], spec["encoding"], outputs=1)}
 
     def configure_optimizers(self):
-        if self.n > 1:  # stacked members, each at its own learning rate
+        if self.stacked:  # stacked members, each at its own learning rate
             return MemberAdam(self.parameters(), self.n, lr=self.lr)
         if self.optimizer_factory is None:
             return torch.optim.Adam(self.parameters(), lr=self.lr, fused=True)
@@ -328,7 +328,7 @@ class PPO(RLModule):
 
     def set_lr(self, opt, lr) -> None:
         """The learning rate: a number for all parameters, or a population's (N,)."""
-        if self.n > 1:
+        if self.stacked:
             opt.optimizer.set_lr(lr)
         else:
             for group in opt.param_groups:
@@ -392,7 +392,7 @@ class PPO(RLModule):
         """Clip the gradient norm to ``max_grad_norm`` (0: no clipping): Lightning's clipping
         for a single run, each member's own norm in a population (whose members with no
         move in this minibatch do not step at all)."""
-        if self.n == 1:
+        if not self.stacked:
             if self.max_grad_norm > 0:
                 self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm,
                                     gradient_clip_algorithm="norm")

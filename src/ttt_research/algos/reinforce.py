@@ -162,7 +162,7 @@ class Reinforce(RLModule):
                                           "member_nets"])
 
     def configure_optimizers(self):
-        if self.n > 1:  # stacked members, each at its own learning rate and momentum
+        if self.stacked:  # stacked members, each at its own learning rate and momentum
             return MemberSGD(self.net.parameters(), self.n, lr=self.lr, momentum=self.momentum)
         if self.optimizer_factory is None:  # the seed's SGD, here with momentum
             return torch.optim.SGD(self.net.parameters(), lr=self.lr, momentum=self.momentum)
@@ -202,7 +202,7 @@ class Reinforce(RLModule):
                                           games_this_update)
         if self.lr_final is not None:
             lr = self.scheduled(self.lr, self.lr_final, games_this_update)
-            if self.n > 1:
+            if self.stacked:
                 opt.optimizer.set_lr(lr)
             else:
                 for group in opt.param_groups:
@@ -222,7 +222,7 @@ class Reinforce(RLModule):
         # once per step rather than once per batch.
         games = -(-self.games_per_update // self.rollouts)
         results = []
-        total = torch.zeros(() if self.n == 1 else (self.n,), device=self.device)
+        total = torch.zeros((self.n,) if self.stacked else (), device=self.device)
         for i in range(self.rollouts):
             self.anneal(opt, i * games)
             if self.position_table:
@@ -234,7 +234,7 @@ class Reinforce(RLModule):
         # The update's rates over all its batches: only the outcomes need joining.
         outcome = torch.cat([ep.outcome for ep in results], dim=-1)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
-        lr = opt.optimizer.lr if self.n > 1 else opt.param_groups[0]["lr"]
+        lr = opt.optimizer.lr if self.stacked else opt.param_groups[0]["lr"]
         return Update(outcome.shape[-1], rates(outcome),
                       {"loss": total / steps, "lr": lr, "temperature": self.temperature})
 
