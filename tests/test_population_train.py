@@ -168,3 +168,15 @@ def test_what_a_population_cannot_train_is_refused_in_one_line(override, needle)
     with pytest.raises(ConfigError, match=needle):
         validate(make_cfg("population.size=2", *ddp, override))
     validate(make_cfg("population.size=1", *ddp, override))  # one agent: fine
+
+
+def test_a_population_checkpoint_is_refused_by_evaluate_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    train(make_cfg("population.size=2", "budget.games=512"), tmp_path)
+    out = subprocess.run([sys.executable, "-m", "ttt_research.evaluate",
+                          str(tmp_path / "checkpoints" / "last.ckpt")], capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1 and "a population's checkpoint (2 members" in out.stderr
+    assert "members/NNN" in out.stderr

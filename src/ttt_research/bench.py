@@ -383,15 +383,16 @@ def format_table(res: dict) -> str:
         rows.append(f"{key:<24} {res[key]:>14,.0f}  {beside}")
     rows.append(f"{'time_to_unbeatable_s':<24} {'never' if ttu is None else f'{ttu:.1f}':>14}  "
                 f"{REFERENCES['time_to_unbeatable_s'][0]} ({MEASURED_ON})")
-    for key, unit, single in (("population_reinforce_games_per_s", "games/s", "reinforce"),
-                              ("population_ppo_steps_per_s", "steps/s", "ppo")):
+    for key, single in (("population_reinforce_games_per_s", "reinforce"),
+                        ("population_ppo_steps_per_s", "ppo")):
+        if res.get(key):
+            rows.append(f"{key}: all members together")
         for n, rate in res.get(key, {}).items():
             ratios = res["population_ratios"]
-            times = ratios[f"{single}_{n}_vs_single"]
-            beside = f"N={n} agents, all members; {times:.1f}x the single run above"
+            beside = f"{ratios[f'{single}_{n}_vs_single']:.1f}x the single run above"
             if f"reinforce_{n}_vs_antirez" in ratios and single == "reinforce":
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
-            rows.append(f"{key.replace('_per_s', '') + f' N={n}':<24} {rate:>14,.0f}  {unit}, {beside}")
+            rows.append(f"{f'  N={n} agents':<24} {rate:>14,.0f}  {beside}")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "

@@ -105,6 +105,13 @@ def load_checkpoint(path: str | Path):
         raise PolicyFileError(f"{path}: not a readable checkpoint ({_unreadable(e)})") from None
     if not isinstance(ckpt, dict) or "net_spec" not in ckpt or "state_dict" not in ckpt:
         raise PolicyFileError(f"{path}: not a ttt_research checkpoint (no network description)")
+    if "population" in ckpt:  # many agents' weights stacked: no single policy to load
+        shares = [s["population"] for s in ckpt.get("member_shards") or [ckpt]]  # trainer=ddp: one a process
+        n = sum(len(s["member_games"]) for s in shares)
+        raise PolicyFileError(
+            f"{path}: a population's checkpoint ({n} members in this file): use a member's "
+            "policy.onnx (the run folder's is its best member's; population.export=all writes "
+            "every member's under members/NNN/)")
     spec = ckpt["net_spec"]
     weights = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
     try:
