@@ -185,6 +185,9 @@ def test_a_draw_is_the_documented_uniform():
     (["population.sample.reward.tie={low:0.1,high:1,log:maybe}"], "population.sample.reward.tie.log must be "
                                                                   "true or false, got 'maybe'"),
     (["population.sample.reward.tie={low:0.1,high:1,step:2}"], "(log is optional)"),
+    # what bash hands Hydra for an unquoted population.sample.algo.lr={low:0.1,high:4}
+    (["population.sample.algo.lr=low:0.1", "population.sample.algo.lr=high:4"],
+     "quote the braces for the shell: 'population.sample.algo.lr={low:0.1,high:4}'"),
     (["population.vary.algo.lr=[1]", "population.sample.algo.lr={low:1,high:2}"], "not both"),
     (["+population.vary={algo.lr:[1,2]}", "population.vary.algo.lr=[3]"], "given twice"),
     (["population.size=0"], "population.size must be a positive integer, got 0"),

@@ -198,8 +198,11 @@ def validate_population(cfg: DictConfig) -> None:
                       and all(_is_number(x) and ok(x) for x in value) and len(set(value)) == len(value),
                       where, f"a non-empty list of distinct numbers, each {allowed}", value)
                 continue
+            # bash splits an unquoted {low:1,high:2} into two words before Hydra sees it
+            shell = (" (quote the braces for the shell: "
+                     f"'{where}={{low:0.1,high:4}}')") if isinstance(value, str) and ":" in value else ""
             _need(isinstance(value, dict) and {"low", "high"} <= set(value) <= set(pop.SAMPLE_FIELDS),
-                  where, "{low: NUMBER, high: NUMBER, log: true|false} (log is optional)", value)
+                  where, "{low: NUMBER, high: NUMBER, log: true|false} (log is optional)" + shell, value)
             low, high, log = value["low"], value["high"], value.get("log", False)
             for bound in (low, high):
                 _need(_is_number(bound) and ok(bound), where, f"bounds that are each {allowed}", value)
