@@ -44,8 +44,12 @@ def run(tmp_path_factory):
 @contextmanager
 def served(path):
     """``play PATH --web --port 0`` in a subprocess; yields the URL it prints."""
+    # SIGINT back to its default in the server: a shell that starts the tests as a background
+    # job (`.ci/run &`) ignores SIGINT in it, and Python then never turns Ctrl-C into
+    # KeyboardInterrupt, so the server would not stop below.
     proc = subprocess.Popen([sys.executable, "-m", "ttt_research.play", str(path), "--web", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+/", line)
