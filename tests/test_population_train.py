@@ -180,3 +180,11 @@ def test_a_population_checkpoint_is_refused_by_evaluate_in_one_line(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1 and "a population's checkpoint (2 members" in out.stderr
     assert "members/NNN" in out.stderr
+
+
+def test_a_population_with_antirez_softmax_over_all_cells_trains():
+    """algo.masked_softmax=false (the seed's softmax over all 9 cells): acting still masks,
+    block by block of the population's table."""
+    pop = first_update("population.size=2", "algo.masked_softmax=false")
+    one = first_update("seed=1", "algo.masked_softmax=false")
+    assert rates(pop.last_update, 1) == rates(one.last_update)

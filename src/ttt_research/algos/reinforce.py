@@ -274,7 +274,9 @@ class Reinforce(RLModule):
         logits = self.logits(views).reshape(self.n * P, 9)  # (P, 9), or N blocks: with autograd
         # Acting is always masked; without the masked softmax, mask the same logits here.
         table = logits.detach()
-        self._table = table if self.masked_softmax else table.masked_fill(views != 0, MASKED)
+        if not self.masked_softmax:  # (a population's table is N blocks of the P positions)
+            table = table.view(-1, P, 9).masked_fill(views != 0, MASKED).view(-1, 9)
+        self._table = table
         ep = play_batch(games, self.act_from_table, self.opponent, self.seat, self.device,
                   self.generator)
         results.append(ep)
