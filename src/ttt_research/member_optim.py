@@ -97,7 +97,9 @@ class MemberAdam(_MemberOptimizer):
     """Adam, member k at learning rate ``lr[k]``, as ``torch.optim.Adam`` writes it:
     ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``, and
     ``p -= lr[k] / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``. The step count t is
-    one for all (members step together); an inactive member's moments do not move."""
+    each member's own, (N,): a member left out of a step (inactive, or not in ``only``: PPO's
+    member with no move in a minibatch, whose single run makes fewer steps) neither moves
+    nor counts the step, so its bias corrections stay those of its single run."""
 
     def __init__(self, params, n: int, lr=1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8):
@@ -109,18 +111,22 @@ class MemberAdam(_MemberOptimizer):
             b1, b2 = group["betas"]
             state = self.state[p]
             if not state:
-                state["step"] = 0
+                state["step"] = torch.zeros(self.n, dtype=torch.float32, device=p.device)
                 state["exp_avg"] = torch.zeros_like(p)
                 state["exp_avg_sq"] = torch.zeros_like(p)
-            state["step"] += 1
-            t = state["step"]
+            elif not isinstance(state["step"], torch.Tensor) or state["step"].dim() == 0:
+                state["step"] = torch.full((self.n,), float(state["step"]))  # one count for all
             on = self.stepping(p)
+            state["step"] = state["step"].to(p.device) + on.reshape(-1)
+            t = state["step"].double().clamp_min(1)  # (N,); 0: never stepped (and does not now)
+            bias1 = _per_member((1 - b1 ** t).to(p.dtype), p)
+            bias2_sqrt = _per_member((1 - b2 ** t).sqrt().to(p.dtype), p)
             g = torch.where(on, p.grad, 0.0)
             m = torch.where(on, state["exp_avg"].lerp(g, 1 - b1), state["exp_avg"])
             v = torch.where(on, state["exp_avg_sq"] * b2 + (1 - b2) * g * g, state["exp_avg_sq"])
             state["exp_avg"], state["exp_avg_sq"] = m, v
-            step_size = _per_member(self.lr.to(p.device, p.dtype), p) / (1 - b1 ** t)
-            denom = (v.sqrt() / (1 - b2 ** t) ** 0.5).add_(group["eps"])
+            step_size = _per_member(self.lr.to(p.device, p.dtype), p) / bias1
+            denom = (v.sqrt() / bias2_sqrt).add_(group["eps"])
             p.copy_(torch.where(on, p - step_size * m / denom, p))
 
 

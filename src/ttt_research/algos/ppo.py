@@ -103,10 +103,14 @@ def value_loss(v: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor | None = 
 def masked_entropy(logits: torch.Tensor, legal: torch.Tensor,
                    weight: torch.Tensor | None = None) -> torch.Tensor:
     """Mean entropy of the policy over legal moves. (..., M, 9) logits, (..., M, 9) legal;
-    with (..., M) ``weight``, the weighted mean (row i counted ``weight[i]`` times)."""
+    with (..., M) ``weight``, the weighted mean (row i counted ``weight[i]`` times; all weights
+    0, as for a population's member with no move in a minibatch: 0, not 0/0)."""
     logp = F.log_softmax(logits, -1)
     h = -(logp.exp() * logp).where(legal, 0.0).sum(-1)
-    return h.mean(-1) if weight is None else (h * weight).sum(-1) / weight.sum(-1)
+    if weight is None:
+        return h.mean(-1)
+    total = weight.sum(-1)
+    return (h * weight).sum(-1) / torch.where(total > 0, total, 1.0)
 
 
 def normalise(x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
@@ -352,7 +356,7 @@ class PPO(RLModule):
         with torch.no_grad():
             logp_old, value_old, _ = self._heads(view, code, action, legal, valid)
         sums = torch.zeros(5, self.n, device=self.device)  # pg, vl, entropy, approx_kl, clip fraction
-        n = 0
+        n = torch.zeros(self.n, device=self.device)  # (N,) minibatches each member stepped on
         ent_coef_m = self.per_member(ent_coef, sums[0])
         for _ in range(self.epochs):
             order = self.generator.randperm(mv.counts.tolist())  # (N, M): each member's shuffle
@@ -376,9 +380,9 @@ class PPO(RLModule):
                     ratio_m1 = log_ratio.exp() - 1
                     sums += torch.stack((pg, vl, ent, mean_last(ratio_m1 - log_ratio, ok),
                                          mean_last((ratio_m1.abs() > self.clip).float(), ok))).detach()
-                n += 1
+                n += 1 if ok is None else ok.any(-1).float()  # a member with no move: as its single run
         with torch.no_grad():
-            sums = sums / n
+            sums = sums / n.clamp_min(1)
             stats = dict(zip(("policy_loss", "value_loss", "entropy", "approx_kl",
                               "clip_fraction"), sums.unbind(), strict=True))
             # Of the critic that produced this batch's advantages (as SB3 reports it).
