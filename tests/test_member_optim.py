@@ -138,3 +138,29 @@ def test_only_the_members_named_for_a_step_move():
     after = [stack.member(k).state_dict() for k in range(3)]
     moved = [any(not torch.equal(before[k][n], after[k][n]) for n in before[k]) for k in range(3)]
     assert moved == [True, False, True]
+
+
+def test_a_member_left_out_of_a_step_does_not_count_it_in_adams_bias_correction():
+    """PPO: a member with no move in a minibatch sits the step out; its single run made one
+    step fewer, so its next steps use that run's (smaller) step count."""
+    torch.manual_seed(0)
+    own = [MLP([16], "signed9") for _ in LRS]
+    stack = MLPStack.from_members(own)
+    opts = [torch.optim.Adam(m.parameters(), lr=lr) for m, lr in zip(own, LRS, strict=True)]
+    stacked_opt = MemberAdam(stack.parameters(), 3, lr=torch.tensor(LRS))
+    plan = [[True] * 3, [True, False, True], [True, False, True], [True] * 3]
+    for s, on in enumerate(plan):
+        x = views(s)
+        for m, opt, step in zip(own, opts, on, strict=True):
+            if step:
+                opt.zero_grad()
+                member_loss(m(x)).backward()
+                opt.step()
+        stacked_opt.zero_grad()
+        member_loss(stack(x)).sum().backward()
+        stacked_opt.only = torch.tensor(on)
+        stacked_opt.step()
+    for k, m in enumerate(own):
+        mine = stack.member(k).state_dict()
+        for name, v in m.state_dict().items():
+            assert torch.allclose(mine[name], v, atol=1e-6, rtol=1e-5), (k, name)

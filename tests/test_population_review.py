@@ -88,3 +88,18 @@ def test_poisoned_ppo_member(tmp_path):
     rows = json.loads((tmp_path / "population.json").read_text())["members"]
     assert rows[0]["stopped"] is None and rows[0]["games"] == 2048
     assert "non-finite" in rows[1]["stopped"]
+
+
+MORE = {
+    "ppo-unmasked": ["algo=ppo", "algo.masking=false"],
+    "ppo-noclip-nonorm": ["algo=ppo", "algo.max_grad_norm=0", "algo.norm_adv=false"],
+    "ppo-schedules": ["algo=ppo", "algo.lr_final=0.0001", "algo.ent_final=0"],
+    "reinforce-rollouts-momentum": ["algo.rollouts=3", "algo.momentum=0.9", "algo.lr_final=0.01"],
+    "reinforce-baseline-both": ["algo.baseline=true", "seat=both"],
+}
+
+
+@pytest.mark.parametrize("case", MORE)
+def test_more_first_updates(case):
+    base = MORE[case]
+    check([*base, "population.seeds=[1,2]"], [[*base, "seed=1"], [*base, "seed=2"]])
