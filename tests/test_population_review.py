@@ -103,3 +103,9 @@ MORE = {
 def test_more_first_updates(case):
     base = MORE[case]
     check([*base, "population.seeds=[1,2]"], [[*base, "seed=1"], [*base, "seed=2"]])
+
+
+def test_ppo_rewards_vary():
+    base = ["algo=ppo", "seed=4"]
+    check([*base, "population.vary.reward.tie=[0,0.5]", "population.vary.reward.loss=[-1,-2]"],
+          [[*base, f"reward.tie={t}", f"reward.loss={l}"] for l in (-1, -2) for t in (0, 0.5)])  # keys sorted
