@@ -34,8 +34,8 @@ CASES = {
     "ppo-mb3-small": (
         [*PPO_MIXED, "algo.minibatches=3", "algo.games_per_update=64", "budget.games=64",
          "population.vary.opponent.p_perfect=[0,1]"],
-        [[*PPO_MIXED, "algo.minibatches=3", "algo.games_per_update=64", "budget.games=64", f"opponent.p_perfect={p}"]
-         for p in (0, 1)]),
+        [[*PPO_MIXED, "algo.minibatches=3", "algo.games_per_update=64", "budget.games=64",
+          f"opponent.p_perfect={p}"] for p in (0, 1)]),
     "ppo-ep2-mb7-small": (
         [*PPO_MIXED, "algo.minibatches=7", "algo.epochs=2", "algo.games_per_update=16", "budget.games=16",
          "population.vary.opponent.p_perfect=[0,1]"],
@@ -50,9 +50,10 @@ CASES = {
     "reinforce-curriculum": (["opponent=curriculum", "population.seeds=[1,2]"],
                              [["opponent=curriculum", "seed=1"], ["opponent=curriculum", "seed=2"]]),
     "ppo-curriculum": (["algo=ppo", "opponent=curriculum", "population.seeds=[1,2]"],
-                       [["algo=ppo", "opponent=curriculum", "seed=1"], ["algo=ppo", "opponent=curriculum", "seed=2"]]),
-    "ppo-seat-both-mixed": (["algo=ppo", "seat=both", *PPO_MIXED[1:], "population.vary.opponent.p_perfect=[0,1]"],
-                            [["algo=ppo", "seat=both", *PPO_MIXED[1:], f"opponent.p_perfect={p}"] for p in (0, 1)]),
+                       [["algo=ppo", "opponent=curriculum", f"seed={s}"] for s in (1, 2)]),
+    "ppo-seat-both-mixed": (
+        ["algo=ppo", "seat=both", *PPO_MIXED[1:], "population.vary.opponent.p_perfect=[0,1]"],
+        [["algo=ppo", "seat=both", *PPO_MIXED[1:], f"opponent.p_perfect={p}"] for p in (0, 1)]),
 }
 
 
@@ -75,6 +76,7 @@ def test_tiny_ragged(seed, g):
 
 def test_poisoned_ppo_member(tmp_path):
     import json
+
     from configs import make_cfg
     from ttt_research.train import train
     pop = first_update("algo=ppo", "population.vary.algo.lr=[0.001,1e30]")
