@@ -258,16 +258,6 @@ def count(cfg: DictConfig) -> int:
     return len(grid_points(cfg)) * len(seeds(cfg))
 
 
-def refuse_many(cfg: DictConfig) -> None:
-    """Until a population trains in one process, a config of more than one agent is refused in
-    one line (``ConfigError``) rather than silently trained as one."""
-    n = count(cfg)
-    if n > 1:
-        raise ConfigError(
-            f"population describes {n} agents, and training many agents in one process is not "
-            "built yet; run them as a Hydra multirun meanwhile, e.g. -m seed=0,1,2")
-
-
 def member_config(cfg: DictConfig, member: Member) -> DictConfig:
     """The single-run config of ``member``: its seed and values applied, and the population
     block back to one agent (``size=1``, no seeds, nothing varied), so that the member can be

@@ -31,7 +31,6 @@ from .callbacks import ExactEvaluation
 from .contract import EVAL_NAMES, JUDGED_SEATS, REPORT_KEY, eval_metrics, learner_loss, unbeatable
 from .evaluate import eval_table, evaluate_stack
 from .export import export
-from .objectives import population_objectives
 
 
 class PopulationEvaluation(ExactEvaluation):
@@ -109,8 +108,8 @@ def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]
             values = [m[name] for m in live]
             out[name] = float(statistics.median(values))
             out[f"{name}_min"], out[f"{name}_max"] = min(values), max(values)
-    out["population/unbeatable_fraction"] = population_objectives(
-        reports, seat)["population_unbeatable_fraction"]
+    out["population/unbeatable_fraction"] = sum(
+        r is not None and unbeatable(r, seat) for r in reports) / len(reports)
     return out
 
 
@@ -127,19 +126,23 @@ def write_evals_csv(path: Path, history: list, members: list) -> None:
                     out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES)])
 
 
-def rows_of(whole: dict, evaluation: PopulationEvaluation, final: list[dict]) -> list[dict]:
+def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) -> list[dict]:
     """population.json's member rows, from ``RLModule.whole`` (every process's members): the
     final reports of the members still training, the last report before it stopped of the
-    others."""
+    others. The evaluation ran after the last update (``ExactEvaluation.due``), so its history
+    ends with the final reports; only if it does not are the members evaluated again."""
     n = len(whole["members"])
+    if not evaluation.history or evaluation.history[-1][0] != games_played:
+        final = evaluate_stack(whole["net"])
+        active = whole["active"].tolist()
+        final = [r if on else None for r, on in zip(final, active, strict=True)]
+        evaluation.history.append((games_played, final))
     latest = evaluation.latest(n)
     first = evaluation.first_unbeatable(n)
     games = whole["member_games"].tolist()
     rows = []
     for k, m in enumerate(whole["members"]):
-        stopped = whole["stopped"].get(m.index)
-        report = latest[k] if stopped else final[k]
-        rows.append(pop.member_row(m, games[k], report, first[k], stopped))
+        rows.append(pop.member_row(m, games[k], latest[k], first[k], whole["stopped"].get(m.index)))
     return rows
 
 
@@ -148,7 +151,7 @@ def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict
     population.json content), from every process's members (each process computes the
     same; rank 0 writes them)."""
     whole = module.whole
-    rows = rows_of(whole, evaluation, evaluate_stack(whole["net"]))
+    rows = rows_of(whole, evaluation, module.games_played)
     agg = pop.aggregate(rows, cfg.seat.side, cfg.optimized_metric)
     best = agg["best"]
     member = whole["members"][best]
