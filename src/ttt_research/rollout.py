@@ -41,10 +41,7 @@ class Reward:
     def of(self, outcome: torch.Tensor, forfeit: torch.Tensor | None = None) -> torch.Tensor:
         """(B,) learner outcomes (+1 win, 0 tie, -1 loss) -> (B,) float rewards. A
         population's members may each have their own values: then a field is an (N, 1)
-        tensor and the outcomes (N, B)."""
-        if any(isinstance(v, torch.Tensor) and v.device != outcome.device
-               for v in (self.win, self.tie, self.loss, self.illegal)):
-            self = self.to(outcome.device)  # noqa: PLW0642 (a copy on the games' device)
+        tensor (on the games' device: ``to``) and the outcomes (N, B)."""
         r = torch.where(outcome > 0, self.win, torch.where(outcome < 0, self.loss, self.tie))
         if forfeit is not None:
             r = torch.where(forfeit, self.illegal, r)

@@ -184,6 +184,7 @@ class RLModule(L.LightningModule):
             streams = [s ^ (self.games_played << 20) for s in streams]
             states = None
         self.generator = Streams(streams, self.device)
+        self.reward = self.reward.to(self.device)  # a population's per-member values, if any
         if states is not None:
             self.generator.set_state(states[rank])
         self._generator_states = None
