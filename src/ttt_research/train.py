@@ -84,14 +84,13 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
 
     from .nets import MLPStack
 
-    algo_class = get_class(cfg.algo._target_)
-    companions = getattr(algo_class, "companion_nets", None)
+    companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
     for m in members:
         L.seed_everything(m.seed, verbose=False)
         net = instantiate(cfg.net)
         nets.append(net)
-        for name, companion in (companions(net) if companions else {}).items():
+        for name, companion in companions(net).items():
             extra.setdefault(name, []).append(companion)
     L.seed_everything(cfg.seed, verbose=False)
     stack = MLPStack.from_members(nets)

@@ -165,6 +165,12 @@ class RLModule(L.LightningModule):
 
     # ------------------------------------------------------------------ randomness
 
+    @staticmethod
+    def companion_nets(net: MLP) -> dict[str, MLP]:
+        """Networks an algorithm builds right after the policy, by name (PPO: its value
+        network); a population builds them per member, under the member's seed."""
+        return {}
+
     @property
     def seeds(self) -> list[int]:
         """Each member's seed (a single run: ``[seed]``)."""
