@@ -263,6 +263,13 @@ def test_aggregate_ranks_the_reports_it_is_given(rows):
                                 "min": scores[0], "max": scores[2]}
     assert agg["objectives"]["population_median_score"] == scores[1]
     assert agg["objectives"]["population_unbeatable_fraction"] == 0.25
+    # 3 ranked members: the IQM cuts nothing (the mean); Wilson's 1 of 4 from its formula.
+    assert agg["objectives"]["population_iqm_score"] == pytest.approx(sum(scores) / 3, abs=1e-12)
+    wins = [min(r[s]["vs_random"]["win"] for s in ("as_x", "as_o")) for r in ranked]
+    assert agg["objectives"]["population_iqm_win"] == pytest.approx(sum(wins) / 3, abs=1e-12)
+    z2 = 1.959963984540054 ** 2
+    low = (0.25 + z2 / 8 - 1.959963984540054 * (0.25 * 0.75 / 4 + z2 / 64) ** 0.5) / (1 + z2 / 4)
+    assert agg["objectives"]["population_unbeatable_ci_low"] == pytest.approx(low, abs=1e-12)
     assert set(agg["metrics"]) == set(EVAL_NAMES)
     for name in EVAL_NAMES:
         values = sorted(eval_metrics(r)[name] for r in ranked)

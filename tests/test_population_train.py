@@ -17,7 +17,9 @@ from configs import make_cfg
 from test_reliability import Crash, crash_after_first_checkpoint, metric_rows
 from ttt_research import evaluate as ev
 from ttt_research import population
+from ttt_research import report as report_cli
 from ttt_research.config import ConfigError, validate
+from ttt_research.contract import unbeatable
 from ttt_research.policy_file import load_policy
 from ttt_research.train import build, train
 
@@ -116,6 +118,13 @@ def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path
     wins = sorted(r["eval"]["as_o"]["vs_random"]["win"] for r in rows)
     assert float(last["eval/o_random_win"]) == pytest.approx(wins[1], abs=1e-12)
     assert float(last["eval/o_random_win_min"]) == pytest.approx(wins[0], abs=1e-12)
+    # report reads the folder as one configuration of three seeds, each a member's final report
+    keys, groups, _ = report_cli.summarise(report_cli.find_runs(tmp_path), reps=200)
+    (row,) = report_cli.records(keys, groups)
+    assert (row["seeds"], row["jobs"]) == (3, 1)
+    assert row["o_random_win_iqm"] == pytest.approx(sum(wins) / 3, abs=1e-12)  # 3 seeds: nothing cut
+    assert row["o_random_win_median"] == pytest.approx(wins[1], abs=1e-12)
+    assert row["unbeatable"] == sum(unbeatable(r["eval"], "o") for r in rows)
 
 
 def test_a_population_of_one_is_the_plain_run_of_its_seed(tmp_path):

@@ -37,17 +37,18 @@ def fake_run(path: Path, seed: int, net: str, side: str, evals: list[tuple[int, 
 
 
 def drawn_report(tmp_path, monkeypatch, side: str, evals: list[tuple[int, float, float]], nets: int):
-    """report.report over ``nets`` groups of 2 seeds; returns the figure it drew (not closed)."""
+    """report.report over ``nets`` groups of 2 seeds; returns the figures it drew (not closed):
+    the learning curves and the performance profiles."""
     for n in range(nets):
         for seed in (0, 1):
             fake_run(tmp_path / f"{n}{seed}", seed, f"mlp{25 + n}_with_a_long_name_{n}", side,
                      [(g, w - 0.01 * seed, lo) for g, w, lo in evals])
     kept = []
     monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
-    report.report(tmp_path)
-    (fig,) = kept
-    fig.canvas.draw()  # the constrained layout is placed at draw time
-    return fig
+    report.report(tmp_path, reps=200)
+    for fig in kept:
+        fig.canvas.draw()  # the constrained layout is placed at draw time
+    return kept
 
 
 def overlap(a, b) -> bool:
@@ -59,20 +60,23 @@ CURVE = [(g, 0.5 + 0.04 * i, 0.1 / (i + 1)) for i, g in enumerate(range(10_000, 
 
 @pytest.mark.parametrize("side,nets", [("o", 1), ("o", 4), ("both", 7)])
 def test_the_legend_covers_neither_the_title_nor_a_plot(tmp_path, monkeypatch, side, nets):
-    fig = drawn_report(tmp_path, monkeypatch, side, CURVE, nets)
-    r = fig.canvas.get_renderer()
-    (legend,) = fig.legends
-    box, title = legend.get_window_extent(r), fig._suptitle.get_window_extent(r)
-    page = fig.bbox
-    assert not overlap(box, title)
-    assert all(not overlap(box, ax.get_tightbbox(r)) for ax in fig.axes)
-    for b in (box, title):  # nothing cut off at the edges
-        assert page.x0 <= b.x0 and b.x1 <= page.x1 + 1 and page.y0 <= b.y0 and b.y1 <= page.y1 + 1
-    assert len(legend.get_texts()) == nets
+    curves, profiles = drawn_report(tmp_path, monkeypatch, side, CURVE, nets)
+    for fig in (curves, profiles):
+        r = fig.canvas.get_renderer()
+        (legend,) = fig.legends
+        box, title = legend.get_window_extent(r), fig._suptitle.get_window_extent(r)
+        page = fig.bbox
+        assert not overlap(box, title)
+        assert all(not overlap(box, ax.get_tightbbox(r)) for ax in fig.axes if ax.get_visible())
+        for b in (box, title):  # nothing cut off at the edges
+            assert page.x0 <= b.x0 and b.x1 <= page.x1 + 1 and page.y0 <= b.y0 and b.y1 <= page.y1 + 1
+        assert len(legend.get_texts()) == nets
+    # One profile per metric: win and loss per trained seat, and the optimal-move rate.
+    assert len([ax for ax in profiles.axes if ax.get_visible()]) == (5 if side == "both" else 3)
 
 
 def test_one_evaluation_per_run_is_drawn_in_context_not_as_a_lone_dot(tmp_path, monkeypatch):
-    fig = drawn_report(tmp_path, monkeypatch, "o", [(4096, 0.7556, 0.149)], 1)
+    fig, _ = drawn_report(tmp_path, monkeypatch, "o", [(4096, 0.7556, 0.149)], 1)
     win_ax, loss_ax = fig.axes
     for ax in (win_ax, loss_ax):
         assert ax.get_xlim()[0] <= 0 < 4096 < ax.get_xlim()[1]  # training from 0 games on

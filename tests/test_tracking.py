@@ -214,9 +214,11 @@ def test_report_tabulates_and_plots_a_sweep(sweep):
         overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
         net = next(o for o in overrides if o.startswith("net=")).split("=")[1]
         row = rows[net]
-        assert float(row["o_win_mean"]) == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-12)
-        assert float(row["objective_max"]) == pytest.approx(objective(rep, "o"), abs=1e-12)
-        assert f"| {net} | 1 | {rep['as_o']['vs_random']['win']:.4f} |" in md
+        assert float(row["o_random_win_iqm"]) == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-12)
+        assert float(row["objective_mean"]) == pytest.approx(objective(rep, "o"), abs=1e-12)
+        assert row["seeds"] == "1" and row["unbeatable"] == str(int(objective(rep, "o") >= 0))
+        seed = yaml.safe_load((sweep / job / ".hydra" / "config.yaml").read_text())["seed"]
+        assert f"| {net} | {seed} | {rep['as_o']['vs_random']['win']:.4f} |" in md
     import matplotlib.image as mpimg
 
     png = mpimg.imread(str(sweep / "report.png"))
@@ -241,7 +243,7 @@ def fake_run(path: Path, seed: int, lr: str, o_loss: float, worst: list[float], 
             w.writerow([i, 1000 * (i + 1), v, 0.5 + 0.1 * i, 0.1 / (i + 1)])
 
 
-def test_report_means_min_max_across_seeds_and_games_to_unbeatable_for_good(tmp_path):
+def test_report_statistics_across_seeds_and_games_to_unbeatable_for_good(tmp_path):
     fake_run(tmp_path / "0", 0, "0.1", 0.0, [-1, 0, -1, 0, 0])  # safe for good from 4,000 games
     fake_run(tmp_path / "1", 1, "0.1", 0.0, [0, 0, 0, 0, 0])  # from the first evaluation
     fake_run(tmp_path / "2", 0, "0.3", 0.02, [0, 0, -1, -1, -1])  # lost it again: never
@@ -250,16 +252,17 @@ def test_report_means_min_max_across_seeds_and_games_to_unbeatable_for_good(tmp_
     with open(files["csv"], newline="") as f:
         rows = list(csv.DictReader(f))
     # reward.tie: overridden in one run only; the others show the value they ran with.
-    assert [(r["algo.lr"], r["reward.tie"], r["runs"], r["seeds"]) for r in rows] == [
-        ("0.1", "0.3", "2", "0 1"), ("0.3", "0.3", "1", "0"), ("0.3", "0.5", "1", "0")]
-    assert float(rows[0]["o_win_mean"]) == pytest.approx(0.9) and rows[0]["unbeatable"] == "2"
-    assert float(rows[1]["o_loss_max"]) == pytest.approx(0.02) and rows[1]["unbeatable"] == "0"
+    assert [(r["algo.lr"], r["reward.tie"], r["seeds"]) for r in rows] == [
+        ("0.1", "0.3", "2"), ("0.3", "0.3", "1"), ("0.3", "0.5", "1")]
+    assert float(rows[0]["o_random_win_iqm"]) == pytest.approx(0.9) and rows[0]["unbeatable"] == "2"
+    assert float(rows[1]["o_random_loss_max"]) == pytest.approx(0.02) and rows[1]["unbeatable"] == "0"
+    assert float(rows[0]["unbeatable_fraction"]) == 1.0 and float(rows[1]["unbeatable_ci_high"]) < 0.8
     assert float(rows[0]["unbeatable_since_games_median"]) == 2500.0  # median of 4,000 and 1,000
     assert float(rows[0]["first_unbeatable_games_median"]) == 1500.0  # of 2,000 and 1,000
     assert float(rows[1]["first_unbeatable_games_median"]) == 1000.0  # safe at first, then lost
     md = files["md"].read_text()
-    assert "| 0.1 | 0.3 | 0, 1 | 0.9000 | 0.0000 | 2 of 2 | 2k, 1k | 4k, 1k |" in md
-    assert "| 0.3 | 0.3 | 0 | 0.8800 | 0.0200 | 0 of 1 | 1k | never |" in md
+    assert "| 0.1 | 0.3 | 0, 1 | 0.9000 | 0.0000 | 0.9000 | 2 of 2 | 1.5k (2 of 2) | 2.5k (2 of 2) |" in md
+    assert "| 0.3 | 0.3 | 0 | 0.8800 | 0.0200 | 0.9000 | 0 of 1 | 1.0k | never |" in md
     assert "net" not in md.splitlines()[2]  # the same in every run: not a column
     with open(files["runs"], newline="") as f:
         assert len(list(csv.DictReader(f))) == 4

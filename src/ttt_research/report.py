@@ -1,15 +1,26 @@
-"""``python -m ttt_research.report DIR``: one table and one plot for a sweep or a set of runs.
+"""``python -m ttt_research.report DIR``: statistics across seeds for a sweep, a population, or both.
 
-Every folder under DIR that holds an ``eval.json`` is a run. Runs are grouped by their
-Hydra overrides (``.hydra/overrides.yaml``) minus ``seed``; only the overrides that differ
-between runs become columns. Each group gets the exact metrics of its seeds (mean, and
-min–max when there is more than one): win and loss rates vs random for the seats trained,
-how many seeds are unbeatable, the training games after which a seed stayed unbeatable
-(from the exact evaluations in ``metrics.csv``), and the sweep objective.
+Every folder under DIR that holds an ``eval.json`` is a run; a population's folder
+(``population.json``) counts as one run per member, with the member's seed and its varied
+hyperparameters as overrides. Runs are grouped into *configurations* by their Hydra
+overrides (``.hydra/overrides.yaml``) and member hyperparameters, minus ``seed`` and the
+``population.*`` keys; only the keys that differ between runs become columns.
+
+Per configuration and per exact metric M (default: win and loss vs random for each trained
+seat, and the optimal-move rate; ``--metrics`` picks others from the metric contract, e.g.
+``o_perfect_loss``): the interquartile mean with its 95% stratified bootstrap interval, the
+median and the mean; and the share of seeds that cannot be beaten with its Wilson interval
+(``stats.py`` says why these). Also the training games after which a seed first was, and
+then stayed, unbeatable (from the exact evaluations during training) and the sweep objective.
 
 Writes, into DIR (or ``--out``): ``report.md`` (also printed), ``report.csv`` (one row per
-group: ``_mean``, ``_min``, ``_max`` columns), ``runs.csv`` (one row per run) and
-``report.png`` (exact learning curves, the mean of each group's seeds with a min–max band).
+configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M_mean``, ...,
+``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
+``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
+with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
+above each score). ``--json`` prints report.csv's rows as JSON instead of the table.
+``--compare A B`` prints the probability that configuration A improves on B (a seed of A
+beats a seed of B), with its 95% interval, for each metric.
 """
 
 from __future__ import annotations
@@ -24,12 +35,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import stats
 from .cli import UserError, command
-from .contract import EVAL_SEATS, JUDGED_SEATS, OUTCOMES, REPORT_KEY, eval_name, unbeatable
-from .objectives import direction, objective
+from .contract import (
+    EVAL_NAMES,
+    EVAL_SEATS,
+    JUDGED_SEATS,
+    OUTCOMES,
+    REPORT_KEY,
+    eval_metrics,
+    eval_name,
+    unbeatable,
+)
+from .objectives import direction, member_name, objective
 from .plots import read_metrics
 
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
+METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
+
+
+def default_metrics(seats) -> list[str]:
+    """Win and loss vs random for each trained seat, then the optimal-move rate."""
+    per_seat = [f"{s}_random_{o}" for s in EVAL_SEATS if s in seats for o in ("win", "loss")]
+    return [*per_seat, "optimal_move_rate"]
 
 
 @dataclass
@@ -43,6 +71,7 @@ class Run:
     series: dict = field(default_factory=dict)  # metrics.csv: {name: [(games, value), ...]}
     config: Any = None                          # .hydra/config.yaml (resolved), if any
     choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
+    member: int | None = None                    # a population member's index (None: a run)
 
     def value(self, key: str) -> str:
         """The run's value of an override key; a key it did not override is read from what
@@ -66,12 +95,18 @@ class Run:
         return JUDGED_SEATS[self.seat]
 
     @property
-    def objective(self) -> float:
-        return objective(self.report, self.seat, self.metric)
+    def objective(self) -> float | None:
+        """The seed's own value of the objective (the per-member name under a population
+        aggregate: ``score`` under ``population_median_score``)."""
+        return None if self.report is None else objective(self.report, self.seat, member_name(self.metric))
 
     @property
     def unbeatable(self) -> bool:
-        return unbeatable(self.report, self.seat)
+        return self.report is not None and unbeatable(self.report, self.seat)
+
+    def metric_value(self, name: str) -> float | None:
+        """An exact metric of the final evaluation (``o_random_win``; None: no report)."""
+        return None if self.report is None else eval_metrics(self.report)[f"eval/{name}"]
 
     @property
     def games(self) -> float | None:
@@ -157,10 +192,31 @@ def find_runs(root: Path) -> list[Run]:
     runs = []
     for p in paths:
         try:
-            runs.append(load_run(p))
-        except (OSError, ValueError, KeyError) as e:
+            run = load_run(p)
+            runs += load_population(run) if (p / "population.json").is_file() else [run]
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise ReportError(f"cannot read the run in {p}: {e}") from e
     return runs
+
+
+def load_population(job: Run) -> list[Run]:
+    """One Run per member of the population whose folder ``job`` is: the member's seed, its
+    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``)."""
+    pop = json.loads((job.path / "population.json").read_text())
+    series: dict[int, dict] = {}
+    evals = job.path / "population_evals.csv"
+    if evals.is_file():
+        with open(evals, newline="") as f:
+            for row in csv.DictReader(f):
+                mine = series.setdefault(int(row["member"]), {})
+                for name, value in row.items():
+                    if name.startswith("eval/") and value != "":
+                        mine.setdefault(name, []).append((float(row["games"]), float(value)))
+    overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
+    return [Run(job.path, {**overrides, **{k: str(v) for k, v in m["hparams"].items()}}, m["seed"],
+                job.seat, job.metric, m["eval"], series.get(m["index"], {}), job.config, job.choices,
+                member=m["index"])
+            for m in pop["members"]]
 
 
 # ---------------------------------------------------------------------- grouping
@@ -168,7 +224,8 @@ def find_runs(root: Path) -> list[Run]:
 
 def varying_keys(runs: list[Run]) -> list[str]:
     """Override keys whose value is not the same in every run (``seed`` aside)."""
-    keys = list(dict.fromkeys(k for r in runs for k in r.overrides if k not in NOISE))
+    keys = list(dict.fromkeys(k for r in runs for k in r.overrides
+                              if k not in NOISE and not k.startswith("population.")))
     return [k for k in keys if len({r.value(k) for r in runs}) > 1]
 
 
@@ -188,94 +245,173 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _stats(values: list[float]) -> tuple[float, float, float]:
-    return statistics.fmean(values), min(values), max(values)
-
-
-def _cell(values: list[float], digits: int = 4) -> str:
-    mean, lo, hi = _stats(values)
-    if len(values) == 1 or lo == hi:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
-
-
 def _games(g: float | None) -> str:
-    return "never" if g is None else f"{g / 1000:,.0f}k" if g >= 1000 else f"{g:,.0f}"
+    if g is None:
+        return "never"
+    return f"{g / 1000:,.0f}k" if g >= 10_000 else f"{g / 1000:.1f}k" if g >= 1000 else f"{g:,.0f}"
 
 
-def summarise(runs: list[Run]) -> tuple[list[str], list[dict], list[dict]]:
-    """(varying keys, group rows, per-run rows): the rows hold numbers, formatting comes later."""
+def _seed_list(seeds: list) -> str:
+    """``0, 1, 2`` for a few seeds; ``100: 1000–1099`` (count, then runs of consecutive
+    seeds) for many."""
+    known = sorted({s for s in seeds if s is not None})
+    if len(seeds) <= 6:
+        return ", ".join("-" if s is None else str(s) for s in seeds)
+    spans, start = [], None
+    for i, s in enumerate(known):
+        start = s if start is None else start
+        if i + 1 == len(known) or known[i + 1] != s + 1:
+            spans.append(str(start) if start == s else f"{start}–{s}")
+            start = None
+    return f"{len(seeds)}: " + ", ".join(spans)
+
+
+@dataclass
+class Summary:
+    """The statistics of one configuration's values of one metric over its seeds."""
+    iqm: float
+    ci_low: float
+    ci_high: float
+    median: float
+    mean: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: list[float], reps: int, seed: int) -> Summary:
+        mid, low, high = stats.iqm_ci(values, reps=reps, seed=seed)
+        return cls(mid, low, high, statistics.median(values), statistics.fmean(values),
+                   min(values), max(values))
+
+
+def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = stats.REPS,
+              seed: int = 0) -> tuple[list[str], list[dict], list[dict]]:
+    """(varying keys, one row per configuration, one row per seed): numbers, formatted later.
+
+    A row holds, per metric M, ``values[M]`` (per seed with a report) and ``summary[M]``."""
     keys = varying_keys(runs)
     seats = [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
+    metrics = list(metrics or default_metrics(seats))
     rows, per_run = [], []
     for label, rs in group_runs(runs, keys):
-        row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs]}
-        for s in seats:
-            mine = [r for r in rs if s in r.trained]
-            for outcome in ("win", "loss"):
-                row[f"{s}_{outcome}"] = [r.report[REPORT_KEY[s]]["vs_random"][outcome] for r in mine]
-        row["unbeatable"] = sum(r.unbeatable for r in rs)
+        row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs], "metrics": metrics,
+                     "values": {}, "summary": {}}
+        for m in metrics:
+            judged = m.split("_")[0] not in EVAL_SEATS or any(m.startswith(f"{s}_") for s in seats)
+            vals = [v for r in rs if (v := r.metric_value(m)) is not None] if judged else []
+            row["values"][m] = vals
+            row["summary"][m] = Summary.of(vals, reps, seed) if vals else None
+        k, n = sum(r.unbeatable for r in rs), len(rs)
+        row["unbeatable"], row["unbeatable_ci"] = k, stats.wilson(k, n)
         row["first"] = [r.first_unbeatable for r in rs]
         row["since"] = [r.unbeatable_since for r in rs]
-        row["objective"] = [r.objective for r in rs]
-        row["optimal_move_rate"] = [r.report["optimal_move_rate"] for r in rs]
-        row["seconds"] = [r.seconds for r in rs if r.seconds is not None]
+        objectives = [o for r in rs if (o := r.objective) is not None]
+        row["objective"] = Summary.of(objectives, reps, seed) if objectives else None
+        jobs = {r.path: r.seconds for r in rs}  # a population's members share one job
+        row["jobs"], row["seconds"] = len(jobs), [t for t in jobs.values() if t is not None]
         row["metric"] = rs[0].metric
         rows.append(row)
         for r in rs:
-            per_run.append({"run": str(r.path), **{k: r.value(k) for k in keys}, "seed": r.seed,
-                            **{f"{s}_{o}": r.report[REPORT_KEY[s]]["vs_random"][o]
+            rep = eval_metrics(r.report) if r.report is not None else {}
+            per_run.append({"run": str(r.path), "member": "" if r.member is None else r.member,
+                            **{k: r.value(k) for k in keys}, "seed": r.seed,
+                            **{f"{s}_{o}": rep.get(eval_name(s, f"random_{o}"), "")
                                for s in seats for o in OUTCOMES},
-                            **{f"{s}_worst_case": r.report[REPORT_KEY[s]]["worst_case"] for s in seats},
+                            **{f"{s}_worst_case": r.report[REPORT_KEY[s]]["worst_case"] if r.report else ""
+                               for s in seats},
                             "unbeatable": r.unbeatable, "first_unbeatable_games": r.first_unbeatable,
                             "unbeatable_since_games": r.unbeatable_since,
-                            "games": r.games, "optimal_move_rate": r.report["optimal_move_rate"],
+                            "games": r.games, "optimal_move_rate": rep.get("eval/optimal_move_rate", ""),
                             "objective": r.objective, "optimized_metric": r.metric, "seconds": r.seconds})
     return keys, rows, per_run
+
+
+def records(keys: list[str], rows: list[dict]) -> list[dict]:
+    """report.csv's rows (and ``--json``'s): the statistics contract of ARCHITECTURE.md."""
+    out = []
+    for row in rows:
+        rec: dict = {k: row["label"][k] for k in keys}
+        for m in row["metrics"]:
+            s = row["summary"][m]
+            if s is None:
+                continue
+            rec.update({f"{m}_iqm": s.iqm, f"{m}_iqm_ci_low": s.ci_low, f"{m}_iqm_ci_high": s.ci_high,
+                        f"{m}_median": s.median, f"{m}_mean": s.mean, f"{m}_min": s.min, f"{m}_max": s.max})
+        n = len(row["runs"])
+        rec["seeds"], rec["unbeatable"] = n, row["unbeatable"]
+        rec["unbeatable_fraction"] = row["unbeatable"] / n
+        rec["unbeatable_ci_low"], rec["unbeatable_ci_high"] = row["unbeatable_ci"]
+        for name, key in (("first", "first_unbeatable_games_median"),
+                          ("since", "unbeatable_since_games_median")):
+            reached = [g for g in row[name] if g is not None]
+            rec[key] = statistics.median(reached) if reached else None
+        if row["objective"] is not None:
+            o = row["objective"]
+            rec.update({"objective_iqm": o.iqm, "objective_iqm_ci_low": o.ci_low,
+                        "objective_iqm_ci_high": o.ci_high, "objective_median": o.median,
+                        "objective_mean": o.mean})
+        rec["optimized_metric"] = row["metric"]
+        rec["jobs"] = row["jobs"]
+        rec["job_seconds_mean"] = statistics.fmean(row["seconds"]) if row["seconds"] else None
+        out.append(rec)
+    return out
 
 
 # ---------------------------------------------------------------------- writing
 
 
+def metric_title(m: str) -> str:
+    """``o_random_win`` -> ``O win vs random``; ``optimal_move_rate`` -> ``optimal moves``."""
+    if m == "optimal_move_rate":
+        return "optimal moves"
+    seat, *rest = m.split("_")
+    if rest[-1] == "case":
+        return f"{seat.upper()} worst case"
+    return f"{seat.upper()} {rest[-1]} vs {rest[0]}"
+
+
+def _ci(lo: float, hi: float, digits: int = 4) -> str:
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _reached(gs: list) -> str:
+    reached = [g for g in gs if g is not None]
+    if not reached:
+        return "never"
+    if len(gs) == 1:
+        return _games(reached[0])
+    return f"{_games(statistics.median(reached))} ({len(reached)} of {len(gs)})"
+
+
 def markdown(keys: list[str], rows: list[dict]) -> str:
-    seats = [s for s in EVAL_SEATS if f"{s}_win" in rows[0]]
-    head = [*(keys or ["runs"]), "seeds"]
-    head += [f"{s.upper()} {o} vs random" for s in seats for o in ("win", "loss")]
-    head += ["unbeatable", "first unbeatable (games)", "unbeatable for good from (games)", "optimal moves",
+    metrics = [m for m in rows[0]["metrics"] if any(r["summary"][m] for r in rows)]
+    head = [*(keys or ["runs"]), "seeds", *(metric_title(m) for m in metrics)]
+    head += ["unbeatable (Wilson 95%)", "first unbeatable (median games)", "unbeatable for good from",
              f"objective ({rows[0]['metric']})", "job s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [_fmt(row["label"][k]) or "(default)" for k in keys] or [str(len(row["runs"]))]
-        cells.append(", ".join("-" if s is None else str(s) for s in row["seeds"]))
-        for s in seats:
-            for o in ("win", "loss"):
-                cells.append(_cell(row[f"{s}_{o}"]) if row[f"{s}_{o}"] else "")
-        cells.append(f"{row['unbeatable']} of {len(row['runs'])}")
-        cells.append(", ".join(_games(g) for g in row["first"]))
-        cells.append(", ".join(_games(g) for g in row["since"]))
-        cells.append(_cell(row["optimal_move_rate"]))
-        cells.append(_cell(row["objective"]))
-        cells.append(_cell(row["seconds"], 0) if row["seconds"] else "")
+        n = len(row["runs"])
+        cells = [_fmt(row["label"][k]) or "(default)" for k in keys] or [str(n)]
+        cells.append(_seed_list(row["seeds"]))
+        for m in metrics:
+            s = row["summary"][m]
+            cells.append("" if s is None else f"{s.iqm:.4f}" if n == 1 or s.min == s.max
+                         else f"{s.iqm:.4f} {_ci(s.ci_low, s.ci_high)}")
+        k, (lo, hi) = row["unbeatable"], row["unbeatable_ci"]
+        cells.append(f"{k} of {n}" if n < 10 else f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")
+        cells.append(_reached(row["first"]))
+        cells.append(_reached(row["since"]))
+        o = row["objective"]
+        cells.append("" if o is None else f"{o.iqm:.4f}")
+        secs = row["seconds"]
+        cells.append("" if not secs else f"{statistics.fmean(secs):.0f}" if len(secs) == 1
+                     else f"{len(secs)} x {statistics.fmean(secs):.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def write_csv(path: Path, keys: list[str], rows: list[dict]) -> None:
-    out = []
-    for row in rows:
-        rec: dict = {k: row["label"][k] for k in keys}
-        rec["runs"], rec["seeds"] = len(row["runs"]), " ".join(str(s) for s in row["seeds"])
-        for name in [k for k in row if k[:2] in ("x_", "o_")] + ["optimal_move_rate", "objective", "seconds"]:
-            if row[name]:
-                rec[f"{name}_mean"], rec[f"{name}_min"], rec[f"{name}_max"] = _stats(row[name])
-        rec["unbeatable"] = row["unbeatable"]
-        for name, key in (("first", "first_unbeatable_games_median"),
-                          ("since", "unbeatable_since_games_median")):
-            reached = [g for g in row[name] if g is not None]
-            rec[key] = statistics.median(reached) if reached else ""
-        rec["optimized_metric"] = row["metric"]
-        out.append(rec)
-    _write_rows(path, out)
+    _write_rows(path, records(keys, rows))
 
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
@@ -283,18 +419,36 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=header)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
 
 
-def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
-    """Exact win and loss vs random over training games, per trained seat, one line per group.
+def _labels(rows: list[dict]) -> list[str]:
+    return [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+            for row in rows]
+
+
+def _legend_layout(labels: list[str], width: float) -> tuple[int, int]:
+    """(columns, text lines) of a legend below the plots: as many columns as the width holds
+    (a 36-character label at 7 pt: ~3 inches)."""
+    ncols = max(1, min(len(labels), int(width // 3.2)))
+    lines = sum(max(labels[k].count("\n") + 1 for k in range(i, min(i + ncols, len(labels))))
+                for i in range(0, len(labels), ncols))
+    return ncols, lines
+
+
+CURVE_POINTS = 40   # bootstrapped points per learning curve (more add time, not information)
+
+
+def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, seed: int = 0) -> Path:
+    """Exact win and loss vs random over training games, per trained seat, one line per
+    configuration: the IQM over its seeds, in a band of the 95% bootstrap interval.
 
     The legend goes below the plots, in as many columns as the width holds, and the figure
     grows to make room for it: beside the plots it ran into the title on a one-seat figure.
     Few evaluations get markers; a sweep with one evaluation per run (a budget shorter than
-    ``eval_every`` updates) gets each group's mean as a marker with a min-max bar and its value
-    written beside it, on axes that start at 0 games and span win rates 0..1, so the lone point
-    is read against something."""
+    ``eval_every`` updates) gets each configuration's IQM as a marker with its interval as a
+    bar and its value written beside it, on axes that start at 0 games and span win rates
+    0..1, so the lone point is read against something."""
     import math
 
     import matplotlib
@@ -303,14 +457,10 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    seats = [s for s in EVAL_SEATS
-             if rows[0].get(f"{s}_win") is not None and any(r[f"{s}_win"] for r in rows)]
-    labels = [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
-              for row in rows]
+    seats = [s for s in EVAL_SEATS if any(s in r.trained for row in rows for r in row["runs"])]
+    labels = _labels(rows)
     width = 6.5 * len(seats)
-    ncols = max(1, min(len(rows), int(width // 3.2)))  # a 36-character label at 7 pt: ~3 inches
-    lines = sum(max(labels[k].count("\n") + 1 for k in range(i, min(i + ncols, len(rows))))
-                for i in range(0, len(rows), ncols))
+    ncols, lines = _legend_layout(labels, width)
     fig, axes = plt.subplots(2, len(seats), figsize=(width, 7 + 0.4 + 0.16 * lines), sharex=True,
                              squeeze=False, layout="constrained")
     floor = 1e-5  # a loss of exactly 0 cannot sit on a log axis: drawn here
@@ -318,35 +468,40 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
     points = [len(r.series.get(f"eval/{s}_random_win") or ())
               for row in rows for r in row["runs"] for s in seats]
     single = max(points, default=0) == 1  # one exact evaluation per run: no curve to draw
+    curve_reps = min(reps, 500)  # per point of a curve: the band's edge settles well before
     last = 0.0
     for i, row in enumerate(rows):
         colour = colours(i % colours.N)
         for j, s in enumerate(seats):
             for top, outcome in ((True, "win"), (False, "loss")):
-                curves = [r.series.get(f"eval/{s}_random_{outcome}") for r in row["runs"]]
+                curves = [r.series.get(f"eval/{s}_random_{outcome}") for r in row["runs"] if s in r.trained]
                 curves = [c for c in curves if c]
                 if not curves:
                     continue
                 end = min(c[-1][0] for c in curves)  # the range every seed covers
                 grid = np.unique(np.concatenate([[g for g, _ in c if g <= end] for c in curves]))
-                ys = np.stack([np.interp(grid, *zip(*c, strict=True)) for c in curves])
+                if len(grid) > CURVE_POINTS:
+                    grid = grid[np.unique(np.linspace(0, len(grid) - 1, CURVE_POINTS).round().astype(int))]
+                ys = np.stack([np.interp(grid, *zip(*c, strict=True)) for c in curves])  # (seeds, G)
+                mid = stats.iqm(ys, axis=0)
+                band = np.array([stats.bootstrap_ci(ys[:, g], stats.iqm, curve_reps, seed=seed)
+                                 for g in range(len(grid))]) if len(curves) > 1 else np.stack([mid, mid], 1)
                 if not top:
-                    ys = np.maximum(ys, floor)
+                    mid, band = np.maximum(mid, floor), np.maximum(band, floor)
                 last = max(last, float(grid[-1]))
                 ax = axes[0 if top else 1][j]
                 label = f"{labels[i]} ({len(curves)})" if j == 0 and top else None
-                mean = ys.mean(0)
-                if len(grid) == 1:  # a band needs two points: a bar from min to max instead
-                    ax.errorbar(grid, mean, yerr=[mean - ys.min(0), ys.max(0) - mean], color=colour,
+                if len(grid) == 1:  # a band needs two points: a bar over the interval instead
+                    ax.errorbar(grid, mid, yerr=[mid - band[:, 0], band[:, 1] - mid], color=colour,
                                 fmt="o", ms=7, capsize=4, label=label)
                     if top and len(rows) <= 6:
-                        ax.annotate(f"{mean[0]:.4f}", (grid[0], mean[0]), xytext=(8, 0),
+                        ax.annotate(f"{mid[0]:.4f}", (grid[0], mid[0]), xytext=(8, 0),
                                     textcoords="offset points", va="center", fontsize=7, color=colour)
                     continue
-                ax.plot(grid, mean, color=colour, lw=2, ms=6, marker="o" if len(grid) < 12 else None,
+                ax.plot(grid, mid, color=colour, lw=2, ms=6, marker="o" if len(grid) < 12 else None,
                         label=label)
                 if len(curves) > 1:
-                    ax.fill_between(grid, ys.min(0), ys.max(0), color=colour, alpha=0.15)
+                    ax.fill_between(grid, band[:, 0], band[:, 1], color=colour, alpha=0.15)
     for j, s in enumerate(seats):
         axes[0][j].set_title(f"as {s.upper()} vs random (exact)")
         axes[0][j].set_ylabel("win rate")
@@ -359,15 +514,117 @@ def plot(path: Path, keys: list[str], rows: list[dict]) -> Path:
         if single:
             axes[0][j].set_ylim(0, 1.02)
             axes[1][j].set_xlim(0, 1.15 * last)  # shared with the win axis above
-    title = "exact evaluations during training: the mean of each group's seeds, band min–max"
+    title = "exact evaluations during training: the IQM of each configuration's seeds, band its 95% CI"
     if single:
         title += "\none exact evaluation per run (its last), so no curves: lower eval_every for them"
     fig.suptitle("\n".join(textwrap.fill(t, math.floor(width * 13)) for t in title.split("\n")), fontsize=9)
-    # Below the plots, not on them nor beside the title: a sweep can have dozens of groups.
-    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="group (seeds)", title_fontsize=7)
+    # Below the plots, not on them nor beside the title: a sweep can have dozens of configurations.
+    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
+               title_fontsize=7)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: int = 0) -> Path:
+    """Performance profiles: per metric, the share of each configuration's seeds scoring above
+    each threshold, with a 95% bootstrap band (rliable's score distributions). A curve that
+    lies above another everywhere is better at every level (for a loss: below)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    metrics = [m for m in rows[0]["metrics"] if any(r["values"][m] for r in rows)]
+    labels = _labels(rows)
+    cols = min(3, len(metrics))
+    grid_rows = -(-len(metrics) // cols)
+    width = 4.6 * cols
+    ncols, lines = _legend_layout(labels, width)
+    fig, axes = plt.subplots(grid_rows, cols, figsize=(width, 3.6 * grid_rows + 0.6 + 0.16 * lines),
+                             squeeze=False, layout="constrained")
+    colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
+    for ax, m in zip(axes.flat, metrics, strict=False):
+        every = np.concatenate([r["values"][m] for r in rows if r["values"][m]])
+        lo, hi = float(every.min()), float(every.max())
+        pad = max(1e-4, 0.05 * (hi - lo))
+        tau = np.linspace(lo - pad, hi + pad, 101)
+        for i, row in enumerate(rows):
+            if not row["values"][m]:
+                continue
+            share, low, high = stats.performance_profile(row["values"][m], tau, min(reps, 1000), seed=seed)
+            colour = colours(i % colours.N)
+            ax.plot(tau, share, color=colour, lw=1.8, label=f"{labels[i]} ({len(row['values'][m])})"
+                    if ax is axes.flat[0] else None)
+            ax.fill_between(tau, low, high, color=colour, alpha=0.15)
+        worse = "lower is better" if direction(m) == "minimize" or m.endswith("_loss") else "higher is better"
+        ax.set_title(f"{metric_title(m)} ({worse})", fontsize=9)
+        ax.set_xlabel(f"threshold t on {m}")
+        ax.set_ylabel("share of seeds with score > t")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    fig.suptitle("performance profiles: each configuration's seeds, band 95% bootstrap CI", fontsize=9)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
+               title_fontsize=7)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------------- comparing
+
+
+def find_group(keys: list[str], rows: list[dict], spec: str) -> dict:
+    """The configuration ``spec`` names: ``key=value[,key=value]`` (its values of the varying
+    keys; unnamed keys may take any value, but exactly one configuration must match) or its
+    1-based row number in the table."""
+    names = ["; ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()) or "all runs" for row in rows]
+    if spec.isdigit() and 1 <= int(spec) <= len(rows):
+        return rows[int(spec) - 1]
+    pairs = [_parse_override(p.strip()) for p in spec.replace(";", ",").split(",") if p.strip()]
+    unknown = [k for k, _ in pairs if k not in keys]
+    if not pairs or unknown:
+        raise ReportError(f"--compare: {spec!r} names no configuration (use key=value with the keys "
+                          f"that vary: {', '.join(keys) or 'none'}; or a row number 1..{len(rows)})")
+    found = [row for row in rows if all(_same(row["label"][k], v) for k, v in pairs)]
+    if len(found) != 1:
+        raise ReportError(f"--compare: {spec!r} matches {len(found)} configurations, not one "
+                          f"(the configurations: {' | '.join(names)})")
+    return found[0]
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: int = 0) -> list[dict]:
+    """P(A improves on B) per metric with its 95% interval (the seeds of A and of B resampled
+    separately). Improving on a loss rate is being lower; on the objective, what its sweep
+    direction says."""
+    out = []
+    for m in [*metrics, "objective"]:
+        if m == "objective":
+            xa = [o for r in a["runs"] if (o := r.objective) is not None]
+            xb = [o for r in b["runs"] if (o := r.objective) is not None]
+            lower = direction(a["metric"]) == "minimize"
+            name = f"objective ({a['metric']})"
+        else:
+            xa, xb = a["values"][m], b["values"][m]
+            lower, name = m.endswith("_loss"), m
+        if not xa or not xb:
+            continue
+        sign = -1.0 if lower else 1.0
+        p, lo, hi = stats.probability_of_improvement_ci([sign * x for x in xa], [sign * x for x in xb],
+                                                        reps=reps, seed=seed)
+        out.append({"metric": name, "better": "lower" if lower else "higher", "p_improvement": p,
+                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb)})
+    return out
 
 
 def best_trial(root: Path) -> str:
@@ -382,37 +639,114 @@ def best_trial(root: Path) -> str:
     return f"\nOptuna best: {res.get('best_value')} with {params}\n"
 
 
-def report(root: str | Path, out: str | Path | None = None, sort: str = "none") -> dict[str, Path]:
-    """Write report.md, report.csv, runs.csv and report.png for the runs under ``root``."""
+def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
+           metrics: list[str] | None = None, reps: int = stats.REPS, seed: int = 0) -> dict[str, Path]:
+    """Write report.md, report.csv, runs.csv, report.png and report_profiles.png for the runs
+    under ``root``."""
     root = Path(root)
     runs = find_runs(root)
     out = Path(out) if out else root
     out.mkdir(parents=True, exist_ok=True)
-    keys, rows, per_run = summarise(runs)
+    keys, rows, per_run = summarise(runs, metrics, reps, seed)
     if sort == "objective":  # best first (the objectives that are minimised: smallest first)
         sign = -1 if direction(rows[0]["metric"]) == "maximize" else 1
-        rows.sort(key=lambda r: sign * statistics.fmean(r["objective"]))
+        rows.sort(key=lambda r: sign * (r["objective"].iqm if r["objective"] else float("-inf")))
     files = {"md": out / "report.md", "csv": out / "report.csv", "runs": out / "runs.csv",
-             "png": out / "report.png"}
-    files["md"].write_text(f"{len(runs)} runs under {root}\n\n" + markdown(keys, rows) + best_trial(root))
+             "png": out / "report.png", "profiles": out / "report_profiles.png"}
+    intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
+             f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
+             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
+    files["md"].write_text(intro + markdown(keys, rows) + best_trial(root))
     write_csv(files["csv"], keys, rows)
     _write_rows(files["runs"], per_run)
-    plot(files["png"], keys, rows)
+    plot(files["png"], keys, rows, reps, seed)
+    plot_profiles(files["profiles"], rows, reps, seed)
     return files
+
+
+def _metric_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [m.strip().removeprefix("eval/") for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in METRICS]
+    if bad or not names:
+        raise ReportError(f"--metrics: unknown metric {', '.join(bad) or repr(text)} "
+                          f"(one or more of: {', '.join(METRICS)})")
+    return names
 
 
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttt_research.report", description=__doc__.split("\n")[0])
-    parser.add_argument("dir", help="a sweep folder (multirun/DATE/TIME) or any folder of run folders")
+    parser.add_argument("dir", nargs="?", help="a sweep folder (multirun/DATE/TIME), a population's run "
+                        "folder, or any folder of them")
     parser.add_argument("--out", help="where to write the report files (default: DIR)")
     parser.add_argument("--sort", choices=("none", "objective"), default="none",
-                        help="order of the groups: as found (job order), or best objective first")
+                        help="order of the configurations: as found (job order), or best objective first")
+    parser.add_argument("--metrics", help="comma-separated exact metrics, e.g. o_random_win,o_perfect_loss "
+                        "(default: win and loss vs random per trained seat, optimal_move_rate)")
+    parser.add_argument("--json", action="store_true", help="print report.csv's rows as JSON, not the table")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="the probability that configuration A improves on B: each a key=value "
+                        "(a varying key), a row number, or (without DIR) a folder of runs")
+    parser.add_argument("--reps", type=int, default=stats.REPS,
+                        help="bootstrap resamples (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default %(default)s)")
     args = parser.parse_args(argv)
-    files = report(args.dir, args.out, args.sort)
+    metrics = _metric_list(args.metrics)
+    if args.reps < 100:
+        raise ReportError(f"--reps must be at least 100, got {args.reps}")
+    if args.compare:
+        return _compare_main(args, metrics)
+    if args.dir is None:
+        raise ReportError("give a folder of runs (DIR), or --compare A B with two folders")
+    files = report(args.dir, args.out, args.sort, metrics, args.reps, args.seed)
+    if args.json:
+        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
+        print(json.dumps(records(keys, rows), indent=1))
+        return 0
     print(files["md"].read_text(), end="")
     print("\nwrote " + ", ".join(str(p) for p in files.values()))
     return 0
+
+
+def _compare_main(args, metrics: list[str] | None) -> int:
+    a_spec, b_spec = args.compare
+    if args.dir is None:  # two folders: each is one configuration, whatever its runs vary
+        for d in (a_spec, b_spec):
+            if not Path(d).is_dir():
+                raise ReportError(f"--compare without DIR takes two folders of runs; no such directory: {d}")
+        runs = {d: find_runs(Path(d)) for d in (a_spec, b_spec)}
+        seats = [s for s in EVAL_SEATS if any(s in r.trained for rs in runs.values() for r in rs)]
+        metrics = metrics or default_metrics(seats)
+        a, b = (summarise_one(runs[d], metrics, d) for d in (a_spec, b_spec))
+    else:
+        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
+        metrics = rows[0]["metrics"]
+        a, b = find_group(keys, rows, a_spec), find_group(keys, rows, b_spec)
+    if a is b:
+        raise ReportError(f"--compare: {a_spec!r} and {b_spec!r} are the same configuration")
+    result = compare(a, b, metrics, args.reps, args.seed)
+    if args.json:
+        print(json.dumps({"a": a_spec, "b": b_spec, "comparisons": result}, indent=1))
+        return 0
+    print(f"A: {a_spec} ({len(a['runs'])} seeds)   B: {b_spec} ({len(b['runs'])} seeds)")
+    print(f"P(A improves on B): a seed of A beats a seed of B (0.5: neither better), "
+          f"[95% CI, {args.reps} bootstrap resamples]")
+    for c in result:
+        print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
+              f"{_ci(c['ci_low'], c['ci_high'], 3)}")
+    return 0
+
+
+def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
+    """Every run of a folder as one configuration (for ``--compare`` of two folders)."""
+    for r in runs:
+        r.overrides = {}
+    _, (row, *more), _ = summarise(runs, metrics, reps=100)
+    assert not more
+    row["label"] = {"folder": name}
+    return row
 
 
 if __name__ == "__main__":
