@@ -61,6 +61,10 @@ CASES = {
          ["seed=1", "algo.temperature=0", "algo.temperature_final=null"],
          ["seed=0", "algo.temperature=1", "algo.temperature_final=null"],
          ["seed=1", "algo.temperature=1", "algo.temperature_final=null"]]),
+    "reinforce-temperature-final": (  # annealed per batch: the first update's later batches differ
+        ["population.size=2", "population.vary.algo.temperature_final=[0.05,0.5]"],
+        [["seed=0", "algo.temperature_final=0.05"], ["seed=1", "algo.temperature_final=0.05"],
+         ["seed=0", "algo.temperature_final=0.5"], ["seed=1", "algo.temperature_final=0.5"]]),
     "ppo-seeds-and-ent": (
         ["algo=ppo", "population.size=2", "population.vary.algo.ent_coef=[0.01,0.1]"],
         [["algo=ppo", "seed=0", "algo.ent_coef=0.01"], ["algo=ppo", "seed=1", "algo.ent_coef=0.01"],

@@ -87,13 +87,15 @@ VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
     "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
     "algo.ent_coef": (lambda v: v >= 0, "a number >= 0"),
     "algo.temperature": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
+    "algo.temperature_final": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
     "reward.win": (lambda v: True, "a finite number"),
     "reward.tie": (lambda v: True, "a finite number"),
     "reward.loss": (lambda v: True, "a finite number"),
     "opponent.p_perfect": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
 }
 # Where a key lives when the default config lacks it (for the error that refuses it).
-HOME = {"algo.temperature": "algo=reinforce", "algo.momentum": "algo=reinforce",
+HOME = {"algo.temperature": "algo=reinforce", "algo.temperature_final": "algo=reinforce",
+        "algo.momentum": "algo=reinforce",
         "algo.ent_coef": "algo=ppo", "opponent.p_perfect": "opponent=mixed"}
 EXPORTS = ("best", "all")  # population.export: policy.onnx of the best member, or of all
 SAMPLE_FIELDS = ("low", "high", "log")

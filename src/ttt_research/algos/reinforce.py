@@ -157,7 +157,8 @@ class Reinforce(RLModule):
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
-        self.temperature_final = None if temperature_final is None else float(temperature_final)
+        self.temperature_final = self.member_value(
+            "algo.temperature_final", None if temperature_final is None else float(temperature_final))
         self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer", "members",
                                           "member_nets"])
 
