@@ -307,6 +307,24 @@ def test_two_trial_optuna_sweep_finishes_and_reports_the_best_trial(tmp_path):
     assert 0.0 <= best["best_params"]["algo.momentum"] <= 0.95
 
 
+@pytest.mark.slow  # a whole command in a subprocess: python -m pytest -m 'not slow' skips it
+def test_optuna_ranks_population_trials_on_their_unbeatable_share_wilson_low_end(tmp_path):
+    cmd = [sys.executable, "-m", "ttt_research", "-m", "hparams_search=reinforce_population",
+           "hydra.sweeper.n_trials=2", *TINY, "population.size=3", "optimized_metric=population_iqm_win",
+           f"hydra.sweep.dir={tmp_path}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         env=no_wandb_account(tmp_path / "home"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    best = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text())
+    assert set(best["best_params"]) == {"algo.lr", "algo.lr_final", "algo.temperature_final"}
+    values = []
+    for job in ("0", "1"):  # each trial's value: the IQM of its 3 members' O wins (3: their mean)
+        members = json.loads((tmp_path / job / "population.json").read_text())["members"]
+        assert [m["seed"] for m in members] == [0, 1, 2]
+        values.append(sum(m["eval"]["as_o"]["vs_random"]["win"] for m in members) / 3)
+    assert best["best_value"] == pytest.approx(max(values), abs=1e-12)
+
+
 def test_ppo_optuna_preset_searches_ppo_with_a_seeded_tpe():
     cfg = make_cfg("hparams_search=ppo_optuna", hydra=True)
     sweeper = cfg.hydra.sweeper
