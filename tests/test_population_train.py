@@ -65,6 +65,10 @@ CASES = {
         ["population.size=2", "population.vary.algo.temperature_final=[0.05,0.5]"],
         [["seed=0", "algo.temperature_final=0.05"], ["seed=1", "algo.temperature_final=0.05"],
          ["seed=0", "algo.temperature_final=0.5"], ["seed=1", "algo.temperature_final=0.5"]]),
+    "reinforce-epsilon": (  # a member exploring with epsilon 0 draws nothing extra, as alone
+        ["population.size=2", "population.vary.algo.epsilon=[0,0.2]"],
+        [["seed=0", "algo.epsilon=0"], ["seed=1", "algo.epsilon=0"],
+         ["seed=0", "algo.epsilon=0.2"], ["seed=1", "algo.epsilon=0.2"]]),
     "ppo-seeds-and-ent": (
         ["algo=ppo", "population.size=2", "population.vary.algo.ent_coef=[0.01,0.1]"],
         [["algo=ppo", "seed=0", "algo.ent_coef=0.01"], ["algo=ppo", "seed=1", "algo.ent_coef=0.01"],

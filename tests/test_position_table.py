@@ -79,3 +79,22 @@ def test_schedules_follow_the_share_of_the_budget_played():
     m.games_played = 2_500
     m.anneal(opt, games_this_update=2_500)
     assert opt.param_groups[0]["lr"] == pytest.approx(1.1)
+
+
+def test_epsilon_replaces_that_share_of_moves_by_uniform_legal_ones():
+    views, _ = module().positions()
+    board = views[100].expand(60_000, 9)  # one position, many games: (B, 9)
+    legal = board == 0
+    logits = torch.where(legal, 0.0, -1e9)
+    logits[:, legal[0].nonzero()[0, 0]] = 50.0  # the softmax all but certain of one cell
+    for eps in (0.0, 0.3, 1.0):
+        m = module(temperature=1.0, epsilon=eps)
+        moves = m._draw(logits)
+        assert legal.gather(1, moves[:, None]).all()  # never an occupied cell
+        counts = torch.bincount(moves, minlength=9).float() / moves.numel()
+        cells = legal[0].nonzero().squeeze(1)
+        top = cells[0]
+        # the favourite: 1 - eps + eps / k; each other legal cell: eps / k
+        k = cells.numel()
+        assert counts[top] == pytest.approx(1 - eps + eps / k, abs=0.01)
+        assert torch.allclose(counts[cells[1:]], torch.full((k - 1,), eps / k), atol=0.01)

@@ -126,6 +126,9 @@ def _validate_algo(cfg: DictConfig) -> None:
     for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
         v = _get(cfg, key)
         _need(v is None or (_is_number(v) and v >= 0), key, "a number >= 0, or null (constant)", v)
+    if _get(cfg, "algo.epsilon") is not None:
+        v = _get(cfg, "algo.epsilon")
+        _need(_is_number(v) and 0 <= v <= 1, "algo.epsilon", "a probability in [0, 1]", v)
     if _get(cfg, "algo.rollouts") is not None:
         positive_int(cfg, "algo.rollouts")
     if _get(cfg, "algo.baseline") is not None:

@@ -88,6 +88,7 @@ VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
     "algo.ent_coef": (lambda v: v >= 0, "a number >= 0"),
     "algo.temperature": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
     "algo.temperature_final": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
+    "algo.epsilon": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
     "reward.win": (lambda v: True, "a finite number"),
     "reward.tie": (lambda v: True, "a finite number"),
     "reward.loss": (lambda v: True, "a finite number"),
@@ -95,6 +96,7 @@ VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
 }
 # Where a key lives when the default config lacks it (for the error that refuses it).
 HOME = {"algo.temperature": "algo=reinforce", "algo.temperature_final": "algo=reinforce",
+        "algo.epsilon": "algo=reinforce",
         "algo.momentum": "algo=reinforce",
         "algo.ent_coef": "algo=ppo", "opponent.p_perfect": "opponent=mixed"}
 EXPORTS = ("best", "all")  # population.export: policy.onnx of the best member, or of all

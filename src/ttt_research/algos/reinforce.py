@@ -52,6 +52,7 @@ from ..game import view_code
 from ..member_optim import MemberSGD
 from ..nets import MASKED, sample
 from ..rollout import Episodes, Reward, play_batch, rates
+from ..streams import uniform
 from .base import RLModule, Update
 
 
@@ -141,7 +142,7 @@ class Reinforce(RLModule):
                  masked_softmax: bool = True, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
                  rollouts: int = 1, position_table: bool = False, momentum: float = 0.0,
-                 lr_final: float | None = None, **kwargs):
+                 lr_final: float | None = None, epsilon: float = 0.0, **kwargs):
         super().__init__(*args, **kwargs)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         # A population's members may each set these (``member_value``: an (N,) tensor).
@@ -149,6 +150,7 @@ class Reinforce(RLModule):
         self.momentum = self.member_value("algo.momentum", float(momentum))
         self.lr_final = self.member_value("algo.lr_final", None if lr_final is None else float(lr_final))
         self.temperature = self.member_value("algo.temperature", float(temperature))
+        self.epsilon = self.member_value("algo.epsilon", float(epsilon))
         self.masked_softmax = bool(masked_softmax)
         self.baseline = bool(baseline)
         self.minibatches = int(minibatches)
@@ -181,6 +183,36 @@ class Reinforce(RLModule):
         return self._draw(self.net(view))  # masked: occupied cells are never chosen
 
     def _draw(self, logits: torch.Tensor) -> torch.Tensor:
+        """Moves from (..., 9) masked logits: a softmax sample at the temperature, and with
+        probability ``epsilon`` instead a move uniform over the legal cells."""
+        moves = self._sample(logits)
+        eps = self.epsilon
+        if isinstance(eps, torch.Tensor) or eps > 0:
+            moves = self._explore(logits, moves, eps)
+        return moves
+
+    def _explore(self, logits: torch.Tensor, moves: torch.Tensor, eps) -> torch.Tensor:
+        """epsilon-greedy on top of the softmax: (..., 9) masked logits, (...) moves ->
+        (...) moves, each replaced with probability ``eps`` by a uniformly random legal one.
+
+        Why: antirez's rule sends a loss's push to *every* other legal cell, so in a rare
+        position the move that loses stays the argmax as long as it is the only one played
+        (its pushes up on the games it wins and down on those it loses balance below 1/2);
+        at a low temperature nothing else is played there. A few uniform moves keep every
+        alternative sampled, and the safe one, when sampled, is pushed up by its own reward.
+        A member with ``eps`` 0 draws nothing, as its single run."""
+        draws = None
+        if isinstance(eps, torch.Tensor):  # (N,): only the exploring members draw
+            draws = (eps > 0).cpu()
+            if not bool(draws.any()):
+                return moves
+            draws = None if bool(draws.all()) else draws
+        u = uniform(tuple(logits.shape[:-1]), logits.device, self.generator, draws)
+        legal = torch.where(logits > MASKED / 2, 0.0, MASKED)  # uniform over the legal cells
+        random = sample(legal, self.generator, 1.0, members=draws)
+        return torch.where(u < self.per_member(eps, u), random, moves)
+
+    def _sample(self, logits: torch.Tensor) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no
         draw). A population's temperatures are (N,): greedy members take the argmax and
         leave their random stream untouched, as a greedy single run does."""
