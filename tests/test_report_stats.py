@@ -178,3 +178,15 @@ def test_bad_report_arguments_are_one_line_and_exit_2(population, args, needle):
     assert res.returncode == 2 and res.stdout == "", res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0]
+
+
+def test_a_member_stopped_before_any_evaluation_counts_as_a_seed_that_is_not_unbeatable(tmp_path):
+    fake_population(tmp_path, ["population.size=3"],
+                    [(0, {}, 0.91, 0.0), (1, {}, 0.90, 0.0), (2, {}, 0.5, 0.1)])
+    pop = json.loads((tmp_path / "population.json").read_text())
+    pop["members"][2].update(eval=None, stopped="non-finite loss at update 1")  # as training leaves it
+    (tmp_path / "population.json").write_text(json.dumps(pop))
+    (row,) = rows_of(report.report(tmp_path, reps=200)["csv"])
+    assert (row["seeds"], row["unbeatable"]) == ("3", "2")  # 2 of 3, not 2 of 2
+    assert float(row["unbeatable_ci_low"]) == pytest.approx(wilson_by_hand(2, 3)[0], abs=1e-9)
+    assert float(row["o_random_win_mean"]) == pytest.approx((0.91 + 0.90) / 2)  # values: the two reports
