@@ -159,12 +159,16 @@ def test_score_ranks_every_unbeatable_agent_above_a_riskier_one_that_wins_more()
     assert objective(risky, "both", "loss") == pytest.approx(0.0074, abs=5e-5)
     assert objective(risky, "o", "eval/o_worst_case") == -1.0
     assert direction("loss") == "minimize" and direction("score") == "maximize"
-    assert len(NAMES) == 4 + 11 + 4  # and the population aggregates (test_population_train.py)
+    assert len(NAMES) == 4 + 11 + 8  # and the population aggregates (test_population_train.py)
     assert direction("population_median_loss") == "minimize"
+    assert direction("population_iqm_loss") == "minimize" and direction("population_iqm_win") == "maximize"
     # A single run is a population of one for the aggregate names.
     assert objective(risky, "o", "population_unbeatable_fraction") == 0.0
     assert objective(ceiling, "both", "population_unbeatable_fraction") == 1.0
     assert objective(risky, "o", "population_median_score") == objective(risky, "o")
+    assert objective(risky, "o", "population_iqm_win") == objective(risky, "o", "win")
+    # Wilson's lower end for 1 of 1: 1 / (1 + z^2) = 1 / 4.8415
+    assert objective(ceiling, "both", "population_unbeatable_ci_low") == pytest.approx(0.2065, abs=1e-4)
 
 
 # ---------------------------------------------------------------------- multirun and report
