@@ -27,8 +27,8 @@ Two ways to run it, one loss (``antirez_loss``):
     move its whole ``|r|``) but stops exploring, and a move that loses now and then in a
     rarely seen position stays the argmax when nothing else is played there. Exploring at 1
     and ending at 0.5 (the default; at 0.1, 0.78 of seeds ended unbeatable, at 0.5 0.88:
-    experiments/reinforce_default) gets most of both. Per move, small batches (a few hundred games) learned best; the
-    position table below lifts that limit.
+    experiments/reinforce_default) gets most of both. Per move, small batches (a few
+    hundred games) learned best; the position table below lifts that limit.
 * **position table** (``position_table=true``, the default): the same loss, computed per
   *distinct position* rather than per move. Before each batch of games the network runs
   once on every position where the learner can be to move (4,520; 2,097 as O)
