@@ -130,6 +130,10 @@ def test_a_multirun_of_populations_and_single_runs_is_grouped_by_what_differs(tm
     assert float(rows[0]["o_random_win_iqm"]) == pytest.approx((0.90 + 0.905) / 2)  # of .88 .90 .905 .91
     assert float(rows[1]["o_random_win_iqm"]) == pytest.approx(sum(HIGH_LR[:3]) / 3)  # 3: nothing cut
     assert "population.size" not in rows[0]  # the seeds axis is no configuration
+    # A second sweep inside the first's folder (seeds run as two commands): read, not a crash.
+    fake_run(sweep / "more" / "0", ["reward=zero_sum", "seed=3"], 3, HIGH_LR[3], HIGH_LOSS[3])
+    rows = rows_of(report.report(sweep, reps=200)["csv"])
+    assert [(r["reward"], r["seeds"]) for r in rows] == [("antirez", "4"), ("zero_sum", "4")]
 
 
 def test_json_prints_the_csv_rows(population, capsys):

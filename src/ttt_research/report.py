@@ -180,7 +180,9 @@ def load_run(path: Path) -> Run:
 
 
 def _natural(path: Path) -> list:
-    return [int(p) if p.isdigit() else p for p in path.parts]
+    """Job folders in number order (2 before 10); a name and a number at the same depth
+    (``sweep/0`` beside ``sweep/b/0``) compare as numbers first, never int against str."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
 
 
 def find_runs(root: Path) -> list[Run]:
