@@ -412,10 +412,6 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_csv(path: Path, keys: list[str], rows: list[dict]) -> None:
-    _write_rows(path, records(keys, rows))
-
-
 def _write_rows(path: Path, rows: list[dict]) -> None:
     header = list(dict.fromkeys(k for r in rows for k in r))
     with open(path, "w", newline="") as f:
@@ -645,6 +641,11 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
            metrics: list[str] | None = None, reps: int = stats.REPS, seed: int = 0) -> dict[str, Path]:
     """Write report.md, report.csv, runs.csv, report.png and report_profiles.png for the runs
     under ``root``."""
+    return _report(root, out, sort, metrics, reps, seed)[0]
+
+
+def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list[dict]]:
+    """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
     root = Path(root)
     runs = find_runs(root)
     out = Path(out) if out else root
@@ -659,11 +660,12 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
     files["md"].write_text(intro + markdown(keys, rows) + best_trial(root))
-    write_csv(files["csv"], keys, rows)
+    table = records(keys, rows)
+    _write_rows(files["csv"], table)
     _write_rows(files["runs"], per_run)
     plot(files["png"], keys, rows, reps, seed)
     plot_profiles(files["profiles"], rows, reps, seed)
-    return files
+    return files, table
 
 
 def _metric_list(text: str | None) -> list[str] | None:
@@ -702,10 +704,9 @@ def main(argv: list[str] | None = None) -> int:
         return _compare_main(args, metrics)
     if args.dir is None:
         raise ReportError("give a folder of runs (DIR), or --compare A B with two folders")
-    files = report(args.dir, args.out, args.sort, metrics, args.reps, args.seed)
+    files, rows = _report(args.dir, args.out, args.sort, metrics, args.reps, args.seed)
     if args.json:
-        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
-        print(json.dumps(records(keys, rows), indent=1))
+        print(json.dumps(rows, indent=1))
         return 0
     print(files["md"].read_text(), end="")
     print("\nwrote " + ", ".join(str(p) for p in files.values()))
