@@ -33,7 +33,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hydra.utils import get_class, instantiate
-from lightning.pytorch.loggers import CSVLogger, Logger
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
@@ -48,6 +49,10 @@ OWN_KEYS = ("mode", "log_artifacts")
 # Members shown in TensorBoard's text tab at most: a markdown table past that is unreadable
 # there (and slow to render); population.csv and the W&B table hold them all.
 TEXT_ROWS = 1024
+# The x axis of every chart: games played (logged with every row; docs/contracts.md).
+GAMES = "train/games"
+# The logged families plotted against it (contract: the metric names' prefixes).
+SERIES = ("rollout", "train", "eval", "perf", "population")
 
 
 # ---------------------------------------------------------------------- building
@@ -111,7 +116,44 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
                  "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
     # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours).
     logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+    define_metrics(logger.experiment)  # rank 0 only: elsewhere `experiment` is a no-op stand-in
     return logger
+
+
+class GamesTensorBoardLogger(TensorBoardLogger):
+    """Lightning's TensorBoard logger with games played as every scalar's step.
+
+    TensorBoard has one x axis per scalar, its step; Lightning passes the update index, which
+    means a different number of games in each run (``algo.games_per_update``). Every row we
+    log carries ``train/games``, so it becomes the step and two runs' curves line up."""
+
+    @rank_zero_only
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        games = metrics.get(GAMES)
+        super().log_metrics(metrics, step=step if games is None else int(games))
+
+
+def metric_definitions() -> list[tuple[str, dict]]:
+    """W&B's ``define_metric`` calls, as (name or glob, keyword arguments), in order.
+
+    Every series is plotted against ``train/games`` (``GAMES``), not Lightning's step: an
+    update is 2,048 games in one run and 16,384 in another, so only games line two runs up.
+    Summaries: an exact win rate keeps its best value and its last (``max,last``), an exact
+    loss rate its lowest and its last (``min,last``); anything else its last (W&B's default).
+    Exact names come before the globs: W&B applies the first definition that matches."""
+    out: list[tuple[str, dict]] = [(GAMES, {"summary": "max"})]
+    for name in EVAL_NAMES:
+        what = name.rsplit("_", 1)[-1]
+        if what in ("win", "loss"):
+            out.append((name, {"step_metric": GAMES, "summary": "max,last" if what == "win" else "min,last"}))
+    out += [(f"{prefix}/*", {"step_metric": GAMES}) for prefix in SERIES]
+    return out
+
+
+def define_metrics(run) -> None:
+    """Apply ``metric_definitions`` to a W&B run (a new one, or one resumed)."""
+    for name, kwargs in metric_definitions():
+        run.define_metric(name, **kwargs)
 
 
 def wandb_mode(requested: str = "auto") -> str:
@@ -196,14 +238,13 @@ def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report:
     value = objective(report, cfg.seat.side, name)
     summary = {**eval_metrics(report), "objective": value}
     for logger in loggers:
-        kind = type(logger).__name__
-        if kind == "WandbLogger":
+        if type(logger).__name__ == "WandbLogger":
             spec = next((s for s in cfg.logger.values() if isinstance(s, DictConfig)
                          and str(s.get("_target_", "")).endswith("WandbLogger")), {})
             _publish_wandb(logger.experiment, run_dir, report, summary, name,
                            artifacts=bool(spec.get("log_artifacts", True)),
                            population=population, seat=cfg.seat.side)
-        elif kind == "TensorBoardLogger":
+        elif isinstance(logger, TensorBoardLogger):
             _publish_tensorboard(logger, cfg, run_dir, report, summary, population)
     finish()
     return value
@@ -266,7 +307,11 @@ def _publish_wandb(run, run_dir: Path, report: dict, summary: dict, name: str, a
     import wandb
 
     pop = population_summary(population["aggregate"]) if population is not None else {}
-    run.summary.update({**summary, "optimized_metric": name, "eval": report, **pop})
+    # Not the eval/* figures: their summaries come from the logged series (define_metrics:
+    # best and last), which writing the final numbers over them would erase. The final
+    # report (a population's: its best member's) is the summary's `eval`, whole.
+    final = {k: v for k, v in summary.items() if not k.startswith("eval/")}
+    run.summary.update({**final, "optimized_metric": name, "eval": report, **pop})
     if (run_dir / "curves.png").is_file():
         run.log({"curves": wandb.Image(str(run_dir / "curves.png"))})
     if population is not None:
