@@ -21,17 +21,13 @@ from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
-from wandb_files import no_wandb_account, of_kind, wandb_records
+from wandb_files import history, key, no_wandb_account, of_kind, step_metrics, wandb_records
 
 ROOT = Path(__file__).parents[1]
 
 
 
 
-
-
-def key(item) -> str:
-    return item.key or "/".join(item.nested_key)  # W&B writes some keys as a path
 
 
 def last_summary(records) -> dict:
@@ -62,9 +58,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
     assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [100]  # the whole config
     summary = last_summary(records)
-    history = [{key(i): json.loads(i.value_json) for i in r.history.item}
-               for r in of_kind(records, "history")]
-    evals = [h for h in history if "eval/o_random_loss" in h]
+    evals = [h for h in history(records) if "eval/o_random_loss" in h]
     assert len(evals) == 2  # after updates 2 and 4: the curve, not only the end
     # The exact evaluation, as in eval.json (written there with 12 decimals): a win rate's
     # summary is its best and its last, a loss rate's its lowest and its last.
@@ -78,7 +72,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     assert summary["eval"]["as_o"] == rep["as_o"]  # the final report, whole
     assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
     # Every chart's x axis is games played, not Lightning's step.
-    steps = {(r.metric.name or r.metric.glob_name): r.metric.step_metric for r in of_kind(records, "metric")}
+    steps = step_metrics(records)
     assert all(steps[f"{p}/*"] == "train/games" for p in ("rollout", "train", "eval", "perf", "population"))
     assert steps["eval/o_random_win"] == "train/games"
     assert [h["train/games"] for h in evals] == [1024, 2048]
@@ -100,10 +94,10 @@ def test_two_runs_with_different_games_per_update_line_up_on_games(tmp_path, mon
         run_dir = tmp_path / str(per_update)
         train(make_cfg("logger=wandb", f"algo.games_per_update={per_update}", f"eval_every={every}"), run_dir)
         records = wandb_records(run_dir)
-        steps = {(r.metric.name or r.metric.glob_name): r.metric.step_metric for r in of_kind(records, "metric")}
+        steps = step_metrics(records)
         assert steps["eval/*"] == steps["rollout/*"] == "train/games"
-        history = [{key(i): json.loads(i.value_json) for i in r.history.item} for r in of_kind(records, "history")]
-        rows[per_update] = [(h["trainer/global_step"], h["train/games"]) for h in history if "eval/o_random_win" in h]
+        rows[per_update] = [(h["trainer/global_step"], h["train/games"])
+                            for h in history(records) if "eval/o_random_win" in h]
     assert [g for _, g in rows[512]] == [g for _, g in rows[1024]] == [1024, 2048]
     assert [s for s, _ in rows[512]] != [s for s, _ in rows[1024]]  # the steps W&B would have used
 
@@ -391,7 +385,7 @@ def test_wandb_sweep_drives_the_hydra_entry_point_with_valid_overrides():
     fixed = [a for a in spec["command"] if "=" in a and not a.startswith(("$", "hydra."))]
     for extreme in (0, -1):  # every parameter, at both ends of its range, is a valid override
         overrides = []
-        for key, p in spec["parameters"].items():
+        for name, p in spec["parameters"].items():
             values = p.get("values") or [p["min"], p["max"]]
-            overrides.append(f"{key}={values[extreme]}")
+            overrides.append(f"{name}={values[extreme]}")
         validate(make_cfg(*fixed, *overrides))

@@ -3,7 +3,7 @@
 ``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
 ``report.py`` read) plus whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
 ``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
-the run folder is complete: the objective and the exact metrics as the run's summary,
+the run folder is complete: the objective and the final report as the run's summary,
 ``curves.png`` as an image, ``eval.json``, ``policy.onnx`` and the final checkpoint as a W&B
 ``model`` artifact, and then ``wandb.finish()``, so that every job of a multirun is its own
 W&B run. ``finish`` is the safety net the entry point calls whatever happened.
@@ -12,6 +12,10 @@ A population run (``population.json``) is published as its best member's run, pl
 population: its aggregate in the summary (``population/*``), a ``members`` table (W&B) or
 markdown text (TensorBoard) with a row per member, and ``population.json`` and
 ``population.csv`` in the artifact.
+
+Every W&B series is plotted against games played (``define_metrics``), and so is every
+TensorBoard scalar (``GamesTensorBoardLogger``): an update is a different number of games in
+different runs, so only games line two runs up.
 
 W&B never blocks a run: with ``mode: auto`` it goes online only when an API key is at hand
 *and* the server answers within two seconds; otherwise it writes an offline run under
