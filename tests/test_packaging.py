@@ -15,7 +15,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate_cli:main",
            "ttt-play": "ttt_research.play:main", "ttt-export": "ttt_research.export:main",
-           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main"}
+           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main",
+           "ttt-dashboard": "ttt_research.dashboard:main"}
 
 
 def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:

@@ -222,13 +222,31 @@ def test_two_job_multirun_gives_two_run_folders_and_two_wandb_runs(sweep):
         assert set(rep) >= {"as_x", "as_o", "optimal_move_rate"}
         overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
         nets.append(next(o for o in overrides if o.startswith("net=")))
-        (run,) = of_kind(wandb_records(sweep / job), "run")
+        records = wandb_records(sweep / job)
+        (run,) = of_kind(records, "run")
         assert nets[-1] in run.run.display_name  # named after the job's overrides
+        config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
+        assert config["choices"]["net"] == nets[-1].removeprefix("net=")  # the group's option, by name
         assert run.run.run_group == str(sweep)  # one group per sweep
         assert last_summary(wandb_records(sweep / job))["eval/o_random_win"]["last"] == pytest.approx(
             rep["as_o"]["vs_random"]["win"], abs=1e-11)
         ids.add(run.run.run_id)
     assert sorted(nets) == ["net=mlp100", "net=mlp25"] and len(ids) == 2
+
+
+@pytest.mark.slow
+def test_dashboard_of_a_sweep_filters_its_group_and_plots_its_varied_group(sweep):
+    from ttt_research import dashboard
+
+    pytest.importorskip("wandb_workspaces")
+    assert dashboard.swept_params(sweep) == ["choices.net"]  # net=mlp25,mlp100; seed=1 is no axis
+    res = subprocess.run([sys.executable, "-m", "ttt_research.dashboard", "--entity", "me", "--sweep",
+                          str(sweep), "--print"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    (section,) = [s for s in json.loads(res.stdout)["sections"] if s["name"] == "Sweep"]
+    assert section["panels"][0]["metrics"] == ["choices.net", "objective"]
+    ws = dashboard.build("me", "ttt_research", str(sweep), ["choices.net"])
+    assert str(ws.runset_settings.filters) == f"Metric(\"Group\") == '{sweep}'"  # its jobs only
 
 
 def test_report_tabulates_and_plots_a_sweep(sweep):

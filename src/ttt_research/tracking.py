@@ -42,7 +42,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
-from .contract import EVAL_NAMES, eval_metrics, unbeatable
+from .contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,6 @@ OWN_KEYS = ("mode", "log_artifacts")
 # Members shown in TensorBoard's text tab at most: a markdown table past that is unreadable
 # there (and slow to render); population.csv and the W&B table hold them all.
 TEXT_ROWS = 1024
-# The x axis of every chart: games played (logged with every row; docs/contracts.md).
-GAMES = "train/games"
 # The logged families plotted against it (contract: the metric names' prefixes).
 SERIES = ("rollout", "train", "eval", "perf", "population")
 
@@ -118,8 +116,13 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     if mode == "offline":
         log.info("W&B offline (no API key or no server): %s/wandb/; upload later with "
                  "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
-    # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours).
-    logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+    # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours),
+    # and Hydra's group choices (`choices.net: mlp25`): a sweep over a group varies them, and a
+    # dashboard's parallel coordinates need them as values (ttt_research.dashboard).
+    config = OmegaConf.to_container(cfg, resolve=True)
+    if choices := hydra_choices():
+        config["choices"] = choices
+    logger.log_hyperparams(config)
     define_metrics(logger.experiment)  # rank 0 only: elsewhere `experiment` is a no-op stand-in
     return logger
 
@@ -206,6 +209,18 @@ def _job_name(run_dir: Path) -> str:
     except ValueError:  # not under @hydra.main (tests, the compose API)
         name = ""
     return name or run_dir.name
+
+
+def hydra_choices() -> dict[str, str]:
+    """The job's config group choices, ``{"net": "mlp100", "algo": "reinforce", ...}``
+    (Hydra's own groups left out); empty outside a Hydra run (tests compose configs)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        found = HydraConfig.get().runtime.choices
+    except ValueError:
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, str) and not k.startswith("hydra/")}
 
 
 def _sweep_group() -> str | None:
