@@ -29,8 +29,16 @@ import sys
 from pathlib import Path
 
 from .cli import UserError, command
-from .contract import (EVAL_NAMES, EVAL_SEATS, GAMES, PERF_NAMES, ROLLOUT_NAMES, UNBEATABLE_FRACTION,
-                       band, eval_name)
+from .contract import (
+    EVAL_NAMES,
+    EVAL_SEATS,
+    GAMES,
+    PERF_NAMES,
+    ROLLOUT_NAMES,
+    UNBEATABLE_FRACTION,
+    band,
+    eval_name,
+)
 
 # A value of an override that makes Hydra sweep it: a list (a,b), or a sweep function.
 SWEEP_VALUE = re.compile(r"^(range|choice|interval|tag|glob)\(|,")
