@@ -37,7 +37,7 @@ def test_every_panel_charts_contract_metrics_over_games():
 
 
 def test_a_sweep_adds_parallel_coordinates_ending_on_the_objective():
-    ws = dashboard.build("me", "proj", sweep="multirun/2026-12-01/05-00-00", params=["algo.lr", "choices.net"])
+    ws = dashboard.build("me", "proj", sweep="multirun/DATE/TIME", params=["algo.lr", "choices.net"])
     (sweep,) = [s for s in ws.sections if s.name == "Sweep"]
     parallel = sweep.panels[0]
     assert [c.metric.name for c in parallel.columns] == ["algo.lr", "choices.net", "objective"]

@@ -21,7 +21,7 @@ from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
-from wandb_files import history, key, no_wandb_account, of_kind, step_metrics, wandb_records
+from wandb_files import history, key, no_wandb_account, of_kind, run_config, step_metrics, wandb_records
 
 ROOT = Path(__file__).parents[1]
 
@@ -55,7 +55,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     records = wandb_records(run_dir)
     (run,) = of_kind(records, "run")
     assert run.run.project == "ttt_research" and list(run.run.tags) == ["tiny"]
-    config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
+    config = run_config(records)
     assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [100]  # the whole config
     summary = last_summary(records)
     evals = [h for h in history(records) if "eval/o_random_loss" in h]
@@ -225,8 +225,7 @@ def test_two_job_multirun_gives_two_run_folders_and_two_wandb_runs(sweep):
         records = wandb_records(sweep / job)
         (run,) = of_kind(records, "run")
         assert nets[-1] in run.run.display_name  # named after the job's overrides
-        config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
-        assert config["choices"]["net"] == nets[-1].removeprefix("net=")  # the group's option, by name
+        assert run_config(records)["choices"]["net"] == nets[-1].removeprefix("net=")  # the option's name
         assert run.run.run_group == str(sweep)  # one group per sweep
         assert last_summary(wandb_records(sweep / job))["eval/o_random_win"]["last"] == pytest.approx(
             rep["as_o"]["vs_random"]["win"], abs=1e-11)

@@ -56,3 +56,10 @@ def history(records) -> list[dict]:
 def step_metrics(records) -> dict:
     """{metric name or glob: the metric it is plotted against} from the ``define_metric`` records."""
     return {(r.metric.name or r.metric.glob_name): r.metric.step_metric for r in of_kind(records, "metric")}
+
+
+def run_config(records) -> dict:
+    """The run's config, as W&B received it (the last value of each key)."""
+    import json
+
+    return {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
