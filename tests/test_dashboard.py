@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ttt_research import dashboard
+from ttt_research.cli import MissingExtra
 from ttt_research.contract import EVAL_NAMES, GAMES
 
 pytest.importorskip("wandb_workspaces")
@@ -125,5 +126,5 @@ def test_a_server_that_refuses_the_key_is_one_line(tmp_path):
 
 def test_without_the_extra_the_error_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb_workspaces.workspaces", None)  # import fails
-    with pytest.raises(dashboard.DashboardError, match=r"pip install 'ttt_research\[dashboard\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'ttt_research\[dashboard\]'"):
         dashboard.build("me", "proj")

@@ -28,7 +28,7 @@ import re
 import sys
 from pathlib import Path
 
-from .cli import UserError, command
+from .cli import MissingExtra, UserError, command
 from .contract import (
     EVAL_NAMES,
     EVAL_SEATS,
@@ -56,8 +56,7 @@ def _lib():
         import wandb_workspaces.reports.v2 as wr
         import wandb_workspaces.workspaces as ws
     except ImportError as e:
-        raise DashboardError(f"the dashboard needs the 'dashboard' extra ({e.name or e} is missing): "
-                             "pip install 'ttt_research[dashboard]'") from e
+        raise MissingExtra("dashboard", "the dashboard", e) from None
     return ws, wr
 
 
