@@ -53,7 +53,7 @@ OWN_KEYS = ("mode", "log_artifacts")
 # Members shown in TensorBoard's text tab at most: a markdown table past that is unreadable
 # there (and slow to render); population.csv and the W&B table hold them all.
 TEXT_ROWS = 1024
-# The logged families plotted against it (contract: the metric names' prefixes).
+# The logged families W&B plots against games played (contract.GAMES): the metric names' prefixes.
 SERIES = ("rollout", "train", "eval", "perf", "population")
 
 
@@ -147,7 +147,7 @@ def metric_definitions() -> list[tuple[str, dict]]:
     update is 2,048 games in one run and 16,384 in another, so only games line two runs up.
     Summaries: an exact win rate keeps its best value and its last (``max,last``), an exact
     loss rate its lowest and its last (``min,last``); anything else its last (W&B's default).
-    Exact names come before the globs: W&B applies the first definition that matches."""
+    Exact names are listed first: W&B matches a logged key by its own definition before a glob."""
     out: list[tuple[str, dict]] = [(GAMES, {"summary": "max"})]
     for name in EVAL_NAMES:
         what = name.rsplit("_", 1)[-1]
