@@ -8,3 +8,33 @@ sys.path.insert(0, str(Path(__file__).parent))
 import os  # noqa: E402
 
 os.environ.setdefault("WANDB_MODE", "offline")
+
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory):
+    """(the wheel, a folder it is installed into with ``pip install --target``), built once
+    per test session from a copy of the checkout (so no build/ or egg-info is left in it)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src_copy"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", "conf"):
+        shutil.copytree(REPO / name, src / name, ignore=ignore)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(src)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp / "dist").glob("ttt_research-*.whl")
+    target = tmp / "target"
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    return wheel, target

@@ -3,7 +3,6 @@ a built wheel (its ``ttt_research/conf`` package) and the installed package, eac
 folder that is not the checkout; and the wheel declares the console scripts."""
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,7 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate_cli:main",
            "ttt-play": "ttt_research.play:main", "ttt-export": "ttt_research.export:main",
-           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main"}
+           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main",
+           "ttt-dashboard": "ttt_research.dashboard:main"}
 
 
 def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:
@@ -58,31 +58,19 @@ def test_installed_package_runs_from_another_folder(tmp_path):
 
 
 @pytest.mark.slow
-def test_wheel_ships_the_config_tree_and_console_scripts(tmp_path):
-    # Build from a copy, so that the build leaves no build/ or egg-info in the checkout.
-    src = tmp_path / "src_copy"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("src", "conf"):
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
-                    str(src)], check=True, capture_output=True, timeout=300)
-    (wheel,) = (tmp_path / "dist").glob("ttt_research-*.whl")
+def test_wheel_ships_the_config_tree_the_page_and_console_scripts(installed_wheel, tmp_path):
+    wheel, target = installed_wheel
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = z.read(entry_points).decode()
     conf = {p.relative_to(REPO).as_posix() for p in (REPO / "conf").rglob("*.yaml")}
     assert {f"ttt_research/{p}" for p in conf} <= names  # every config file, at ttt_research/conf/...
+    page = {f"ttt_research/web/{n}" for n in ("index.html", "app.js", "rules.js", "style.css")}
+    assert page <= names  # the browser game: play --web works from the wheel
     assert sorted(line for line in scripts.splitlines() if line.startswith("ttt-")) == sorted(
-        f"{name} = {target}" for name, target in SCRIPTS.items())
+        f"{name} = {entry}" for name, entry in SCRIPTS.items())
 
-    target = tmp_path / "target"
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     cfg, where = cfg_job(elsewhere, str(target))

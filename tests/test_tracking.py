@@ -21,17 +21,13 @@ from ttt_research.config import ConfigError, validate
 from ttt_research.objectives import NAMES, direction, objective
 from ttt_research.solver import best_response, random_probs, solve
 from ttt_research.train import train
-from wandb_files import no_wandb_account, of_kind, wandb_records
+from wandb_files import history, key, no_wandb_account, of_kind, run_config, step_metrics, wandb_records
 
 ROOT = Path(__file__).parents[1]
 
 
 
 
-
-
-def key(item) -> str:
-    return item.key or "/".join(item.nested_key)  # W&B writes some keys as a path
 
 
 def last_summary(records) -> dict:
@@ -59,23 +55,51 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     records = wandb_records(run_dir)
     (run,) = of_kind(records, "run")
     assert run.run.project == "ttt_research" and list(run.run.tags) == ["tiny"]
-    config = {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}
+    config = run_config(records)
     assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [100]  # the whole config
     summary = last_summary(records)
-    # The exact evaluation, as in eval.json (written there with 12 decimals).
-    assert summary["eval/o_random_win"] == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-11)
-    assert summary["eval/x_random_loss"] == pytest.approx(rep["as_x"]["vs_random"]["loss"], abs=1e-11)
-    assert summary["eval/optimal_move_rate"] == rep["optimal_move_rate"]
-    assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
-    history = [{key(i): json.loads(i.value_json) for i in r.history.item}
-               for r in of_kind(records, "history")]
-    evals = [h["eval/o_random_loss"] for h in history if "eval/o_random_loss" in h]
+    evals = [h for h in history(records) if "eval/o_random_loss" in h]
     assert len(evals) == 2  # after updates 2 and 4: the curve, not only the end
+    # The exact evaluation, as in eval.json (written there with 12 decimals): a win rate's
+    # summary is its best and its last, a loss rate's its lowest and its last.
+    wins = [h["eval/o_random_win"] for h in evals]
+    losses = [h["eval/x_random_loss"] for h in evals]
+    assert summary["eval/o_random_win"]["last"] == pytest.approx(rep["as_o"]["vs_random"]["win"], abs=1e-11)
+    assert summary["eval/o_random_win"]["max"] == max(wins)
+    assert summary["eval/x_random_loss"]["last"] == pytest.approx(rep["as_x"]["vs_random"]["loss"], abs=1e-11)
+    assert summary["eval/x_random_loss"]["min"] == min(losses)
+    assert summary["eval/optimal_move_rate"] == rep["optimal_move_rate"]  # the rest: the last
+    assert summary["eval"]["as_o"] == rep["as_o"]  # the final report, whole
+    assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
+    # Every chart's x axis is games played, not Lightning's step.
+    steps = step_metrics(records)
+    assert all(steps[f"{p}/*"] == "train/games" for p in ("rollout", "train", "eval", "perf", "population"))
+    assert steps["eval/o_random_win"] == "train/games"
+    assert [h["train/games"] for h in evals] == [1024, 2048]
     (art,) = of_kind(records, "artifact")
     assert art.artifact.type == "model"
     assert sorted(m.path for m in art.artifact.manifest.contents) == ["eval.json", "last.ckpt", "policy.onnx"]
     assert list(run_dir.glob("wandb/offline-run-*/files/media/images/curves_*.png"))
     assert of_kind(records, "exit")
+
+
+def test_two_runs_with_different_games_per_update_line_up_on_games(tmp_path, monkeypatch):
+    """512 and 1,024 games per update: Lightning's steps differ, the charts' x axis does not."""
+    for k in [k for k in os.environ if k.startswith("WANDB_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    rows = {}
+    for per_update, every in ((512, 2), (1024, 1)):
+        run_dir = tmp_path / str(per_update)
+        train(make_cfg("logger=wandb", f"algo.games_per_update={per_update}", f"eval_every={every}"), run_dir)
+        records = wandb_records(run_dir)
+        steps = step_metrics(records)
+        assert steps["eval/*"] == steps["rollout/*"] == "train/games"
+        rows[per_update] = [(h["trainer/global_step"], h["train/games"])
+                            for h in history(records) if "eval/o_random_win" in h]
+    assert [g for _, g in rows[512]] == [g for _, g in rows[1024]] == [1024, 2048]
+    assert [s for s, _ in rows[512]] != [s for s, _ in rows[1024]]  # the steps W&B would have used
 
 
 def test_wandb_mode_is_offline_without_key_or_server(monkeypatch, tmp_path):
@@ -112,6 +136,8 @@ def test_tensorboard_run_holds_exact_metrics_hparams_and_curves(tmp_path):
     acc.Reload()
     win = acc.Scalars("eval/x_random_win")
     assert len(win) == 2 and win[-1].value == pytest.approx(rep["as_x"]["vs_random"]["win"], abs=1e-6)
+    assert [w.step for w in win] == [1024, 2048]  # the step is games played, not the update
+    assert [s.step for s in acc.Scalars("rollout/win_rate")] == [512, 1024, 1536, 2048]
     assert acc.Scalars("final/objective")[0].value == pytest.approx(objective(rep, "x"), abs=1e-6)
     assert acc.Images("curves")[0].width > 500
     from tensorboard.plugins.hparams import plugin_data_pb2
@@ -196,13 +222,30 @@ def test_two_job_multirun_gives_two_run_folders_and_two_wandb_runs(sweep):
         assert set(rep) >= {"as_x", "as_o", "optimal_move_rate"}
         overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
         nets.append(next(o for o in overrides if o.startswith("net=")))
-        (run,) = of_kind(wandb_records(sweep / job), "run")
+        records = wandb_records(sweep / job)
+        (run,) = of_kind(records, "run")
         assert nets[-1] in run.run.display_name  # named after the job's overrides
+        assert run_config(records)["choices"]["net"] == nets[-1].removeprefix("net=")  # the option's name
         assert run.run.run_group == str(sweep)  # one group per sweep
-        assert last_summary(wandb_records(sweep / job))["eval/o_random_win"] == pytest.approx(
+        assert last_summary(wandb_records(sweep / job))["eval/o_random_win"]["last"] == pytest.approx(
             rep["as_o"]["vs_random"]["win"], abs=1e-11)
         ids.add(run.run.run_id)
     assert sorted(nets) == ["net=mlp100", "net=mlp25"] and len(ids) == 2
+
+
+@pytest.mark.slow
+def test_dashboard_of_a_sweep_filters_its_group_and_plots_its_varied_group(sweep):
+    from ttt_research import dashboard
+
+    pytest.importorskip("wandb_workspaces")
+    assert dashboard.swept_params(sweep) == ["choices.net"]  # net=mlp25,mlp100; seed=1 is no axis
+    res = subprocess.run([sys.executable, "-m", "ttt_research.dashboard", "--entity", "me", "--sweep",
+                          str(sweep), "--print"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    (section,) = [s for s in json.loads(res.stdout)["sections"] if s["name"] == "Sweep"]
+    assert section["panels"][0]["metrics"] == ["choices.net", "objective"]
+    ws = dashboard.build("me", "ttt_research", str(sweep), ["choices.net"])
+    assert str(ws.runset_settings.filters) == f"Metric(\"Group\") == '{sweep}'"  # its jobs only
 
 
 def test_report_tabulates_and_plots_a_sweep(sweep):
@@ -359,7 +402,7 @@ def test_wandb_sweep_drives_the_hydra_entry_point_with_valid_overrides():
     fixed = [a for a in spec["command"] if "=" in a and not a.startswith(("$", "hydra."))]
     for extreme in (0, -1):  # every parameter, at both ends of its range, is a valid override
         overrides = []
-        for key, p in spec["parameters"].items():
+        for name, p in spec["parameters"].items():
             values = p.get("values") or [p["min"], p["max"]]
-            overrides.append(f"{key}={values[extreme]}")
+            overrides.append(f"{name}={values[extreme]}")
         validate(make_cfg(*fixed, *overrides))

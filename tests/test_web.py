@@ -1,12 +1,15 @@
-"""The browser game: the ``play --web`` server, and complete games in a real Chromium.
+"""The browser game: the ``play --web`` server, and complete games in a real Chromium, with
+the model run in the browser (onnxruntime-web) and by the server (``POST /logits``), from the
+checkout and from an installed wheel.
 
 The browser tests drive Debian's chromium (``/usr/bin/chromium``) headless through
 Playwright for Python, against the real ``python -m ttt_research.play PATH --web``
-server. They are skipped only when chromium, Playwright or ``web/node_modules`` (``npm ci``
-in ``web/``) is missing; ``.ci/run`` installs all three.
+server. They are skipped only when chromium or Playwright is missing, and the in-browser
+ones when ``web/node_modules`` (``npm ci`` in ``web/``) is; ``.ci/run`` installs all three.
 """
 
 import json
+import os
 import random
 import re
 import signal
@@ -27,7 +30,7 @@ from ttt_research import evaluate as ev
 from ttt_research import game
 from ttt_research.play import decide
 from ttt_research.policy_file import load_policy
-from ttt_research.serve import ORT_DIST, WEB_DIR, make_server
+from ttt_research.serve import find_node_modules, make_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -42,13 +45,17 @@ def run(tmp_path_factory):
 
 
 @contextmanager
-def served(path):
-    """``play PATH --web --port 0`` in a subprocess; yields the URL it prints."""
+def served(path, pythonpath=None, cwd=None):
+    """``play PATH --web --port 0`` in a subprocess; yields the URL it prints. ``pythonpath``:
+    where ttt_research is imported from (default: as the tests import it)."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     # SIGINT back to its default in the server: a shell that starts the tests as a background
     # job (`.ci/run &`) ignores SIGINT in it, and Python then never turns Ctrl-C into
     # KeyboardInterrupt, so the server would not stop below.
     proc = subprocess.Popen([sys.executable, "-m", "ttt_research.play", str(path), "--web", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
@@ -62,9 +69,10 @@ def served(path):
 
 
 @contextmanager
-def in_thread(path):
-    """The same server in this process (no interpreter start-up); yields its base URL."""
-    server = make_server(path, 0)
+def in_thread(path, node_modules="find"):
+    """The same server in this process (no interpreter start-up); yields its base URL.
+    ``node_modules=None``: as if onnxruntime-web were not installed (the page asks the server)."""
+    server = make_server(path, 0, node_modules=node_modules)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -111,6 +119,44 @@ def test_a_missing_model_is_reported_in_model_json_and_404(tmp_path):
     assert e.value.code == 404 and b"no such file" in e.value.read()
 
 
+def post(url, body: bytes):
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.status, json.loads(r.read())
+
+
+def test_the_logits_route_gives_the_models_logits_for_the_player_to_move(run):
+    policy, _ = load_policy(run[0] / "policy.onnx")
+    boards = [[0] * 9, [1, 0, 0, 0, 0, 0, 0, 0, 0], [1, -1, 0, 0, 1, 0, 0, 0, 0],
+              [1, -1, 1, -1, 0, 0, 0, 0, 0]]
+    with in_thread(run[0] / "policy.onnx", node_modules=None) as url:
+        assert json.loads(get(url + "model.json")[2])["engine"] == "server"
+        answers = [post(url + "logits", json.dumps({"board": b}).encode()) for b in boards]
+    for board, (status, body) in zip(boards, answers, strict=True):
+        mover = 1 if board.count(1) == board.count(-1) else -1
+        expected = policy(torch.tensor([[v * mover for v in board]], dtype=torch.float32))[0]
+        assert status == 200 and len(body["logits"]) == 9
+        for i, v in enumerate(body["logits"]):
+            assert (v is None) == (board[i] != 0)  # occupied cells: no logit
+            if v is not None:
+                assert v == pytest.approx(float(expected[i]), abs=1e-5)
+
+
+@pytest.mark.parametrize("body,needle", [
+    (b"not json", '{"board": [9 cells'),
+    (b'{"board": [0, 0, 0]}', "a board is 9 cells"),
+    (b'{"board": [2, 0, 0, 0, 0, 0, 0, 0, 0]}', "a board is 9 cells"),
+    (b'{"board": [-1, 0, 0, 0, 0, 0, 0, 0, 0]}', "X moves first"),
+    (b'{"board": [1, 1, 1, -1, -1, 0, 0, 0, 0]}', "the game on this board is over"),
+    (b'{"board": ' + b"[0]" * 400 + b"}", "at most 1024 bytes"),
+])
+def test_a_bad_board_gets_a_400_that_says_why(run, body, needle):
+    with in_thread(run[0] / "policy.onnx", node_modules=None) as url:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            post(url + "logits", body)
+    assert e.value.code == 400 and needle in e.value.read().decode()
+
+
 def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
     (tmp_path / "cut.onnx").write_bytes(b"\x08\x07garbage")
     with served(tmp_path / "cut.onnx") as url:
@@ -124,8 +170,6 @@ def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
 def _playwright():
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
-    if not (WEB_DIR / ORT_DIST).is_dir():
-        pytest.skip("web/node_modules is missing (run `npm ci` in web/)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -140,6 +184,13 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture
+def ort_installed():
+    """Skip a test of the in-browser engine when the checkout has no onnxruntime-web."""
+    if find_node_modules() is None:
+        pytest.skip("web/node_modules is missing (run `npm ci` in web/)")
 
 
 @pytest.fixture
@@ -211,35 +262,63 @@ def play_one_game(page, seat: str, policy, greedy, rng) -> tuple[int, int]:
         before[cell] = human
 
 
-@pytest.mark.parametrize("file", ["checkpoints/last.ckpt", "policy.onnx"])
-def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, page, file):
-    run_dir, _ = run
-    policy, _ = load_policy(run_dir / file)
+def play_games(page, url, path, engine: str) -> None:
+    """Six complete games from both seats on the page at ``url``, every agent move and heat
+    map checked against the Python evaluator's greedy policy for the model at ``path``."""
+    policy, _ = load_policy(path)
     greedy, _ = ev.greedy_actions(policy)
     rng = random.Random(0)
     total = 0
-    with served(run_dir / file) as url:
-        open_game(page, url)
-        assert page.eval_on_selector("#board", "b => b.dataset.state") == "ready"
-        assert "seed 5" in page.inner_text("#model")
-        for seat in ("x", "o", "x", "o", "x", "o"):
-            winner, moves = play_one_game(page, seat, policy, greedy, rng)
-            total += moves
-            human = game.X if seat == "x" else game.O
-            expected = {0: "draw", human: "human", -human: "agent"}[winner]
-            banner = page.locator("#result")
-            assert banner.is_visible() and banner.get_attribute("data-result") == expected
-            assert banner.inner_text() == {"human": "You win!", "agent": "The agent wins.",
-                                           "draw": "Draw."}[expected]
-        timing = page.locator("#timing")
-        assert int(timing.get_attribute("data-moves")) == total
-        times = page.evaluate("window.ttt.times")  # ms per agent move, as the page measured them
-        median = float(timing.get_attribute("data-median-ms"))
-        assert len(times) == total and median > 0
-        assert median == pytest.approx(statistics.median(times), abs=1e-4)
-        shown = re.search(r"median (\d+\.\d\d) ms over (\d+) moves", timing.inner_text())
-        assert shown and abs(float(shown[1]) - median) <= 0.0051 and int(shown[2]) == total
-        print(f"\n{file}: median in-browser inference {median:.3f} ms over {total} agent moves")
+    open_game(page, url)
+    assert page.eval_on_selector("#board", "b => b.dataset.state") == "ready"
+    assert page.eval_on_selector("#board", "b => b.dataset.engine") == engine
+    assert "seed 5" in page.inner_text("#model")
+    for seat in ("x", "o", "x", "o", "x", "o"):
+        winner, moves = play_one_game(page, seat, policy, greedy, rng)
+        total += moves
+        human = game.X if seat == "x" else game.O
+        expected = {0: "draw", human: "human", -human: "agent"}[winner]
+        banner = page.locator("#result")
+        assert banner.is_visible() and banner.get_attribute("data-result") == expected
+        assert banner.inner_text() == {"human": "You win!", "agent": "The agent wins.",
+                                       "draw": "Draw."}[expected]
+    timing = page.locator("#timing")
+    assert int(timing.get_attribute("data-moves")) == total
+    times = page.evaluate("window.ttt.times")  # ms per agent move, as the page measured them
+    median = float(timing.get_attribute("data-median-ms"))
+    assert len(times) == total and median > 0
+    assert median == pytest.approx(statistics.median(times), abs=1e-4)
+    where = {"browser": "in the browser", "server": "on the server, round trip"}[engine]
+    shown = re.search(rf"\({where}\): .* median (\d+\.\d\d) ms over (\d+) moves", timing.inner_text())
+    assert shown, timing.inner_text()
+    assert abs(float(shown[1]) - median) <= 0.0051 and int(shown[2]) == total
+    print(f"\n{path.name}: median inference ({engine}) {median:.3f} ms over {total} agent moves")
+
+
+@pytest.mark.parametrize("file", ["checkpoints/last.ckpt", "policy.onnx"])
+def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, page, ort_installed, file):
+    with served(run[0] / file) as url:
+        play_games(page, url, run[0] / file, "browser")
+
+
+def test_without_onnxruntime_web_the_page_asks_the_server_and_plays_the_same_moves(run, page):
+    with in_thread(run[0] / "policy.onnx", node_modules=None) as url:
+        play_games(page, url, run[0] / "policy.onnx", "server")
+
+
+@pytest.mark.slow
+def test_play_web_from_an_installed_wheel_gives_a_game(run, page, installed_wheel, tmp_path):
+    """What a user who only ran `pip install` on the wheel gets: the page from the package
+    data, the moves from the server (the wheel has no node_modules)."""
+    _, target = installed_wheel
+    path = run[0] / "checkpoints" / "last.ckpt"
+    with served(path, pythonpath=target, cwd=tmp_path) as url:
+        info = json.loads(get(url + "model.json")[2])
+        assert info["engine"] == "server" and info["error"] is None
+        with pytest.raises(urllib.error.HTTPError) as e:
+            get(url + "node_modules/onnxruntime-web/dist/ort.wasm.min.mjs")
+        assert e.value.code == 404
+        play_games(page, url, path, "server")
 
 
 @pytest.mark.parametrize("make,needle", [

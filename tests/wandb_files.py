@@ -40,3 +40,26 @@ def wandb_records(run_dir: Path) -> list:
 
 def of_kind(records, kind):
     return [r for r in records if r.WhichOneof("record_type") == kind]
+
+
+def key(item) -> str:
+    return item.key or "/".join(item.nested_key)  # W&B writes some keys as a path
+
+
+def history(records) -> list[dict]:
+    """The logged rows, in order, as {metric: value}."""
+    import json
+
+    return [{key(i): json.loads(i.value_json) for i in r.history.item} for r in of_kind(records, "history")]
+
+
+def step_metrics(records) -> dict:
+    """{metric name or glob: the metric it is plotted against} from the ``define_metric`` records."""
+    return {(r.metric.name or r.metric.glob_name): r.metric.step_metric for r in of_kind(records, "metric")}
+
+
+def run_config(records) -> dict:
+    """The run's config, as W&B received it (the last value of each key)."""
+    import json
+
+    return {key(i): json.loads(i.value_json) for r in of_kind(records, "config") for i in r.config.update}

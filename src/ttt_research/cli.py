@@ -28,6 +28,14 @@ class UserError(Exception):
     """A mistake the user can fix; the message is the one line they see."""
 
 
+class MissingExtra(UserError):
+    """An optional extra of the package is not installed."""
+
+    def __init__(self, extra: str, what: str, error: ImportError):
+        super().__init__(f"{what} needs the '{extra}' extra ({error.name or error} is missing): "
+                         f"pip install 'ttt_research[{extra}]'")
+
+
 def fail(message: object) -> int:
     """Print ``error: message`` on stderr; return the exit code for a user's mistake."""
     print(f"error: {message}", file=sys.stderr)

@@ -31,17 +31,13 @@ from collections.abc import Callable
 
 import torch
 
-from .cli import UserError, command
+from .cli import MissingExtra, UserError, command
 from .contract import EVAL_SEATS, REPORT_KEY, unbeatable
 from .evaluate import eval_table, evaluate_policy
 
 # The PPO seed's setup (experiments/seed_ppo_repro): opponent, seat, reward table.
 SEED_ENV = {"opponent": "mixed", "strong": "rules", "p_perfect": 0.7, "seat": "both",
             "reward": {"win": 1.0, "tie": 0.5, "loss": -1.0, "illegal": -10.0}}
-
-
-class MissingExtra(UserError):
-    """The ``compare`` extra (gymnasium, stable-baselines3, sb3-contrib) is not installed."""
 
 
 def _require_sb3():
@@ -52,8 +48,7 @@ def _require_sb3():
 
         from . import gym as ttt_gym
     except ImportError as e:
-        raise MissingExtra(f"the SB3 comparison needs the 'compare' extra ({e.name or e} is missing): "
-                           "pip install -e '.[compare]'") from None
+        raise MissingExtra("compare", "the SB3 comparison", e) from None
     return sb3_contrib, stable_baselines3, ttt_gym
 
 

@@ -43,6 +43,20 @@ EVAL_NAMES = tuple(
     + [eval_name(s, "worst_case") for s in EVAL_SEATS]
     + ["eval/optimal_move_rate"])
 
+# Every row logged carries games played, the x axis of every chart (W&B's step metric,
+# TensorBoard's step); the other families (docs/contracts.md, "Metric names").
+GAMES = "train/games"
+ROLLOUT_NAMES = tuple(f"rollout/{o}_rate" for o in OUTCOMES)  # sampled, vs the training opponent
+PERF_NAMES = ("perf/games_per_s", "perf/steps_per_s")        # steps: PPO only
+UNBEATABLE_FRACTION = "population/unbeatable_fraction"       # a population's share, per evaluation
+
+
+def band(name: str) -> tuple[str, str]:
+    """A population's lowest and highest member for the ``eval/*`` metric ``name`` (the
+    logged ``name`` itself is the members' median)."""
+    return f"{name}_min", f"{name}_max"
+
+
 # The network encodings ``net.encoding`` may name (``encodings.ENCODINGS`` implements them).
 ENCODING_NAMES = ("planes18", "signed9")
 

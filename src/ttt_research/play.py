@@ -1,7 +1,7 @@
 """Play a person against a trained agent: in the terminal, or in the browser with ``--web``.
 
     python -m ttt_research.play PATH [--seat x|o]        # terminal game
-    python -m ttt_research.play PATH --web [--port N]     # serves web/ (see serve.py)
+    python -m ttt_research.play PATH --web [--port N]     # the browser game (see serve.py)
 
 PATH is a training checkpoint (``.ckpt``) or an ONNX file that follows the contract. The
 agent is the evaluated one: the greedy policy (masked argmax, ties to the lowest cell),

@@ -3,7 +3,7 @@
 ``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
 ``report.py`` read) plus whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
 ``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
-the run folder is complete: the objective and the exact metrics as the run's summary,
+the run folder is complete: the objective and the final report as the run's summary,
 ``curves.png`` as an image, ``eval.json``, ``policy.onnx`` and the final checkpoint as a W&B
 ``model`` artifact, and then ``wandb.finish()``, so that every job of a multirun is its own
 W&B run. ``finish`` is the safety net the entry point calls whatever happened.
@@ -12,6 +12,10 @@ A population run (``population.json``) is published as its best member's run, pl
 population: its aggregate in the summary (``population/*``), a ``members`` table (W&B) or
 markdown text (TensorBoard) with a row per member, and ``population.json`` and
 ``population.csv`` in the artifact.
+
+Every W&B series is plotted against games played (``define_metrics``), and so is every
+TensorBoard scalar (``GamesTensorBoardLogger``): an update is a different number of games in
+different runs, so only games line two runs up.
 
 W&B never blocks a run: with ``mode: auto`` it goes online only when an API key is at hand
 *and* the server answers within two seconds; otherwise it writes an offline run under
@@ -33,11 +37,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hydra.utils import get_class, instantiate
-from lightning.pytorch.loggers import CSVLogger, Logger
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
-from .contract import EVAL_NAMES, eval_metrics, unbeatable
+from .contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,8 @@ OWN_KEYS = ("mode", "log_artifacts")
 # Members shown in TensorBoard's text tab at most: a markdown table past that is unreadable
 # there (and slow to render); population.csv and the W&B table hold them all.
 TEXT_ROWS = 1024
+# The logged families W&B plots against games played (contract.GAMES): the metric names' prefixes.
+SERIES = ("rollout", "train", "eval", "perf", "population")
 
 
 # ---------------------------------------------------------------------- building
@@ -109,9 +116,51 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     if mode == "offline":
         log.info("W&B offline (no API key or no server): %s/wandb/; upload later with "
                  "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
-    # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours).
-    logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+    # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours),
+    # and Hydra's group choices (`choices.net: mlp25`): a sweep over a group varies them, and a
+    # dashboard's parallel coordinates need them as values (ttt_research.dashboard).
+    config = OmegaConf.to_container(cfg, resolve=True)
+    if choices := hydra_choices():
+        config["choices"] = choices
+    logger.log_hyperparams(config)
+    define_metrics(logger.experiment)  # rank 0 only: elsewhere `experiment` is a no-op stand-in
     return logger
+
+
+class GamesTensorBoardLogger(TensorBoardLogger):
+    """Lightning's TensorBoard logger with games played as every scalar's step.
+
+    TensorBoard has one x axis per scalar, its step; Lightning passes the update index, which
+    means a different number of games in each run (``algo.games_per_update``). Every row we
+    log carries ``train/games``, so it becomes the step and two runs' curves line up."""
+
+    @rank_zero_only
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        games = metrics.get(GAMES)
+        super().log_metrics(metrics, step=step if games is None else int(games))
+
+
+def metric_definitions() -> list[tuple[str, dict]]:
+    """W&B's ``define_metric`` calls, as (name or glob, keyword arguments), in order.
+
+    Every series is plotted against ``train/games`` (``GAMES``), not Lightning's step: an
+    update is 2,048 games in one run and 16,384 in another, so only games line two runs up.
+    Summaries: an exact win rate keeps its best value and its last (``max,last``), an exact
+    loss rate its lowest and its last (``min,last``); anything else its last (W&B's default).
+    Exact names are listed first: W&B matches a logged key by its own definition before a glob."""
+    out: list[tuple[str, dict]] = [(GAMES, {"summary": "max"})]
+    for name in EVAL_NAMES:
+        what = name.rsplit("_", 1)[-1]
+        if what in ("win", "loss"):
+            out.append((name, {"step_metric": GAMES, "summary": "max,last" if what == "win" else "min,last"}))
+    out += [(f"{prefix}/*", {"step_metric": GAMES}) for prefix in SERIES]
+    return out
+
+
+def define_metrics(run) -> None:
+    """Apply ``metric_definitions`` to a W&B run (a new one, or one resumed)."""
+    for name, kwargs in metric_definitions():
+        run.define_metric(name, **kwargs)
 
 
 def wandb_mode(requested: str = "auto") -> str:
@@ -162,6 +211,18 @@ def _job_name(run_dir: Path) -> str:
     return name or run_dir.name
 
 
+def hydra_choices() -> dict[str, str]:
+    """The job's config group choices, ``{"net": "mlp100", "algo": "reinforce", ...}``
+    (Hydra's own groups left out); empty outside a Hydra run (tests compose configs)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        found = HydraConfig.get().runtime.choices
+    except ValueError:
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, str) and not k.startswith("hydra/")}
+
+
 def _sweep_group() -> str | None:
     """In a multirun, the sweep folder: one W&B group per sweep. A single run: no group."""
     try:
@@ -196,14 +257,13 @@ def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report:
     value = objective(report, cfg.seat.side, name)
     summary = {**eval_metrics(report), "objective": value}
     for logger in loggers:
-        kind = type(logger).__name__
-        if kind == "WandbLogger":
+        if type(logger).__name__ == "WandbLogger":
             spec = next((s for s in cfg.logger.values() if isinstance(s, DictConfig)
                          and str(s.get("_target_", "")).endswith("WandbLogger")), {})
             _publish_wandb(logger.experiment, run_dir, report, summary, name,
                            artifacts=bool(spec.get("log_artifacts", True)),
                            population=population, seat=cfg.seat.side)
-        elif kind == "TensorBoardLogger":
+        elif isinstance(logger, TensorBoardLogger):
             _publish_tensorboard(logger, cfg, run_dir, report, summary, population)
     finish()
     return value
@@ -266,7 +326,11 @@ def _publish_wandb(run, run_dir: Path, report: dict, summary: dict, name: str, a
     import wandb
 
     pop = population_summary(population["aggregate"]) if population is not None else {}
-    run.summary.update({**summary, "optimized_metric": name, "eval": report, **pop})
+    # Not the eval/* figures: their summaries come from the logged series (define_metrics:
+    # best and last), which writing the final numbers over them would erase. The final
+    # report (a population's: its best member's) is the summary's `eval`, whole.
+    final = {k: v for k, v in summary.items() if not k.startswith("eval/")}
+    run.summary.update({**final, "optimized_metric": name, "eval": report, **pop})
     if (run_dir / "curves.png").is_file():
         run.log({"curves": wandb.Image(str(run_dir / "curves.png"))})
     if population is not None:

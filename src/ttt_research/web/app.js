@@ -1,10 +1,14 @@
-// The browser game: loads policy.onnx with onnxruntime-web (from web/node_modules, no
-// CDN), plays its greedy policy against the person, and shows the agent's move
-// probabilities as a heat map and the time each inference took.
+// The browser game: plays the served model's greedy policy against the person, and shows
+// the agent's move probabilities as a heat map and the time each inference took.
+//
+// Where the model runs (model.json's `engine`): "browser", with onnxruntime-web served from
+// a checkout's web/node_modules (no CDN); or "server", when the server has no onnxruntime-web
+// (an installed wheel): then each move's logits come from POST /logits, onnxruntime in Python.
 //
 // The page keeps its state in data attributes that a test can wait on: #board has
-// data-state (loading | ready | human | agent | over | error) and data-ply; #result has
-// data-result (human | agent | draw); #timing has data-last-ms, data-median-ms, data-moves.
+// data-state (loading | ready | human | agent | over | error), data-ply and data-engine;
+// #result has data-result (human | agent | draw); #timing has data-last-ms, data-median-ms,
+// data-moves.
 
 import { X, O, decide, isOver, median, mover, moverView, winner } from "./rules.js";
 
@@ -16,6 +20,7 @@ const NAME = { [X]: "X", [O]: "O" };
 
 let ort = null;
 let session = null;
+let engine = "browser"; // or "server": see above
 let game = null; // { board, human, id }
 let games = 0; // bumps on every new game, so a late inference of an old game is dropped
 const times = []; // ms per agent move, every game since the page loaded
@@ -68,16 +73,29 @@ function showTiming() {
   el.dataset.lastMs = last.toFixed(4);
   el.dataset.medianMs = med.toFixed(4);
   el.dataset.moves = String(times.length);
-  el.textContent = `Inference per move: ${last.toFixed(2)} ms this move, median ${med.toFixed(2)} ms ` +
+  const where = engine === "server" ? "on the server, round trip" : "in the browser";
+  el.textContent = `Inference per move (${where}): ${last.toFixed(2)} ms this move, median ${med.toFixed(2)} ms ` +
     `over ${times.length} move${times.length === 1 ? "" : "s"} (goal: under 2 ms).`;
 }
 
 async function logitsFor(board) {
+  if (engine === "server") return serverLogits(board);
   const input = new ort.Tensor("float32", moverView(board), [1, 9]);
   const t0 = performance.now();
   const out = await session.run({ [session.inputNames[0]]: input });
   const ms = performance.now() - t0;
   return { logits: out[session.outputNames[0]].data, ms };
+}
+
+async function serverLogits(board) {
+  const t0 = performance.now();
+  const response = await fetch("logits", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ board }),
+  });
+  if (!response.ok) throw new Error((await response.text()).trim() || response.statusText);
+  const { logits } = await response.json();
+  const ms = performance.now() - t0; // the round trip: the server's inference and the request
+  return { logits: logits.map((v) => (v === null ? -Infinity : v)), ms };
 }
 
 function finish() {
@@ -138,6 +156,10 @@ function start(seat) {
 async function load() {
   const params = new URLSearchParams(location.search);
   const url = params.get("model") ?? "policy.onnx";
+  const info = params.has("model") ? null
+    : await fetch("model.json").then((r) => (r.ok ? r.json() : null)).catch(() => null);
+  if (info?.error) return fail(`The model could not be loaded: ${info.error}`);
+  if (info?.engine === "server") return useServer(info);
   try {
     ort = await import(ORT_MODULE);
   } catch (e) {
@@ -146,12 +168,7 @@ async function load() {
   // One thread: the model is a tiny MLP, worker hand-offs would cost more than they save,
   // and a single thread needs no cross-origin isolation from the server.
   ort.env.wasm.numThreads = 1;
-  let name = url;
-  if (!params.has("model")) {
-    const info = await fetch("model.json").then((r) => (r.ok ? r.json() : null)).catch(() => null);
-    if (info?.error) return fail(`The model could not be loaded: ${info.error}`);
-    if (info) name = describe(info);
-  }
+  const name = info ? describe(info) : url;
   let response;
   try {
     response = await fetch(url);
@@ -172,6 +189,21 @@ async function load() {
   } catch (e) {
     return fail(`${url} is not a policy model this page can run: ${e.message ?? e}`);
   }
+  ready(name);
+}
+
+async function useServer(info) {
+  engine = "server";
+  boardEl.dataset.engine = engine;
+  try {
+    await serverLogits(new Array(9).fill(0)); // the first move's question, as a check and a warm-up
+  } catch (e) {
+    return fail(`The server could not run the model: ${e.message ?? e}`);
+  }
+  ready(`${describe(info)}, run by the server`);
+}
+
+function ready(name) {
   $("model").textContent = `Model: ${name}`;
   for (const b of document.querySelectorAll(".seats button")) b.disabled = false;
   $("status").textContent = "Choose a side to start.";
