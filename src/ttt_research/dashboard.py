@@ -198,17 +198,12 @@ def describe(workspace) -> dict:
 
 def _check_reachable() -> None:
     """One line if saving cannot work: no API key, or the server does not answer."""
-    import os
-    from urllib.parse import urlparse
+    from .tracking import _has_api_key, _reachable, wandb_server
 
-    from .tracking import _has_api_key, _reachable
-
-    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
-    host = urlparse(base).hostname or "api.wandb.ai"
+    host, port = wandb_server()
     if not _has_api_key(host):
         raise DashboardError(f"no W&B API key for {host}: set WANDB_API_KEY or run `wandb login` "
                              "(or look first with --print); nothing was saved")
-    port = urlparse(base).port or (443 if base.startswith("https") else 80)
     if not _reachable(host, port):
         raise DashboardError(f"the W&B server {host}:{port} did not answer within 2 s; nothing was saved")
 

@@ -175,12 +175,17 @@ def wandb_mode(requested: str = "auto") -> str:
         return env
     if env == "dryrun":
         return "offline"
-    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
-    host = urlparse(base).hostname or "api.wandb.ai"
-    port = urlparse(base).port or (80 if base.startswith("http:") else 443)
+    host, port = wandb_server()
     if not _has_api_key(host):
         return "offline"
     return "online" if _reachable(host, port) else "offline"
+
+
+def wandb_server() -> tuple[str, int]:
+    """(host, port) of the W&B server this process would talk to (``WANDB_BASE_URL``)."""
+    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    url = urlparse(base)
+    return url.hostname or "api.wandb.ai", url.port or (80 if base.startswith("http:") else 443)
 
 
 def _has_api_key(host: str) -> bool:
