@@ -15,6 +15,14 @@ one, in float64:
 
 Why exact: sampling 100 games against a rule-based player is how the PPO seed came to
 claim it "never loses"; the tree says it loses 73% of games as O to a minimax player.
+
+Exactness at the edges: a number is only exact if the policy it describes has a legal
+greedy move everywhere. ``check_logits`` refuses (``IllegalMoveError``, one line naming
+the board) logits with no such move: NaN, or nothing finite to prefer (all -inf, where
+an argmax lands on cell 1 whether it is taken or not). Its strict rule, for policy files
+(``policy_file``, ``export``, ``play``, the web page), also refuses an argmax on an
+occupied cell: the ONNX contract's greedy move is "the argmax" of logits the model has
+masked, and a reader of the file that does not mask again would play the taken cell.
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ from collections.abc import Callable
 import torch
 
 from . import game
-from .contract import EVAL_SEATS, REPORT_KEY, SEAT_PIECE, WORST_NAME
+from .cli import UserError
+from .contract import EVAL_SEATS, JUDGED_SEATS, REPORT_KEY, SEAT_PIECE, WORST_NAME, unbeatable
 from .solver import one_hot, outcome_probs, perfect_probs, plies_backwards, random_probs, solve
 
 PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
@@ -40,17 +49,28 @@ def decision_codes() -> torch.Tensor:
     return (t.reachable & ~t.done).nonzero().squeeze(-1)
 
 
+def decision_logits(policy: PolicyFn) -> torch.Tensor:
+    """(M, 9) float32 logits of ``policy`` at ``decision_codes()``, on the CPU: one call."""
+    views = game.tables().view[decision_codes()].float()
+    with torch.no_grad():
+        return policy(views).detach().to("cpu", torch.float32)
+
+
 def greedy_actions(policy: PolicyFn) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``policy`` once on every decision position and take its greedy moves.
 
     Returns ``(actions, raw_illegal)``: (N,) int64 masked-argmax moves over all codes (0
     where nobody moves), and (N,) bool marking where the unmasked argmax was an occupied
-    cell (the raw policy's illegal choices).
+    cell (the raw policy's illegal choices). Nothing is refused here (PPO without masking
+    counts its raw illegal choices with it); ``evaluate_policy`` checks first.
     """
+    return _greedy(decision_logits(policy))
+
+
+def _greedy(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` from the (M, 9) logits at ``decision_codes()``."""
     t = game.tables()
     codes = decision_codes()
-    with torch.no_grad():
-        logits = policy(t.view[codes].float()).detach().to("cpu", torch.float32)
     legal = t.legal[codes]
     # torch.argmax returns the first maximal index: ties go to the lowest cell.
     masked = torch.where(legal, logits, -torch.inf)
@@ -59,6 +79,95 @@ def greedy_actions(policy: PolicyFn) -> tuple[torch.Tensor, torch.Tensor]:
     raw_illegal = torch.zeros(game.N_CODES, dtype=torch.bool)
     raw_illegal[codes] = ~legal.gather(1, logits.argmax(-1, keepdim=True)).squeeze(-1)
     return actions, raw_illegal
+
+
+# --------------------------------------------------------------------------- exactness at the edges
+
+
+class IllegalMoveError(UserError):
+    """A policy without a legal greedy move at some position: refused, never scored."""
+
+
+def board_text(code: int) -> str:
+    """A board in one word, rows split by '/': ``X.O/.X./...`` (and who is to move)."""
+    t = game.tables()
+    marks = "".join({game.X: "X", game.O: "O", game.EMPTY: "."}[v] for v in t.board[code].tolist())
+    mover = "X" if int(t.mover[code]) == game.X else "O"
+    return f"{marks[:3]}/{marks[3:6]}/{marks[6:]} ({mover} to move)"
+
+
+def _why(row: torch.Tensor, legal: torch.Tensor, strict: bool) -> str | None:
+    """Why the (9,) logits ``row`` give no legal greedy move where ``legal`` (9,) holds
+    (the rule of ``check_logits``), or None when they do. Cells are named 1-9, as in ``play``."""
+    def cells(mask: torch.Tensor) -> str:
+        return " ".join(str(i + 1) for i in mask.nonzero().flatten().tolist())
+
+    nan = row.isnan() & (True if strict else legal)
+    if bool(nan.any()):
+        return f"its logits are NaN at cell(s) {cells(nan)}"
+    free = torch.where(legal, row, -torch.inf)
+    best = int((row if strict else free).argmax())  # the greedy move: the first maximum
+    top = float(row[best])
+    if not bool(legal[best]):
+        alt = int(free.argmax())
+        if top == -torch.inf:
+            return f"every logit is -inf, so its argmax is the occupied cell {best + 1}"
+        return (f"it picks the occupied cell {best + 1} (logit {top:.4g}; the best empty cell, "
+                f"{alt + 1}, has {float(row[alt]):.4g})")
+    if top == -torch.inf:
+        return f"every empty cell's logit is -inf ({cells(legal)}): it prefers none of them"
+    if top == torch.inf:
+        return f"its largest logit is inf (cell {best + 1}): no move probabilities"
+    return None
+
+
+def check_logits(logits: torch.Tensor, codes: torch.Tensor | None = None, where: str = "",
+                 strict: bool = False, first: int = 0) -> None:
+    """Refuse logits that give some position no legal greedy move (``IllegalMoveError``).
+
+    Args:
+        logits: (M, 9), or (N, M, 9) for N policies (members ``first``, ``first + 1``, ...),
+            float logits at the positions ``codes`` (M,) (default: ``decision_codes()``);
+            on any device (only a refusal leaves it).
+        where: what the message starts with (``"policy.onnx: "``).
+        strict: the rule for a policy file, whose logits the ONNX contract says are
+            masked already and whose greedy move is "the argmax": then a NaN anywhere, an
+            argmax on an occupied cell or an infinite largest logit is refused. Otherwise
+            (the evaluator's own rule: it masks occupied cells itself) a NaN on an empty
+            cell, or an infinite largest logit among the empty cells (all -inf: nothing
+            to choose; +inf: no probabilities).
+
+    The message names how many positions fail, the first one's board and what it picks.
+    """
+    device = logits.device
+    codes = (decision_codes() if codes is None else codes).to(device)
+    x = logits.detach().float()
+    x = x if x.dim() == 3 else x[None]  # (N, M, 9)
+    legal = game.tables(device).legal[codes].expand_as(x)  # (N, M, 9)
+    nan = x.isnan()
+    if strict:
+        best = x.argmax(-1, keepdim=True)  # NaN counts as the maximum
+        bad = nan.any(-1) | ~legal.gather(-1, best).squeeze(-1)
+    else:
+        best = torch.where(legal, x, -torch.inf).argmax(-1, keepdim=True)
+        bad = (nan & legal).any(-1)
+    bad |= x.gather(-1, best).squeeze(-1).isinf()  # (N, M)
+    if not bool(bad.any()):  # the one sync with the device
+        return
+    member, row = (int(i) for i in bad.nonzero()[0])
+    who = f"member {first + member}: " if logits.dim() == 3 else ""
+    count = int(bad[member].sum())
+    why = _why(x[member, row].cpu(), legal[member, row].cpu(), strict)
+    raise IllegalMoveError(
+        f"{where}{who}the policy has no legal greedy move at {count} of {codes.numel()} positions "
+        f"where it moves, first at {board_text(int(codes[row]))}: {why}; refused, not scored")
+
+
+def check_policy(policy: PolicyFn, where: str = "", strict: bool = False) -> torch.Tensor:
+    """Run ``policy`` on every decision position and ``check_logits``; returns the (M, 9) logits."""
+    logits = decision_logits(policy)
+    check_logits(logits, where=where, strict=strict)
+    return logits
 
 
 # --------------------------------------------------------------------------- the DPs
@@ -133,8 +242,9 @@ def evaluate_actions(actions: torch.Tensor) -> dict:
 
 
 def evaluate_policy(policy: PolicyFn) -> dict:
-    """The ``eval.json`` report for a policy given as a batched logits function."""
-    actions, _ = greedy_actions(policy)
+    """The ``eval.json`` report for a policy given as a batched logits function; a policy
+    without a legal greedy move somewhere is refused (``check_logits``), never scored."""
+    actions, _ = _greedy(check_policy(policy))
     return evaluate_actions(actions)
 
 
@@ -323,6 +433,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
       (bounds the (chunk, 4,520, H) activations; ``n`` defaults to its size);
     * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
     * the (N, M, 9) logits at ``decision_codes()`` themselves.
+
+    A member without a legal greedy move somewhere is refused (``check_logits``).
     """
     from .nets import MLPStack  # evaluate needs no networks otherwise
 
@@ -330,15 +442,20 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
     if isinstance(policy, MLPStack):
         views = views.to(policy.weights[0].device)
         chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
+        parts = []
         with torch.no_grad():
-            actions = torch.cat([greedy_actions_stack(policy(views, slice(lo, lo + chunk)))[0]
-                                 for lo in range(0, policy.n, chunk)])
+            for lo in range(0, policy.n, chunk):
+                logits = policy(views, slice(lo, lo + chunk))  # (chunk, M, 9)
+                check_logits(logits, first=lo)
+                parts.append(greedy_actions_stack(logits)[0])
+        actions = torch.cat(parts)
     else:
         if callable(policy):
             if n is None:
                 raise ValueError("evaluate_stack needs n, the number of members, with a policy function")
             with torch.no_grad():
                 policy = policy(views.expand(n, -1, -1))
+        check_logits(policy)
         actions, _ = greedy_actions_stack(policy)
     return evaluate_actions_stack(actions)
 
@@ -346,8 +463,18 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
 # --------------------------------------------------------------------------- as text
 
 
-def eval_table(report: dict) -> str:
-    """An ``eval.json`` report as a small text table (what ``evaluate`` prints without ``--json``)."""
+def unbeatable_line(report: dict, seat: str = "both") -> str:
+    """Whether the agent is unbeatable (``contract.unbeatable``: no opponent, however it
+    plays, beats it) from each seat the training seat ``seat`` is judged on, in words:
+    ``unbeatable as X: yes; as O: no (some opponent beats it)``."""
+    said = {True: "yes", False: "no (some opponent beats it)"}
+    return "unbeatable " + "; ".join(f"as {side.upper()}: {said[unbeatable(report, side)]}"
+                                     for side in JUDGED_SEATS[seat])
+
+
+def eval_table(report: dict, seat: str = "both") -> str:
+    """An ``eval.json`` report as a small text table (what ``evaluate`` prints without
+    ``--json``), ending with whether it is unbeatable from the seats ``seat`` is judged on."""
     rows = ["seat  opponent   win      loss     tie      worst case"]
     for side in EVAL_SEATS:
         block = report[REPORT_KEY[side]]
@@ -358,6 +485,7 @@ def eval_table(report: dict) -> str:
                         f"{r['tie']:<8.4f} {worst}")
     rows.append(f"optimal moves: {report['optimal_move_rate']:.4f} of "
                 f"{report['decision_points']} decision points")
+    rows.append(unbeatable_line(report, seat))
     return "\n".join(rows)
 
 

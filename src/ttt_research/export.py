@@ -7,9 +7,15 @@ encoding (``planes18`` or ``signed9``) is inside the graph. Metadata properties 
 
 Parity: after writing the file we run it with onnxruntime on all 4,520 positions where
 somebody is to move and compare with torch: the largest absolute difference over the
-unmasked logits is reported, and the greedy moves must be identical.
+unmasked logits is reported, and the greedy moves must be identical. Both sides' logits
+must give every position a legal greedy move (``evaluate.check_logits``, strict: no NaN,
+the argmax on an empty cell); otherwise nothing is written. The file is written through
+``atomic.atomic_path``: a kill or a failed check leaves the old file or none, never a torn one.
 
-    python -m ttt_research.export CHECKPOINT [-o policy.onnx]
+    python -m ttt_research.export CHECKPOINT [-o OUT.onnx]   # default: CHECKPOINT with .onnx
+
+The command adds the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation
+of the exported policy (``eval.json``'s report).
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ import numpy as np
 import torch
 
 from . import game
+from .atomic import atomic_path
 from .cli import UserError, command
-from .evaluate import decision_codes
+from .evaluate import IllegalMoveError, check_logits, decision_codes, evaluate_policy, unbeatable_line
 
 
 class ExportError(UserError):
@@ -41,37 +48,48 @@ def _write_graph(net: torch.nn.Module, path: Path) -> None:
 
 
 def export(net: torch.nn.Module, path: str | Path, metadata: dict | None = None) -> dict:
-    """Write ``net`` (view -> masked logits) to ``path`` as ONNX; return the parity figures."""
+    """Write ``net`` (view -> masked logits) to ``path`` as ONNX, atomically, once its parity
+    check holds; return the parity figures."""
     import onnx
 
     path = Path(path)
     net = net.to("cpu").eval()
-    _write_graph(net, path)
-    model = onnx.load(str(path))
-    for key, value in (metadata or {}).items():
-        prop = model.metadata_props.add()
-        prop.key = key
-        prop.value = value if isinstance(value, str) else json.dumps(value)
-    onnx.save(model, str(path))
-    return parity(net, path)
+    with atomic_path(path) as tmp:  # renamed over ``path`` only if everything below succeeds
+        _write_graph(net, tmp)
+        model = onnx.load(str(tmp))
+        for key, value in (metadata or {}).items():
+            prop = model.metadata_props.add()
+            prop.key = key
+            prop.value = value if isinstance(value, str) else json.dumps(value)
+        onnx.save(model, str(tmp))
+        return parity(net, tmp, name=path)
 
 
-def parity(net: torch.nn.Module, path: str | Path) -> dict:
-    """Compare torch and onnxruntime on every decision position; raise if moves differ."""
+def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = None) -> dict:
+    """Compare torch and onnxruntime on every decision position; raise if moves differ or
+    if either gives some position no legal greedy move. ``name``: the file to name in
+    errors (``path`` may be its temporary file)."""
     import onnxruntime as ort
 
+    name = name or path
     t = game.tables()
     codes = decision_codes()
     views = t.view[codes].float()
     with torch.no_grad():
-        ref = net(views).numpy()
+        ref = net(views).float()
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     got = session.run(["logits"], {"board": views.numpy()})[0]
+    for side, logits in (("the network", ref), ("the exported graph", torch.from_numpy(got))):
+        try:
+            check_logits(logits, codes, strict=True)
+        except IllegalMoveError as e:
+            raise ExportError(f"{name}: not written, {side}: {e}") from None
+    ref = ref.numpy()
     legal = t.legal[codes].numpy()
     max_diff = float(np.abs(np.where(legal, ref - got, 0.0)).max())
     same = bool((ref.argmax(-1) == got.argmax(-1)).all())
     if not same:
-        raise ExportError(f"{path}: onnxruntime's greedy moves differ from torch's "
+        raise ExportError(f"{name}: onnxruntime's greedy moves differ from torch's "
                           f"(max |diff| {max_diff:.2e})")
     return {"positions": int(codes.numel()), "max_abs_diff": max_diff, "greedy_identical": same}
 
@@ -83,15 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     from .policy_file import load_checkpoint
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.export",
-                                description="Export a checkpoint's greedy policy to ONNX.")
+                                description="Export a checkpoint's greedy policy to ONNX, with its "
+                                            "exact evaluation in the metadata.")
     p.add_argument("checkpoint", help="a ttt_research Lightning checkpoint (.ckpt)")
-    p.add_argument("-o", "--output", default=None, help="ONNX file (default: beside the checkpoint)")
+    p.add_argument("-o", "--output", default=None, metavar="OUT.onnx",
+                   help="the ONNX file to write (default: the checkpoint's path with .onnx, "
+                        "e.g. checkpoints/last.onnx beside checkpoints/last.ckpt)")
     args = p.parse_args(argv)
-    net, meta = load_checkpoint(args.checkpoint)
-    out = Path(args.output or Path(args.checkpoint).with_suffix(".onnx"))
-    figures = export(net, out, meta)
+    checkpoint = Path(args.checkpoint)
+    out = Path(args.output) if args.output else checkpoint.with_suffix(".onnx")
+    if out.resolve() == checkpoint.resolve():
+        raise ExportError(f"{out}: that is the checkpoint itself; choose another -o")
+    net, meta = load_checkpoint(checkpoint)  # checks its shapes, then every position's move
+    report = evaluate_policy(net)  # the exact evaluation, as train.write_outputs stores it
+    figures = export(net, out, {**meta, "eval": json.dumps(report)})
     print(f"wrote {out}: parity on {figures['positions']} positions, "
-          f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical")
+          f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical; {unbeatable_line(report)}")
     return 0
 
 

@@ -10,8 +10,11 @@ the agent's move probabilities (softmax over the empty cells) are shown as a 3x3
 greedy play always takes the largest, the grid shows how sure it was.
 
 The person types cells 1-9 (row by row, as the numbers beside the board show). Bad input
-gets a message and a new prompt; end of input, ``q`` or Ctrl-C end the program with exit
-code 0. A bad model file gets one line on stderr and exit code 2.
+gets a message and a new prompt, at "play again?" too (y, s or n); end of input, ``q`` or
+Ctrl-C end the program with exit code 0. A bad model file gets one line on stderr and exit
+code 2, and so does a policy without a legal greedy move somewhere (NaN or all -inf logits,
+an occupied cell preferred): the loader checks every position before the first game, and
+each move is checked again, so the agent never "plays" a taken cell.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import torch
 from . import game
 from .cli import command
 from .contract import EVAL_SEATS, SEAT_PIECE
-from .evaluate import PolicyFn
+from .evaluate import PolicyFn, check_logits
 
 SYMBOL = {game.X: "X", game.O: "O", game.EMPTY: "."}
 
@@ -39,10 +42,13 @@ def decide(policy: PolicyFn, code: int) -> tuple[int, torch.Tensor]:
     The same rule as ``evaluate.greedy_actions``: mask occupied cells, argmax, ties to the
     lowest cell (torch.argmax returns the first maximum). Probabilities are the softmax
     over the empty cells; a model that masks its own logits gives the same numbers.
+    Logits without a legal greedy move here raise ``evaluate.IllegalMoveError`` (one line
+    naming the board), the strict rule of a policy file.
     """
     t = game.tables()
     with torch.no_grad():
         logits = policy(t.view[code][None].float())[0].to("cpu", torch.float32)  # (9,)
+    check_logits(logits[None], torch.tensor([code]), strict=True)
     masked = torch.where(t.legal[code], logits, -torch.inf)
     return int(masked.argmax()), torch.softmax(masked.double(), -1)
 
@@ -100,6 +106,20 @@ def ask_cell(code: int, read: Callable[[str], str], say: Callable[[str], None]) 
         return n - 1
 
 
+AGAIN = {"": "yes", "y": "yes", "yes": "yes", "s": "switch", "switch": "switch",
+         "n": "stop", "no": "stop", "q": "stop", "quit": "stop"}  # "" is the [Y]es default
+
+
+def ask_again(read: Callable[[str], str], say: Callable[[str], None]) -> str:
+    """"play again?" until the answer is one of ``AGAIN``: ``yes``, ``switch`` or ``stop``.
+    Anything else ("9", a cell typed one game too late) asks again rather than guessing."""
+    while True:
+        text = read("play again? [Y]es, [s]witch sides, [n]o: ").strip()
+        if text.lower() in AGAIN:
+            return AGAIN[text.lower()]
+        say(f"'{text}' is not an answer: type y (or Enter) to play again, s to switch sides, n to stop")
+
+
 def play_game(policy: PolicyFn, seat: int, read: Callable[[str], str],
               say: Callable[[str], None]) -> int:
     """One game, the person as ``seat``; returns the winner (+1 X, -1 O, 0 draw)."""
@@ -130,10 +150,10 @@ def play_session(policy: PolicyFn, seat: int, read: Callable[[str], str] = input
             winner = play_game(policy, seat, read, say)
             tally["draw" if winner == 0 else "win" if winner == seat else "loss"] += 1
             say(f"you {tally['win']} - agent {tally['loss']} - draws {tally['draw']}")
-            again = read("play again? [Y]es, [s]witch sides, [n]o: ").strip().lower()
-            if again in ("n", "no", "q", "quit"):
+            again = ask_again(read, say)
+            if again == "stop":
                 break
-            if again in ("s", "switch"):
+            if again == "switch":
                 seat = -seat
     except (Quit, EOFError):
         say("")  # end the prompt's line: the terminal is left tidy
@@ -152,13 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("path", help="policy file: a checkpoint (.ckpt) or an ONNX model (.onnx)")
     p.add_argument("--seat", choices=EVAL_SEATS, default="x", help="your side (X moves first)")
     p.add_argument("--web", action="store_true", help="serve the browser game on localhost instead")
-    p.add_argument("--port", type=int, default=8000, help="port for --web (0: any free port)")
+    p.add_argument("--port", default="8000", help="port for --web, 0 to 65535 (0: any free port)")
     args = p.parse_args(argv)
     try:
         if args.web:
-            from .serve import serve
+            from .serve import port_number, serve
 
-            return serve(args.path, args.port)
+            return serve(args.path, port_number(args.port))
         policy, _ = load_policy(args.path)
         decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here
         play_session(policy, SEAT_PIECE[args.seat])

@@ -6,6 +6,13 @@ checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec
 takes to rebuild the network). Loading returns a batched logits function
 (``evaluate.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
+
+Every loaded policy is run once on all 4,520 positions where somebody moves and checked
+with the strict rule of ``evaluate.check_logits`` (no NaN, the argmax on an empty cell,
+a finite largest logit), so that no command scores, plays or exports a policy that picks
+an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
+before it is built: the sizes are bounded and every tensor must have the shape the spec
+implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
 """
 
 from __future__ import annotations
@@ -18,10 +25,27 @@ import numpy as np
 import torch
 
 from .cli import UserError
+from .encodings import WIDTH
+
+# Bounds on a checkpoint's network, far beyond what is trained here (mlp128 is [128, 128]):
+# what a hostile or corrupt net_spec may ask for before anything is allocated.
+MAX_LAYERS = 16
+MAX_WIDTH = 16_384
 
 
 class PolicyFileError(UserError):
     """A policy file is missing, unreadable or does not follow the contract."""
+
+
+def _checked(path: Path, logits) -> None:
+    """The strict check of every decision position (``evaluate.check_logits``), as a
+    ``PolicyFileError`` that names the file."""
+    from .evaluate import IllegalMoveError, check_policy
+
+    try:
+        check_policy(logits, where=f"{path}: ", strict=True)
+    except IllegalMoveError as e:
+        raise PolicyFileError(str(e)) from None
 
 
 def _unreadable(e: Exception) -> str:
@@ -82,12 +106,48 @@ def load_onnx(path: str | Path):
         if out.shape != x.shape:
             raise PolicyFileError(
                 f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
-        if np.isnan(out).any():  # masked cells may be -inf, but NaN has no greedy move
-            raise PolicyFileError(f"{path}: the model returns NaN logits")
         return torch.from_numpy(out)
 
+    _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
     meta = dict(session.get_modelmeta().custom_metadata_map)
     return logits, meta
+
+
+def _spec_shapes(path: Path, spec) -> dict[str, tuple[int, ...]]:
+    """The state-dict shapes the network of ``spec`` has (``nets.MLP``'s ``body.I.weight``
+    / ``.bias``), after checking the spec's sizes; ``PolicyFileError`` otherwise."""
+    hidden = spec.get("hidden") if isinstance(spec, dict) else None
+    encoding = spec.get("encoding") if isinstance(spec, dict) else None
+    if not isinstance(encoding, str) or encoding not in WIDTH:
+        raise PolicyFileError(f"{path}: net_spec encoding is {str(encoding)[:40]!r}; "
+                              f"expected one of {', '.join(sorted(WIDTH))}")
+    if not (isinstance(hidden, list) and 1 <= len(hidden) <= MAX_LAYERS
+            and all(type(h) is int and 1 <= h <= MAX_WIDTH for h in hidden)):
+        raise PolicyFileError(f"{path}: net_spec hidden is {str(hidden)[:60]}; expected 1 to "
+                              f"{MAX_LAYERS} layer sizes, each an integer from 1 to {MAX_WIDTH:,}")
+    sizes = [WIDTH[encoding], *hidden, 9]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        shapes[f"body.{2 * i}.weight"] = (fan_out, fan_in)  # Linear layers at 0, 2, ... (ReLUs between)
+        shapes[f"body.{2 * i}.bias"] = (fan_out,)
+    return shapes
+
+
+def _check_weights(path: Path, spec, weights: dict) -> None:
+    """Every tensor of the network present, of the spec's shape, float and finite."""
+    shapes = _spec_shapes(path, spec)
+    if set(weights) != set(shapes):
+        odd = sorted(set(weights) ^ set(shapes))
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its net_spec "
+                              f"(missing or unexpected: {', '.join(odd)[:120]})")
+    for name, shape in shapes.items():
+        w = weights[name]
+        if not isinstance(w, torch.Tensor) or tuple(w.shape) != shape or not w.is_floating_point():
+            got = list(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
+            raise PolicyFileError(f"{path}: checkpoint weights do not fit its net_spec "
+                                  f"({name} is {got}, the spec says {list(shape)})")
+        if not bool(torch.isfinite(w).all()):  # e.g. a diverged run
+            raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
 
 
 def load_checkpoint(path: str | Path):
@@ -112,16 +172,19 @@ def load_checkpoint(path: str | Path):
             f"{path}: a population's checkpoint ({n} members in this file): use a member's "
             "policy.onnx (the run folder's is its best member's; population.export=all writes "
             "every member's under members/NNN/)")
-    spec = ckpt["net_spec"]
-    weights = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+    spec, state = ckpt["net_spec"], ckpt["state_dict"]
+    if not isinstance(state, dict):
+        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (its state_dict is not a dict)")
+    weights = {k[len("net."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("net.")}
+    _check_weights(path, spec, weights)  # before MLP(...) allocates anything
     try:
         net = MLP(hidden=spec["hidden"], encoding=spec["encoding"])
         net.load_state_dict(weights)
     except Exception as e:
         why = " ".join(str(e).split())  # one line: torch's message spans several
         raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({why[:160]})") from None
-    if not all(bool(torch.isfinite(w).all()) for w in weights.values()):  # e.g. a diverged run
-        raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
+    net.eval()
+    _checked(path, net)
     hp = ckpt.get("hyper_parameters", {})
     meta = {
         "algo": str(ckpt.get("algo", hp.get("algo", ""))),
@@ -129,7 +192,7 @@ def load_checkpoint(path: str | Path):
         "seed": str(hp.get("seed", "")),
         "games_trained": str(ckpt.get("games_played", "")),
     }
-    return net.eval(), meta
+    return net, meta
 
 
 def load_policy(path: str | Path):

@@ -5,12 +5,19 @@
 // a checkout's web/node_modules (no CDN); or "server", when the server has no onnxruntime-web
 // (an installed wheel): then each move's logits come from POST /logits, onnxruntime in Python.
 //
+// Exactness at the edges: before the first game the model is run on all 4,520 positions where
+// somebody moves, and each move is checked again (rules.js illegalReason, the rule of the
+// Python package): a model with NaN or all -inf logits, or one that prefers an occupied cell
+// anywhere, is refused with one line naming the board, never played.
+//
 // The page keeps its state in data attributes that a test can wait on: #board has
 // data-state (loading | ready | human | agent | over | error), data-ply and data-engine;
 // #result has data-result (human | agent | draw); #timing has data-last-ms, data-median-ms,
 // data-moves.
 
-import { X, O, decide, isOver, median, mover, moverView, winner } from "./rules.js";
+import {
+  X, O, boardText, decide, decisionBoards, illegalReason, isOver, median, mover, moverView, winner,
+} from "./rules.js";
 
 const ORT_MODULE = "./node_modules/onnxruntime-web/dist/ort.wasm.min.mjs";
 const $ = (id) => document.getElementById(id);
@@ -116,6 +123,8 @@ async function agentMove() {
   let decision;
   try {
     const { logits, ms } = await logitsFor(game.board);
+    const why = illegalReason(game.board, logits);
+    if (why) throw new Error(`no legal greedy move at ${boardText(game.board)}: ${why}; refused`);
     decision = decide(game.board, logits);
     times.push(ms);
   } catch (e) {
@@ -189,7 +198,35 @@ async function load() {
   } catch (e) {
     return fail(`${url} is not a policy model this page can run: ${e.message ?? e}`);
   }
+  let why;
+  try {
+    why = await checkEverywhere();
+  } catch (e) {
+    return fail(`${url} is not a policy model this page can run: ${e.message ?? e}`);
+  }
+  if (why) return fail(`${url}: ${why}; refused, not played`);
   ready(name);
+}
+
+// The model on every position where somebody moves, in one batch [4520, 9] (the contract's
+// free N): the first refusal as one line, or null when it has a legal greedy move everywhere.
+async function checkEverywhere() {
+  const boards = decisionBoards();
+  const views = new Float32Array(9 * boards.length);
+  boards.forEach((b, k) => views.set(moverView(b), 9 * k));
+  const input = new ort.Tensor("float32", views, [boards.length, 9]);
+  const out = (await session.run({ [session.inputNames[0]]: input }))[session.outputNames[0]].data;
+  if (out.length !== views.length) throw new Error(`its output has ${out.length} numbers for ${boards.length} boards`);
+  let first = null;
+  let count = 0;
+  boards.forEach((b, k) => {
+    const why = illegalReason(b, out.subarray(9 * k, 9 * k + 9));
+    if (why) {
+      count += 1;
+      first ??= `at ${boardText(b)}: ${why}`;
+    }
+  });
+  return first && `the policy has no legal greedy move at ${count} of ${boards.length} positions where it moves, first ${first}`;
 }
 
 async function useServer(info) {

@@ -38,6 +38,50 @@ export function moverView(board) {
 }
 
 /**
+ * Why these logits give the board no legal greedy move, or null when they do: the strict
+ * rule of the Python package for a policy file (evaluate.check_logits). A NaN anywhere, an
+ * argmax (first maximum, the ONNX contract's greedy move) on an occupied cell, or an
+ * infinite largest logit is refused: such a policy is never played. Cells are named 1-9.
+ */
+export function illegalReason(board, logits) {
+  const nan = [];
+  for (let i = 0; i < 9; i++) if (Number.isNaN(logits[i])) nan.push(i + 1);
+  if (nan.length) return `its logits are NaN at cell(s) ${nan.join(" ")}`;
+  let best = 0;
+  for (let i = 1; i < 9; i++) if (logits[i] > logits[best]) best = i;
+  const top = logits[best];
+  if (board[best] !== 0) {
+    if (top === -Infinity) return `every logit is -inf, so its argmax is the occupied cell ${best + 1}`;
+    return `it picks the occupied cell ${best + 1} (logit ${top.toPrecision(4)})`;
+  }
+  if (top === -Infinity) return "every empty cell's logit is -inf: it prefers none of them";
+  if (top === Infinity) return `its largest logit is inf (cell ${best + 1}): no move probabilities`;
+  return null;
+}
+
+/** A board in one word, rows split by '/': "X.O/.X./... (O to move)", as the Python messages. */
+export function boardText(board) {
+  const marks = board.map((v) => (v === X ? "X" : v === O ? "O" : ".")).join("");
+  return `${marks.slice(0, 3)}/${marks.slice(3, 6)}/${marks.slice(6)} (${mover(board) === X ? "X" : "O"} to move)`;
+}
+
+/**
+ * Every position where somebody is to move (4,520 boards, in the Python code order: cell 0
+ * is the lowest base-3 digit, 1 X and 2 O): what a model is checked on before it plays.
+ */
+export function decisionBoards() {
+  const boards = [];
+  for (let code = 0; code < 19683; code++) {
+    const board = new Array(9);
+    for (let i = 0, c = code; i < 9; i++, c = Math.floor(c / 3)) board[i] = [0, X, O][c % 3];
+    const xs = board.filter((v) => v === X).length;
+    const os = board.filter((v) => v === O).length;
+    if ((xs === os || xs === os + 1) && !isOver(board)) boards.push(board);
+  }
+  return boards;
+}
+
+/**
  * The greedy decision from the model's logits, the rule the Python evaluator uses:
  * occupied cells masked, argmax, ties to the lowest cell. Probabilities are the softmax
  * over the empty cells (occupied cells get exactly 0).
