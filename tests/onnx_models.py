@@ -7,10 +7,12 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def preference_model(preference, path, in_width=9, in_name="board"):
-    """logits = preference - 1e9 * |board|: plays the most preferred empty cell."""
+def preference_model(preference, path, in_width=9, in_name="board", occupied=-1e9):
+    """logits = preference + occupied * |board|: plays the most preferred empty cell (with
+    ``occupied=+1e9``, a broken model that prefers taken cells; a preference of -inf or NaN
+    gives those logits everywhere)."""
     pref = numpy_helper.from_array(np.asarray(preference, dtype=np.float32), "pref")
-    big = numpy_helper.from_array(np.asarray(-1e9, dtype=np.float32), "big")
+    big = numpy_helper.from_array(np.asarray(occupied, dtype=np.float32), "big")
     nodes = [
         helper.make_node("Abs", [in_name], ["occupied"]),
         helper.make_node("Mul", ["occupied", "big"], ["penalty"]),
