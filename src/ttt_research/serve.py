@@ -178,6 +178,7 @@ class Handler(SimpleHTTPRequestHandler):
                       ".js": "text/javascript", ".wasm": "application/wasm",
                       ".onnx": "application/octet-stream"}
     timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed
+    default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line
 
     def __init__(self, *args, model: bytes | None, info: dict, policy: ServerPolicy | None,
                  node_modules: Path | None, **kwargs):
@@ -201,9 +202,20 @@ class Handler(SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
     def _text(self, status: HTTPStatus, message: str) -> None:
+        self._send(status, message.encode(), "text/plain; charset=utf-8")
         if status >= 400:  # the rest of the request (a body not read) must not be taken for the next
             self.close_connection = True
-        self._send(status, message.encode(), "text/plain; charset=utf-8")
+            self._discard_unread()
+
+    def _discard_unread(self, limit: int = 65536) -> None:
+        """Read (a bounded part of) what the client is still sending before we close: a socket
+        closed with unread data sends a reset, which can destroy the reply in flight."""
+        try:
+            self.connection.settimeout(0.2)
+            while limit > 0 and (chunk := self.rfile.read1(min(limit, 8192))):
+                limit -= len(chunk)
+        except OSError:  # a timeout or a reset: nothing more to wait for
+            pass
 
     def parse_request(self) -> bool:
         """http.server's parsing, then what it lets through that we refuse with a 4xx: a
