@@ -64,7 +64,7 @@ def status_and_body(reply: bytes) -> tuple[int, str]:
 def post(body: bytes, length: str | None = None, path: str = "/logits") -> bytes:
     length = str(len(body)) if length is None else length
     return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {length}\r\n\r\n").encode() + body
+            f"Content-Length: {length}\r\n\r\n").encode("latin-1") + body  # as headers travel
 
 
 @pytest.mark.parametrize("request_bytes,status,needle", [
@@ -73,7 +73,8 @@ def post(body: bytes, length: str | None = None, path: str = "/logits") -> bytes
     (post(BOARD, "abc"), 400, "with its Content-Length (got 'abc')"),  # before: ValueError, no reply
     (post(BOARD, "-5"), 400, "(got '-5')"),
     (post(BOARD, "1e3"), 400, "(got '1e3')"),
-    (post(BOARD, str(10**12)), 413, "at most 1024 bytes"),
+    (post(BOARD, "\xb2"), 400, "(got '\xb2')"),  # a digit to str.isdigit, not to int()
+    (post(BOARD, str(10**12)), 400, "at most 1024 bytes"),
     (post(b'{"board": [NaN, 0, 0, 0, 0, 0, 0, 0, 0]}'), 400, "a board is 9 cells"),
     (post(b'{"board": [1e999, 0, 0, 0, 0, 0, 0, 0, 0]}'), 400, "a board is 9 cells"),
     (post(b'["board"]'), 400, 'send {"board"'),

@@ -266,11 +266,11 @@ class Handler(SimpleHTTPRequestHandler):
         if self.policy is None:
             return self._text(HTTPStatus.NOT_FOUND, self.info["error"] or "no model")
         text = (self.headers.get("Content-Length") or "").strip()
-        length = int(text) if text.isdigit() else -1  # digits only: "abc", "-5", "1e3", "" are refused
+        # ASCII digits only: "abc", "-5", "1e3", "" and "\xb2" (a digit to str.isdigit) are refused.
+        length = int(text) if text.isascii() and text.isdigit() else -1
         if not 0 < length <= MAX_BODY:
-            status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE if length > MAX_BODY else HTTPStatus.BAD_REQUEST
-            return self._text(status, f"send a JSON board of at most {MAX_BODY} bytes, with its "
-                                      f"Content-Length (got {text[:20]!r})")
+            return self._text(HTTPStatus.BAD_REQUEST, f"send a JSON board of at most {MAX_BODY} bytes, "
+                                                      f"with its Content-Length (got {text[:20]!r})")
         body = self.rfile.read(length)
         if len(body) < length:  # the client closed before sending what it announced
             self.close_connection = True
