@@ -206,7 +206,8 @@ def no_network_built(monkeypatch):
     ({"hidden": [8] * 17, "encoding": "planes18"}, "expected 1 to 16 layer sizes"),
     ({"hidden": [], "encoding": "planes18"}, "net_spec hidden is []"),
     ({"hidden": [4], "encoding": "bogus"}, "net_spec encoding is 'bogus'; expected one of planes18, signed9"),
-    ({"hidden": [25], "encoding": "planes18"}, "(body.0.weight is [4, 18], the spec says [25, 18])"),
+    ({"hidden": [25], "encoding": "planes18"},
+     "do not fit its network (body.0.weight is [4, 18], net_spec says [25, 18])"),
 ])
 def test_a_checkpoint_spec_is_checked_before_its_network_is_built(tmp_path, no_network_built, spec, needle):
     # Tensors of a [4] network under a spec that asks for something else. Before: MLP(...)
@@ -221,7 +222,7 @@ def test_a_checkpoint_spec_is_checked_before_its_network_is_built(tmp_path, no_n
 def test_a_checkpoint_missing_a_layer_is_refused_before_building(tmp_path, no_network_built):
     net = MLP([4, 4], "signed9")
     state = {f"net.{k}": v for k, v in net.state_dict().items() if not k.startswith("body.4")}
-    with pytest.raises(PolicyFileError, match=r"do not fit its net_spec \(missing or unexpected: "
+    with pytest.raises(PolicyFileError, match=r"do not fit its network \(net_spec; missing or unexpected: "
                                               r"body\.4\.bias, body\.4\.weight\)"):
         load_checkpoint(fake_checkpoint(tmp_path / "short.ckpt", net, state=state))
     assert no_network_built == []

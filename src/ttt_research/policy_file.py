@@ -138,14 +138,14 @@ def _check_weights(path: Path, spec, weights: dict) -> None:
     shapes = _spec_shapes(path, spec)
     if set(weights) != set(shapes):
         odd = sorted(set(weights) ^ set(shapes))
-        raise PolicyFileError(f"{path}: checkpoint weights do not fit its net_spec "
-                              f"(missing or unexpected: {', '.join(odd)[:120]})")
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network (net_spec; "
+                              f"missing or unexpected: {', '.join(odd)[:120]})")
     for name, shape in shapes.items():
         w = weights[name]
         if not isinstance(w, torch.Tensor) or tuple(w.shape) != shape or not w.is_floating_point():
             got = list(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
-            raise PolicyFileError(f"{path}: checkpoint weights do not fit its net_spec "
-                                  f"({name} is {got}, the spec says {list(shape)})")
+            raise PolicyFileError(f"{path}: checkpoint weights do not fit its network "
+                                  f"({name} is {got}, net_spec says {list(shape)})")
         if not bool(torch.isfinite(w).all()):  # e.g. a diverged run
             raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
 
