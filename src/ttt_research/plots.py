@@ -22,17 +22,27 @@ COLOURS = {"win": "tab:green", "loss": "tab:red", "tie": "tab:blue"}
 
 
 def read_metrics(path: str | Path) -> dict[str, list[tuple[float, float]]]:
-    """metrics.csv -> {metric: [(games, value), ...]} using ``train/games`` as the x axis."""
+    """metrics.csv -> {metric: [(games, value), ...]} using ``train/games`` as the x axis.
+    A cell that is not a number is a ``ValueError`` naming its line and column (not its text:
+    the file may not be ours, see ``untrusted.py``)."""
     series: dict[str, list[tuple[float, float]]] = {}
     games = 0.0
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
+        for line, row in enumerate(csv.DictReader(f), start=2):
             if row.get("train/games"):
-                games = float(row["train/games"])
+                games = _number(row["train/games"], line, "train/games")
             for key, value in row.items():
                 if value not in ("", None) and key not in ("step", "train/games"):
-                    series.setdefault(key, []).append((games, float(value)))
+                    series.setdefault(key, []).append((games, _number(value, line, key)))
     return series
+
+
+def _number(cell, line: int, column) -> float:
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        what = "a cell beyond the header's columns" if column is None else f"{column}"
+        raise ValueError(f"line {line}: {what} is not a number") from None
 
 
 def _smooth(values: list[float], window: int) -> list[float]:

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
+import math
+import os
 import statistics
 import sys
 import textwrap
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import stats
+from . import stats, untrusted
 from .cli import UserError, command
 from .contract import (
     EVAL_NAMES,
@@ -43,12 +46,15 @@ from .contract import (
     JUDGED_SEATS,
     OUTCOMES,
     REPORT_KEY,
+    TRAINING_SEATS,
     eval_metrics,
     eval_name,
     unbeatable,
 )
+from .objectives import NAMES as OBJECTIVES
 from .objectives import direction, member_name, objective
 from .plots import read_metrics
+from .untrusted import Malformed
 
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
 METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
@@ -69,7 +75,7 @@ class Run:
     metric: str                     # optimized_metric
     report: dict
     series: dict = field(default_factory=dict)  # metrics.csv: {name: [(games, value), ...]}
-    config: Any = None                          # .hydra/config.yaml (resolved), if any
+    config: Any = None                          # .hydra/config.yaml as plain data (nothing resolved)
     choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
     member: int | None = None                    # a population member's index (None: a run)
 
@@ -81,12 +87,9 @@ class Run:
             return self.overrides[key]
         if key in self.choices:
             return str(self.choices[key])
-        if self.config is not None:
-            from omegaconf import OmegaConf
-
-            v = OmegaConf.select(self.config, key, default=None)
-            if v is not None and not OmegaConf.is_config(v):
-                return str(v)
+        v = untrusted.select(self.config, key)
+        if v is not None and not isinstance(v, (dict, list)):
+            return str(v)  # an interpolation shows as its own text: nothing is resolved
         return ""
 
     @property
@@ -146,6 +149,18 @@ class ReportError(UserError):
 
 
 # ---------------------------------------------------------------------- reading
+# Every file is read through ``untrusted``: plain YAML (an interpolation is its own text,
+# never resolved) and checked JSON. A run whose files cannot be what training writes is
+# skipped with a warning that names the file and the field; one bad folder never stops
+# the report of the others.
+
+
+@dataclass
+class Skipped:
+    """A run folder left out of the report, and why (``incomplete``: no eval.json yet)."""
+    path: Path
+    why: str
+    incomplete: bool = False
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -153,30 +168,95 @@ def _parse_override(text: str) -> tuple[str, str]:
     return key.lstrip("+~"), value
 
 
-def load_run(path: Path) -> Run:
-    from omegaconf import OmegaConf
+def _overrides(hydra: Path) -> dict[str, str]:
+    """``.hydra/overrides.yaml``: the command line's ``key=value`` strings, as text."""
+    found = untrusted.load_yaml(hydra / "overrides.yaml", ".hydra/overrides.yaml")
+    if found is None:
+        return {}
+    if not isinstance(found, list) or not all(isinstance(o, str) for o in found):
+        raise Malformed(f".hydra/overrides.yaml is {untrusted.kind(found)}, not a list of key=value strings")
+    return dict(_parse_override(o) for o in found)
 
-    report = json.loads((path / "eval.json").read_text())
+
+def _config(hydra: Path) -> tuple[dict, str, str, int | None]:
+    """(config, seat, optimized metric, seed) of ``.hydra/config.yaml``, each checked: the
+    report computes with these, so a text where a name or a number belongs skips the run."""
+    cfg = untrusted.load_yaml(hydra / "config.yaml", ".hydra/config.yaml")
+    cfg = {} if cfg is None else untrusted.mapping(cfg, ".hydra/config.yaml")
+    seat = untrusted.select(cfg, "seat.side", "both")
+    if seat not in TRAINING_SEATS:
+        raise Malformed(f".hydra/config.yaml: seat.side is {untrusted.kind(seat)}, not one of "
+                        f"{', '.join(TRAINING_SEATS)}")
+    metric = untrusted.select(cfg, "optimized_metric", "score")
+    if metric not in OBJECTIVES:
+        raise Malformed(f".hydra/config.yaml: optimized_metric is {untrusted.kind(metric)}, not an "
+                        "objective of the project (docs/tracking-and-sweeps.md)")
+    seed = untrusted.select(cfg, "seed")
+    if seed is not None:
+        untrusted.integer(seed, ".hydra/config.yaml: seed")
+    return cfg, seat, metric, seed
+
+
+def _choices(hydra: Path) -> dict[str, str]:
+    """Hydra's group choices (``net: mlp100``) from ``.hydra/hydra.yaml``; only strings."""
+    found = untrusted.select(untrusted.load_yaml(hydra / "hydra.yaml", ".hydra/hydra.yaml"),
+                             "hydra.runtime.choices", {})
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(found, dict) else {}
+
+
+def _series(path: Path) -> dict:
+    """metrics.csv's series, the exact evaluations checked (rates in [0, 1], worst cases
+    -1, 0 or 1): they draw the curves and say when a seed became unbeatable."""
+    try:
+        untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size
+        series = read_metrics(path)
+    except (ValueError, csv.Error) as e:
+        raise Malformed(f"metrics.csv: {e}") from e
+    for name, points in series.items():
+        if name.startswith("eval/"):
+            _check_points(points, name, "metrics.csv")
+    return series
+
+
+def _check_points(points: list[tuple[float, float]], name: str, file: str) -> None:
+    worst = name.endswith("_worst_case")
+    for games, v in points:
+        if not math.isfinite(games) or games < 0:
+            raise Malformed(f"{file}: train/games is {games}, not a count of games")
+        if (v not in (-1.0, 0.0, 1.0)) if worst else not (0.0 <= v <= 1.0):  # NaN fails both
+            raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not "
+                            f"{'-1, 0 or 1' if worst else 'a rate in [0, 1]'}")
+
+
+def load_run(path: Path) -> Run:
+    """The run in ``path`` (complete: it has an eval.json), or ``Malformed``."""
+    report = untrusted.check_report(untrusted.load_json(path / "eval.json"))
     hydra = path / ".hydra"
     overrides: dict[str, str] = {}
-    seat, metric, seed = "both", "score", None
-    if (hydra / "overrides.yaml").is_file():
-        overrides = dict(_parse_override(o) for o in OmegaConf.load(hydra / "overrides.yaml"))
-    if (hydra / "config.yaml").is_file():
-        cfg = OmegaConf.load(hydra / "config.yaml")
-        seat = OmegaConf.select(cfg, "seat.side", default=seat)
-        metric = OmegaConf.select(cfg, "optimized_metric", default=metric)
-        seed = OmegaConf.select(cfg, "seed", default=None)
+    cfg, seat, metric, seed, choices = None, "both", "score", None, {}
+    if (hydra / "overrides.yaml").exists():
+        overrides = _overrides(hydra)
+    if (hydra / "config.yaml").exists():
+        cfg, seat, metric, seed = _config(hydra)
+    if (hydra / "hydra.yaml").exists():
+        choices = _choices(hydra)
     if not hydra.is_dir():  # a run folder without Hydra's record: its name is its identity
         overrides = {"run": path.name}
-    series = read_metrics(path / "metrics.csv") if (path / "metrics.csv").is_file() else {}
-    cfg = OmegaConf.load(hydra / "config.yaml") if (hydra / "config.yaml").is_file() else None
-    choices = {}
-    if (hydra / "hydra.yaml").is_file():
-        found = OmegaConf.select(OmegaConf.load(hydra / "hydra.yaml"), "hydra.runtime.choices", default=None)
-        found = OmegaConf.to_container(found) if found is not None else {}
-        choices = {k: v for k, v in found.items() if isinstance(v, str)}
-    return Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    series = _series(path / "metrics.csv") if (path / "metrics.csv").exists() else {}
+    run = Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    _check_objective(run, "eval.json")
+    return run
+
+
+def _check_objective(run: Run, where: str) -> None:
+    """The seed's objective is a finite number (a population's block in eval.json may hold one)."""
+    try:
+        value = run.objective
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Malformed(f"{where}: the objective {run.metric} cannot be computed ({type(e).__name__})") from e
+    if value is not None and not (untrusted.is_number(value) and math.isfinite(value)):
+        raise Malformed(f"{where}: the objective {run.metric} is {untrusted.kind(value)}")
 
 
 def _natural(path: Path) -> list:
@@ -185,40 +265,140 @@ def _natural(path: Path) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
 
 
-def find_runs(root: Path) -> list[Run]:
+def run_folders(root: Path) -> list[Path]:
+    """Every folder under ``root`` that holds a run, finished or not: an ``eval.json``, Hydra's
+    record (``.hydra/config.yaml``) or a ``checkpoints`` folder. Links to folders are not
+    followed (a link to a parent would never end)."""
+    found = []
+    for here, dirs, files in os.walk(root):
+        if "eval.json" in files or "checkpoints" in dirs or (
+                ".hydra" in dirs and os.path.exists(os.path.join(here, ".hydra", "config.yaml"))):
+            found.append(Path(here))
+        dirs[:] = [d for d in dirs if d not in (".hydra", "checkpoints", "wandb", ".submitit")]
+    return sorted(found, key=_natural)
+
+
+def find_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
+    """The complete, well-formed runs under ``root`` (a population's folder: one Run per
+    member), and the folders skipped: incomplete (no ``eval.json``: still running, or
+    killed before its end) or malformed."""
     if not root.is_dir():
         raise ReportError(f"no such directory: {root}")
-    paths = sorted((p.parent for p in root.rglob("eval.json")), key=_natural)
+    paths = run_folders(root)
     if not paths:
         raise ReportError(f"no runs under {root} (no eval.json found)")
-    runs = []
+    runs, skipped = [], []
     for p in paths:
+        if not (p / "eval.json").exists():  # eval.json is the last file a run writes
+            skipped.append(Skipped(p, "incomplete: no eval.json (still running, or stopped before its end)",
+                                   incomplete=True))
+            continue
         try:
             run = load_run(p)
-            runs += load_population(run) if (p / "population.json").is_file() else [run]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ReportError(f"cannot read the run in {p}: {e}") from e
-    return runs
+            runs += load_population(run) if (p / "population.json").exists() else [run]
+        except Malformed as e:
+            skipped.append(Skipped(p, str(e)))
+    if not runs:
+        raise ReportError(f"no complete run under {root}: {_skipped_counts(skipped)}")
+    return runs, skipped
+
+
+def _skipped_counts(skipped: list[Skipped]) -> str:
+    """``2 incomplete (no eval.json), 1 malformed``."""
+    n_inc = sum(s.incomplete for s in skipped)
+    parts = [f"{n_inc} incomplete (no eval.json)" if n_inc else "",
+             f"{len(skipped) - n_inc} malformed" if len(skipped) > n_inc else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def warn_skipped(skipped: list[Skipped], root: Path) -> None:
+    """One line per malformed run (the file and the field), one for the incomplete ones, and
+    the count, on stderr."""
+    if not skipped:
+        return
+    for s in skipped:
+        if not s.incomplete:
+            print(f"warning: skipped {s.path}: {s.why}", file=sys.stderr)
+    waiting = [s.path for s in skipped if s.incomplete]
+    if waiting:
+        shown = ", ".join(str(p.relative_to(root)) if p != root else "." for p in waiting[:5])
+        print(f"warning: skipped {len(waiting)} incomplete run folder(s) (no eval.json: still running, "
+              f"or stopped before the end; resume=true finishes one): {shown}"
+              + (", ..." if len(waiting) > 5 else ""), file=sys.stderr)
+    print(f"warning: report skipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}", file=sys.stderr)
+
+
+def skipped_markdown(skipped: list[Skipped], root: Path) -> str:
+    """report.md's line on the folders left out (and, for up to 20, which and why)."""
+    if not skipped:
+        return ""
+    lines = [f"\nSkipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}. A run counts once its "
+             "eval.json (the last file it writes) is there and every file reads as training writes it.\n"]
+    for s in skipped[:20]:
+        lines.append(f"- `{s.path.relative_to(root) if s.path != root else '.'}`: {s.why}")
+    if len(skipped) > 20:
+        lines.append(f"- ... and {len(skipped) - 20} more (all on stderr)")
+    return "\n".join(lines) + "\n"
 
 
 def load_population(job: Run) -> list[Run]:
     """One Run per member of the population whose folder ``job`` is: the member's seed, its
-    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``)."""
-    pop = json.loads((job.path / "population.json").read_text())
-    series: dict[int, dict] = {}
-    evals = job.path / "population_evals.csv"
-    if evals.is_file():
-        with open(evals, newline="") as f:
-            for row in csv.DictReader(f):
-                mine = series.setdefault(int(row["member"]), {})
-                for name, value in row.items():
-                    if name.startswith("eval/") and value != "":
-                        mine.setdefault(name, []).append((float(row["games"]), float(value)))
+    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``).
+    Every member's row is checked; one bad row skips the whole population (its members
+    are one job's results)."""
+    pop = untrusted.mapping(untrusted.load_json(job.path / "population.json"), "population.json")
+    members = pop.get("members")
+    if not isinstance(members, list) or not members:
+        raise Malformed(f"population.json: members is {untrusted.kind(members)}, not a list of members")
+    seen: set[int] = set()
+    for i, m in enumerate(members):
+        where = f"population.json: members[{i}]"
+        untrusted.mapping(m, where)
+        index = untrusted.integer(m.get("index"), f"{where}.index")
+        if index in seen:
+            raise Malformed(f"{where}.index {index} appears twice")
+        seen.add(index)
+        untrusted.integer(m.get("seed"), f"{where}.seed")
+        hparams = untrusted.mapping(m.get("hparams", {}), f"{where}.hparams")
+        for k, v in hparams.items():
+            if not (untrusted.is_number(v) and math.isfinite(v)) and not isinstance(v, str):
+                raise Malformed(f"{where}.hparams.{k} is {untrusted.kind(v)}, not a value")
+        if m.get("eval") is not None:
+            untrusted.check_report(m["eval"], f"{where}.eval")
+    series = _population_series(job.path / "population_evals.csv") \
+        if (job.path / "population_evals.csv").exists() else {}
     overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
-    return [Run(job.path, {**overrides, **{k: str(v) for k, v in m["hparams"].items()}}, m["seed"],
-                job.seat, job.metric, m["eval"], series.get(m["index"], {}), job.config, job.choices,
+    runs = [Run(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}}, m["seed"],
+                job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config, job.choices,
                 member=m["index"])
-            for m in pop["members"]]
+            for m in members]
+    for i, r in enumerate(runs):
+        _check_objective(r, f"population.json: members[{i}].eval")
+    return runs
+
+
+def _population_series(path: Path) -> dict[int, dict]:
+    """population_evals.csv: {member: {eval/* name: [(games, value), ...]}}, checked."""
+    series: dict[int, dict] = {}
+    text = untrusted.read_text(path, "population_evals.csv")
+    try:
+        for n, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+            try:
+                member, games = int(row["member"]), float(row["games"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise Malformed(f"population_evals.csv: line {n}: member and games must be numbers") from e
+            mine = series.setdefault(member, {})
+            for name, value in row.items():
+                if isinstance(name, str) and name.startswith("eval/") and value not in ("", None):
+                    try:
+                        v = float(value)
+                    except (TypeError, ValueError) as e:
+                        raise Malformed(f"population_evals.csv: line {n}: {name} is not a number") from e
+                    _check_points([(games, v)], name, f"population_evals.csv: line {n}")
+                    mine.setdefault(name, []).append((games, v))
+    except csv.Error as e:
+        raise Malformed(f"population_evals.csv: not CSV ({e})") from e
+    return series
 
 
 # ---------------------------------------------------------------------- grouping
@@ -329,7 +509,7 @@ def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = sta
 
 
 def records(keys: list[str], rows: list[dict]) -> list[dict]:
-    """report.csv's rows (and ``--json``'s): the statistics contract of ARCHITECTURE.md."""
+    """report.csv's rows (and ``--json``'s): the columns docs/contracts.md lists."""
     out = []
     for row in rows:
         rec: dict = {k: row["label"][k] for k in keys}
@@ -628,13 +808,19 @@ def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: 
 def best_trial(root: Path) -> str:
     """Optuna's verdict, when DIR is an Optuna sweep (``optimization_results.yaml``)."""
     path = root / "optimization_results.yaml"
-    if not path.is_file():
+    if not path.exists():
         return ""
-    from omegaconf import OmegaConf
-
-    res = OmegaConf.to_container(OmegaConf.load(path))
-    params = ", ".join(f"{k}={_fmt(v)}" for k, v in (res.get("best_params") or {}).items())
-    return f"\nOptuna best: {res.get('best_value')} with {params}\n"
+    try:
+        res = untrusted.mapping(untrusted.load_yaml(path), path.name)
+        best, params = res.get("best_value"), untrusted.mapping(res.get("best_params") or {},
+                                                                f"{path.name}: best_params")
+        if not (untrusted.is_number(best) and math.isfinite(best)):
+            raise Malformed(f"{path.name}: best_value is {untrusted.kind(best)}, not a number")
+    except Malformed as e:
+        print(f"warning: Optuna's verdict left out: {e}", file=sys.stderr)
+        return ""
+    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
+    return f"\nOptuna best: {best} with {shown}\n"
 
 
 def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
@@ -647,7 +833,8 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
 def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list[dict]]:
     """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
     root = Path(root)
-    runs = find_runs(root)
+    runs, skipped = find_runs(root)
+    warn_skipped(skipped, root)
     out = Path(out) if out else root
     out.mkdir(parents=True, exist_ok=True)
     keys, rows, per_run = summarise(runs, metrics, reps, seed)
@@ -659,7 +846,7 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
-    files["md"].write_text(intro + markdown(keys, rows) + best_trial(root))
+    files["md"].write_text(intro + markdown(keys, rows) + skipped_markdown(skipped, root) + best_trial(root))
     table = records(keys, rows)
     _write_rows(files["csv"], table)
     _write_rows(files["runs"], per_run)
@@ -719,12 +906,12 @@ def _compare_main(args, metrics: list[str] | None) -> int:
         for d in (a_spec, b_spec):
             if not Path(d).is_dir():
                 raise ReportError(f"--compare without DIR takes two folders of runs; no such directory: {d}")
-        runs = {d: find_runs(Path(d)) for d in (a_spec, b_spec)}
+        runs = {d: _complete_runs(Path(d)) for d in (a_spec, b_spec)}
         seats = [s for s in EVAL_SEATS if any(s in r.trained for rs in runs.values() for r in rs)]
         metrics = metrics or default_metrics(seats)
         a, b = (summarise_one(runs[d], metrics, d) for d in (a_spec, b_spec))
     else:
-        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
+        keys, rows, _ = summarise(_complete_runs(Path(args.dir)), metrics, args.reps, args.seed)
         metrics = rows[0]["metrics"]
         a, b = find_group(keys, rows, a_spec), find_group(keys, rows, b_spec)
     if a is b:
@@ -740,6 +927,13 @@ def _compare_main(args, metrics: list[str] | None) -> int:
         print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
               f"{_ci(c['ci_low'], c['ci_high'], 3)}")
     return 0
+
+
+def _complete_runs(root: Path) -> list[Run]:
+    """``find_runs``' runs, the skipped folders said on stderr."""
+    runs, skipped = find_runs(root)
+    warn_skipped(skipped, root)
+    return runs
 
 
 def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
