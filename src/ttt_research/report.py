@@ -18,9 +18,15 @@ configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M
 ``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
 ``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
 with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
-above each score). ``--json`` prints report.csv's rows as JSON instead of the table.
-``--compare A B`` prints the probability that configuration A improves on B (a seed of A
-beats a seed of B), with its 95% interval, for each metric.
+above each score; for a loss, at or below). ``--json`` prints report.csv's rows as JSON
+instead of the table. ``--compare A B`` prints the probability that configuration A improves
+on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
+a side has fewer than ``FEW_SEEDS`` seeds.
+
+DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
+resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
+file a run writes: still running, or killed) and a folder whose files are malformed are
+skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
 """
 
 from __future__ import annotations
@@ -33,7 +39,6 @@ import math
 import os
 import statistics
 import sys
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,10 +58,14 @@ from .contract import (
 )
 from .objectives import NAMES as OBJECTIVES
 from .objectives import direction, member_name, objective
-from .plots import read_metrics
+from .plots import read_metrics, wrap_phrases
 from .untrusted import Malformed
 
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
+# Below this many seeds a side, P(A improves on B) takes few values (2 x 2 seeds: 0, 1/4, ... 1)
+# and its bootstrap interval can collapse to a point ("0.000 [0.000, 0.000]" from 2 seeds):
+# compare says so rather than look certain.
+FEW_SEEDS = 5
 METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
 
 
@@ -208,8 +217,8 @@ def _choices(hydra: Path) -> dict[str, str]:
 def _series(path: Path) -> dict:
     """metrics.csv's series, the exact evaluations checked (rates in [0, 1], worst cases
     -1, 0 or 1): they draw the curves and say when a seed became unbeatable."""
+    untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size, UTF-8
     try:
-        untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size
         series = read_metrics(path)
     except (ValueError, csv.Error) as e:
         raise Malformed(f"metrics.csv: {e}") from e
@@ -325,7 +334,8 @@ def warn_skipped(skipped: list[Skipped], root: Path) -> None:
         print(f"warning: skipped {len(waiting)} incomplete run folder(s) (no eval.json: still running, "
               f"or stopped before the end; resume=true finishes one): {shown}"
               + (", ..." if len(waiting) > 5 else ""), file=sys.stderr)
-    print(f"warning: report skipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}", file=sys.stderr)
+    print(f"warning: report skipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}",
+          file=sys.stderr)
 
 
 def skipped_markdown(skipped: list[Skipped], root: Path) -> str:
@@ -580,7 +590,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
             cells.append("" if s is None else f"{s.iqm:.4f}" if n == 1 or s.min == s.max
                          else f"{s.iqm:.4f} {_ci(s.ci_low, s.ci_high)}")
         k, (lo, hi) = row["unbeatable"], row["unbeatable_ci"]
-        cells.append(f"{k} of {n}" if n < 10 else f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")
+        cells.append(f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")  # 0 of 2 is still "up to 0.66"
         cells.append(_reached(row["first"]))
         cells.append(_reached(row["since"]))
         o = row["objective"]
@@ -601,7 +611,7 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def _labels(rows: list[dict]) -> list[str]:
-    return [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+    return [wrap_phrases(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
             for row in rows]
 
 
@@ -695,7 +705,7 @@ def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, 
     title = "exact evaluations during training: the IQM of each configuration's seeds, band its 95% CI"
     if single:
         title += "\none exact evaluation per run (its last), so no curves: lower eval_every for them"
-    fig.suptitle("\n".join(textwrap.fill(t, math.floor(width * 13)) for t in title.split("\n")), fontsize=9)
+    fig.suptitle(wrap_phrases(title, math.floor(width * 13)), fontsize=9)
     # Below the plots, not on them nor beside the title: a sweep can have dozens of configurations.
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
@@ -706,8 +716,9 @@ def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, 
 
 def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: int = 0) -> Path:
     """Performance profiles: per metric, the share of each configuration's seeds scoring above
-    each threshold, with a 95% bootstrap band (rliable's score distributions). A curve that
-    lies above another everywhere is better at every level (for a loss: below)."""
+    each threshold (for a metric to minimise, a loss rate: at or below it), with a 95%
+    bootstrap band (rliable's score distributions). So in every panel a curve that lies above
+    another everywhere is better at every level."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -724,6 +735,7 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
                              squeeze=False, layout="constrained")
     colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
     for ax, m in zip(axes.flat, metrics, strict=False):
+        lower = direction(m) == "minimize" or m.endswith("_loss")
         every = np.concatenate([r["values"][m] for r in rows if r["values"][m]])
         lo, hi = float(every.min()), float(every.max())
         pad = max(1e-4, 0.05 * (hi - lo))
@@ -732,14 +744,15 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
             if not row["values"][m]:
                 continue
             share, low, high = stats.performance_profile(row["values"][m], tau, min(reps, 1000), seed=seed)
+            if lower:  # the share at or below t is 1 - the share above; the band flips with it
+                share, low, high = 1 - share, 1 - high, 1 - low
             colour = colours(i % colours.N)
             ax.plot(tau, share, color=colour, lw=1.8, label=f"{labels[i]} ({len(row['values'][m])})"
                     if ax is axes.flat[0] else None)
             ax.fill_between(tau, low, high, color=colour, alpha=0.15)
-        worse = "lower is better" if direction(m) == "minimize" or m.endswith("_loss") else "higher is better"
-        ax.set_title(f"{metric_title(m)} ({worse})", fontsize=9)
+        ax.set_title(f"{metric_title(m)} ({'lower' if lower else 'higher'} is better)", fontsize=9)
         ax.set_xlabel(f"threshold t on {m}")
-        ax.set_ylabel("share of seeds with score > t")
+        ax.set_ylabel(f"share of seeds with {m} {'≤' if lower else '>'} t")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(metrics):]:
@@ -801,7 +814,8 @@ def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: 
         p, lo, hi = stats.probability_of_improvement_ci([sign * x for x in xa], [sign * x for x in xb],
                                                         reps=reps, seed=seed)
         out.append({"metric": name, "better": "lower" if lower else "higher", "p_improvement": p,
-                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb)})
+                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb),
+                    "few_seeds": min(len(xa), len(xb)) < FEW_SEEDS})
     return out
 
 
@@ -917,6 +931,11 @@ def _compare_main(args, metrics: list[str] | None) -> int:
     if a is b:
         raise ReportError(f"--compare: {a_spec!r} and {b_spec!r} are the same configuration")
     result = compare(a, b, metrics, args.reps, args.seed)
+    few = [c for c in result if c["few_seeds"]]
+    if few:
+        print(f"warning: --compare: A has {few[0]['seeds_a']} seeds and B {few[0]['seeds_b']}; with fewer "
+              f"than {FEW_SEEDS} a side the probability of improvement takes few values and its interval "
+              "can shrink to a point: run more seeds before reading it", file=sys.stderr)
     if args.json:
         print(json.dumps({"a": a_spec, "b": b_spec, "comparisons": result}, indent=1))
         return 0
@@ -924,8 +943,9 @@ def _compare_main(args, metrics: list[str] | None) -> int:
     print(f"P(A improves on B): a seed of A beats a seed of B (0.5: neither better), "
           f"[95% CI, {args.reps} bootstrap resamples]")
     for c in result:
+        note = f"  (few seeds: {c['seeds_a']} vs {c['seeds_b']}, read with care)" if c["few_seeds"] else ""
         print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
-              f"{_ci(c['ci_low'], c['ci_high'], 3)}")
+              f"{_ci(c['ci_low'], c['ci_high'], 3)}{note}")
     return 0
 
 

@@ -14,8 +14,9 @@ download, a run killed half-way). Here the files are read as data and nothing mo
   [0, 1] and summing to 1, both seats, a worst case that is ``win``, ``draw`` or ``loss``.
 
 Every problem is a ``Malformed`` error whose message names the file and the field (``eval.json:
-as_o.vs_random.win is nan, not a rate in [0, 1]``). Messages never quote a file's text: at most
-the type of a value, so a hostile file cannot make a warning print something it holds.
+as_o.vs_random.win is nan, not a rate in [0, 1]``). Of a value it says the type (``a string``,
+``an interpolation``) or, for a number, the number; never a file's text (YAML's and JSON's
+parsers say where the syntax breaks).
 
 Standard library and PyYAML only.
 """
@@ -88,8 +89,8 @@ def kind(value: Any) -> str:
         return "an interpolation (report resolves none)"
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # nan, inf: these are the problem and say nothing of the file
-    return {bool: "a boolean", str: "a string", dict: "a mapping", list: "a list",
-            type(None): "empty"}.get(type(value), f"a {type(value).__name__}")
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
+            list: "a list", type(None): "empty"}.get(type(value), f"a {type(value).__name__}")
 
 
 def select(data: Any, dotted: str, default: Any = None) -> Any:
@@ -115,7 +116,8 @@ def rate(value: Any, where: str) -> float:
 
 def integer(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise Malformed(f"{where} is {kind(value)}, not an integer")
+        shown = value if is_number(value) and math.isfinite(value) else kind(value)
+        raise Malformed(f"{where} is {shown}, not an integer")
     return value
 
 
