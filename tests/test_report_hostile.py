@@ -209,6 +209,7 @@ def test_incomplete_and_malformed_runs_are_counted_on_stderr_and_in_report_md(tm
         (row,) = list(csv.DictReader(f))
     assert row["seeds"] == "3" and "nan" not in json.dumps(row).lower()
     assert "nan" not in (tmp_path / "runs.csv").read_text().lower()
+    assert not list(tmp_path.rglob("*.tmp"))  # the report's own files: each written whole, then renamed
 
 
 def test_no_complete_run_is_one_line_and_exit_2(tmp_path):

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stats, untrusted
+from .atomic import atomic_path, describe_os_error, write_atomic
 from .cli import UserError, command
 from .contract import (
     EVAL_NAMES,
@@ -604,10 +605,11 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
     header = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=header)
+    writer.writeheader()
+    writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    write_atomic(path, text.getvalue())
 
 
 def _labels(rows: list[dict]) -> list[str]:
@@ -709,7 +711,8 @@ def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, 
     # Below the plots, not on them nor beside the title: a sweep can have dozens of configurations.
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
 
@@ -760,7 +763,8 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
     fig.suptitle("performance profiles: each configuration's seeds, band 95% bootstrap CI", fontsize=9)
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
 
@@ -850,7 +854,10 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     runs, skipped = find_runs(root)
     warn_skipped(skipped, root)
     out = Path(out) if out else root
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ReportError(f"cannot write the report into {out}: {describe_os_error(e)}") from e
     keys, rows, per_run = summarise(runs, metrics, reps, seed)
     if sort == "objective":  # best first (the objectives that are minimised: smallest first)
         sign = -1 if direction(rows[0]["metric"]) == "maximize" else 1
@@ -860,7 +867,7 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
-    files["md"].write_text(intro + markdown(keys, rows) + skipped_markdown(skipped, root) + best_trial(root))
+    write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root) + best_trial(root))
     table = records(keys, rows)
     _write_rows(files["csv"], table)
     _write_rows(files["runs"], per_run)
