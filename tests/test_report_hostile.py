@@ -105,7 +105,7 @@ def test_a_malformed_eval_json_skips_its_run_naming_the_field(tmp_path, bad, mes
         write_run(tmp_path / str(seed), seed)
     write_run(tmp_path / "bad", 7)
     (tmp_path / "bad" / "eval.json").write_text(bad if isinstance(bad, str) else json.dumps(bad))
-    runs, skipped = report.find_runs(tmp_path)
+    runs, skipped = report.scan_runs(tmp_path)
     assert [r.seed for r in runs] == [0, 1]
     (s,) = skipped
     assert s.path == tmp_path / "bad" and not s.incomplete and s.why.startswith(message), s.why
@@ -127,8 +127,8 @@ def test_a_malformed_eval_json_skips_its_run_naming_the_field(tmp_path, bad, mes
      "metrics.csv: line 2: eval/o_random_win is not a number"),
     ("metrics.csv", "step,train/games,eval/o_random_win\n0,1024,nan\n",
      "metrics.csv: eval/o_random_win is nan at 1024 games, not a rate in [0, 1]"),
-    ("metrics.csv", "step,train/games,eval/o_worst_case\n0,1024,0.5\n",
-     "metrics.csv: eval/o_worst_case is 0.5 at 1024 games, not -1, 0 or 1"),
+    ("metrics.csv", "step,train/games,eval/o_worst_case\n0,1024,2\n",
+     "metrics.csv: eval/o_worst_case is 2.0 at 1024 games, not within [-1, 1]"),
     ("metrics.csv", b"step,train/games\n\xff\xfe\n", "metrics.csv: not UTF-8 text (byte 17)"),
 ])
 def test_a_malformed_config_or_metrics_file_skips_its_run(tmp_path, monkeypatch, file, text, message):
@@ -137,7 +137,7 @@ def test_a_malformed_config_or_metrics_file_skips_its_run(tmp_path, monkeypatch,
     write_run(tmp_path / "bad", 7)
     path = tmp_path / "bad" / file
     path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
-    runs, (s,) = report.find_runs(tmp_path)
+    runs, (s,) = report.scan_runs(tmp_path)
     assert [r.seed for r in runs] == [0] and s.why.startswith(message), s.why
     assert not (tmp_path / "PWNED").exists()
 
@@ -169,19 +169,19 @@ def test_a_broken_population_is_skipped_whole(tmp_path, spoil, message):
     data = json.loads((pop / "population.json").read_text())
     spoil(data)
     (pop / "population.json").write_text(json.dumps(data))
-    runs, (s,) = report.find_runs(tmp_path)
+    runs, (s,) = report.scan_runs(tmp_path)
     assert [(r.seed, r.member) for r in runs] == [(0, None)] and s.why.startswith(message), s.why
 
 
 def test_a_population_evals_csv_with_a_nan_is_named_by_its_line(tmp_path):
     pop = write_population(tmp_path / "pop")
-    assert [r.member for r in report.find_runs(tmp_path)[0]] == [0, 1, 2]
+    assert [r.member for r in report.scan_runs(tmp_path)[0]] == [0, 1, 2]
     with open(pop / "population_evals.csv", "a", newline="") as f:
         csv.writer(f).writerow([4096, 1, 101, "nan", 0.0])
     with pytest.raises(report.ReportError, match="no complete run under .*: 1 malformed"):
-        report.find_runs(tmp_path)
+        report.scan_runs(tmp_path)
     write_run(tmp_path / "single", 0)
-    _, (s,) = report.find_runs(tmp_path)
+    _, (s,) = report.scan_runs(tmp_path)
     assert s.why == ("population_evals.csv: line 5: eval/o_random_win is nan at 4096 games, "
                      "not a rate in [0, 1]")
 
@@ -233,11 +233,31 @@ def test_a_fifo_or_a_device_behind_a_run_file_is_refused_not_read(tmp_path):
     (tmp_path / "zero" / "metrics.csv").unlink()
     (tmp_path / "zero" / "metrics.csv").symlink_to("/dev/zero")  # a read that never ends
     found = []  # in a thread: a report that opens the FIFO would hang the suite, not fail it
-    reader = threading.Thread(target=lambda: found.append(report.find_runs(tmp_path)), daemon=True)
+    reader = threading.Thread(target=lambda: found.append(report.scan_runs(tmp_path)), daemon=True)
     reader.start()
     reader.join(timeout=30)
-    assert found, "find_runs still reading after 30 s"
+    assert found, "scan_runs still reading after 30 s"
     ((runs, skipped),) = found
     assert [r.seed for r in runs] == [0]
     assert [(s.path.name, s.why) for s in skipped] == [("fifo", "eval.json: not a regular file"),
                                                       ("zero", "metrics.csv: not a regular file")]
+
+
+def test_a_real_run_folder_passes_every_check(tmp_path):
+    """The checks refuse nothing training writes: a real tiny run (2,048 games), with the
+    config Hydra would record (saved by OmegaConf, as Hydra does), is read whole."""
+    from configs import make_cfg
+    from omegaconf import OmegaConf
+
+    from ttt_research.train import train
+
+    overrides = ["threads=1", "seat=o", "seed=3"]
+    cfg = make_cfg(*overrides)
+    written = train(cfg, tmp_path / "run")
+    (tmp_path / "run" / ".hydra").mkdir()
+    OmegaConf.save(cfg, tmp_path / "run" / ".hydra" / "config.yaml")
+    (tmp_path / "run" / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    runs, skipped = report.scan_runs(tmp_path)
+    assert skipped == [] and [(r.seed, r.seat) for r in runs] == [(3, "o")]
+    assert runs[0].report == written and runs[0].value("net.encoding") == "planes18"
+    assert [g for g, _ in runs[0].series["eval/o_random_win"]] == [1024.0, 2048.0]

@@ -217,26 +217,35 @@ def _choices(hydra: Path) -> dict[str, str]:
 
 def _series(path: Path) -> dict:
     """metrics.csv's series, the exact evaluations checked (rates in [0, 1], worst cases
-    -1, 0 or 1): they draw the curves and say when a seed became unbeatable."""
+    within [-1, 1]: a population's median of two members can be -0.5): they draw the curves
+    and say when a seed became unbeatable. Columns the report does not read are not checked."""
     untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size, UTF-8
     try:
         series = read_metrics(path)
     except (ValueError, csv.Error) as e:
         raise Malformed(f"metrics.csv: {e}") from e
     for name, points in series.items():
-        if name.startswith("eval/"):
-            _check_points(points, name, "metrics.csv")
+        if name in CHECKED_SERIES:
+            _check_points(points, name, "metrics.csv", exact_worst=False)
     return series
 
 
-def _check_points(points: list[tuple[float, float]], name: str, file: str) -> None:
-    worst = name.endswith("_worst_case")
+# The eval/* series report reads, and a population's band of each (its members' min and max).
+CHECKED_SERIES = {*EVAL_NAMES, *(f"{n}{end}" for n in EVAL_NAMES for end in ("_min", "_max"))}
+
+
+def _check_points(points: list[tuple[float, float]], name: str, file: str, exact_worst: bool = True) -> None:
+    worst = "_worst_case" in name
     for games, v in points:
         if not math.isfinite(games) or games < 0:
-            raise Malformed(f"{file}: train/games is {games}, not a count of games")
-        if (v not in (-1.0, 0.0, 1.0)) if worst else not (0.0 <= v <= 1.0):  # NaN fails both
-            raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not "
-                            f"{'-1, 0 or 1' if worst else 'a rate in [0, 1]'}")
+            raise Malformed(f"{file}: the games are {games}, not a count of games")
+        if worst:
+            bad = v not in (-1.0, 0.0, 1.0) if exact_worst else not -1.0 <= v <= 1.0  # NaN fails both
+        else:
+            bad = not 0.0 <= v <= 1.0
+        if bad:
+            want = ("-1, 0 or 1" if exact_worst else "within [-1, 1]") if worst else "a rate in [0, 1]"
+            raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not {want}")
 
 
 def load_run(path: Path) -> Run:
@@ -288,7 +297,7 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(found, key=_natural)
 
 
-def find_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
+def scan_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
     """The complete, well-formed runs under ``root`` (a population's folder: one Run per
     member), and the folders skipped: incomplete (no ``eval.json``: still running, or
     killed before its end) or malformed."""
@@ -311,6 +320,13 @@ def find_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
     if not runs:
         raise ReportError(f"no complete run under {root}: {_skipped_counts(skipped)}")
     return runs, skipped
+
+
+def find_runs(root: Path) -> list[Run]:
+    """``scan_runs``' runs, the folders it skipped said on stderr (``warn_skipped``)."""
+    runs, skipped = scan_runs(root)
+    warn_skipped(skipped, root)
+    return runs
 
 
 def _skipped_counts(skipped: list[Skipped]) -> str:
@@ -400,7 +416,7 @@ def _population_series(path: Path) -> dict[int, dict]:
                 raise Malformed(f"population_evals.csv: line {n}: member and games must be numbers") from e
             mine = series.setdefault(member, {})
             for name, value in row.items():
-                if isinstance(name, str) and name.startswith("eval/") and value not in ("", None):
+                if name in CHECKED_SERIES and value not in ("", None):
                     try:
                         v = float(value)
                     except (TypeError, ValueError) as e:
@@ -851,7 +867,7 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
 def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list[dict]]:
     """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
     root = Path(root)
-    runs, skipped = find_runs(root)
+    runs, skipped = scan_runs(root)
     warn_skipped(skipped, root)
     out = Path(out) if out else root
     try:
@@ -927,12 +943,12 @@ def _compare_main(args, metrics: list[str] | None) -> int:
         for d in (a_spec, b_spec):
             if not Path(d).is_dir():
                 raise ReportError(f"--compare without DIR takes two folders of runs; no such directory: {d}")
-        runs = {d: _complete_runs(Path(d)) for d in (a_spec, b_spec)}
+        runs = {d: find_runs(Path(d)) for d in (a_spec, b_spec)}
         seats = [s for s in EVAL_SEATS if any(s in r.trained for rs in runs.values() for r in rs)]
         metrics = metrics or default_metrics(seats)
         a, b = (summarise_one(runs[d], metrics, d) for d in (a_spec, b_spec))
     else:
-        keys, rows, _ = summarise(_complete_runs(Path(args.dir)), metrics, args.reps, args.seed)
+        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
         metrics = rows[0]["metrics"]
         a, b = find_group(keys, rows, a_spec), find_group(keys, rows, b_spec)
     if a is b:
@@ -954,13 +970,6 @@ def _compare_main(args, metrics: list[str] | None) -> int:
         print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
               f"{_ci(c['ci_low'], c['ci_high'], 3)}{note}")
     return 0
-
-
-def _complete_runs(root: Path) -> list[Run]:
-    """``find_runs``' runs, the skipped folders said on stderr."""
-    runs, skipped = find_runs(root)
-    warn_skipped(skipped, root)
-    return runs
 
 
 def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
