@@ -246,9 +246,9 @@ def test_a_fifo_or_a_device_behind_a_run_file_is_refused_not_read(tmp_path):
 def test_a_real_run_folder_passes_every_check(tmp_path):
     """The checks refuse nothing training writes: a real tiny run (2,048 games), with the
     config Hydra would record (saved by OmegaConf, as Hydra does), is read whole."""
-    from configs import make_cfg
     from omegaconf import OmegaConf
 
+    from configs import make_cfg
     from ttt_research.train import train
 
     overrides = ["threads=1", "seat=o", "seed=3"]

@@ -883,7 +883,8 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
-    write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root) + best_trial(root))
+    write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root)
+                 + best_trial(root))
     table = records(keys, rows)
     _write_rows(files["csv"], table)
     _write_rows(files["runs"], per_run)
