@@ -771,6 +771,7 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
             ax.fill_between(tau, low, high, color=colour, alpha=0.15)
         ax.set_title(f"{metric_title(m)} ({'lower' if lower else 'higher'} is better)", fontsize=9)
         ax.set_xlabel(f"threshold t on {m}")
+        ax.locator_params(axis="x", nbins=4)  # seeds that agree to 4 digits: long tick labels
         ax.set_ylabel(f"share of seeds with {m} {'≤' if lower else '>'} t")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
