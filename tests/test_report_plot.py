@@ -55,7 +55,7 @@ def overlap(a, b) -> bool:
     return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
 
-CURVE = [(g, 0.5 + 0.04 * i, 0.1 / (i + 1)) for i, g in enumerate(range(10_000, 160_000, 10_000))]
+CURVE = [(g, 0.5 + 0.03 * i, 0.1 / (i + 1)) for i, g in enumerate(range(10_000, 160_000, 10_000))]
 
 
 @pytest.mark.parametrize("side,nets", [("o", 1), ("o", 4), ("both", 7)])

@@ -111,7 +111,7 @@ def test_a_population_is_a_configuration_per_grid_point_with_the_contract_statis
     # Unbeatable at the second evaluation (2,000 games), from the members' evaluations.
     assert float(low["first_unbeatable_games_median"]) == 2000.0
     md = files["md"].read_text()
-    assert "| 0.5 | 8: 100–107 | 0.9038 [" in md and "| 5 of 8 |" in md
+    assert "| 0.5 | 8: 100–107 | 0.9038 [" in md and "| 5 of 8: 0.62 [0.31, 0.86] |" in md
     per_seed = rows_of(files["runs"])
     assert [int(r["seed"]) for r in per_seed] == list(range(100, 108)) * 2
     assert [int(r["member"]) for r in per_seed] == list(range(16))

@@ -308,8 +308,9 @@ def test_report_statistics_across_seeds_and_games_to_unbeatable_for_good(tmp_pat
     assert float(rows[0]["first_unbeatable_games_median"]) == 1500.0  # of 2,000 and 1,000
     assert float(rows[1]["first_unbeatable_games_median"]) == 1000.0  # safe at first, then lost
     md = files["md"].read_text()
-    assert "| 0.1 | 0.3 | 0, 1 | 0.9000 | 0.0000 | 0.9000 | 2 of 2 | 1.5k (2 of 2) | 2.5k (2 of 2) |" in md
-    assert "| 0.3 | 0.3 | 0 | 0.8800 | 0.0200 | 0.9000 | 0 of 1 | 1.0k | never |" in md
+    assert ("| 0.1 | 0.3 | 0, 1 | 0.9000 | 0.0000 | 0.9000 | 2 of 2: 1.00 [0.34, 1.00] | 1.5k (2 of 2) "
+            "| 2.5k (2 of 2) |") in md
+    assert "| 0.3 | 0.3 | 0 | 0.8800 | 0.0200 | 0.9000 | 0 of 1: 0.00 [0.00, 0.79] | 1.0k | never |" in md
     assert "net" not in md.splitlines()[2]  # the same in every run: not a column
     with open(files["runs"], newline="") as f:
         assert len(list(csv.DictReader(f))) == 4

@@ -138,22 +138,31 @@ def swept_params(sweep: Path) -> list[str]:
     """The keys a multirun varied, as W&B config keys: ``algo.lr`` for a value, ``choices.net``
     for a config group (tracking logs Hydra's group choices under ``choices``). Read from the
     sweep folder's ``multirun.yaml``: the command line's overrides with a list or a sweep
-    function as value, and the sweeper's ``params`` (presets and Optuna search spaces)."""
-    from omegaconf import OmegaConf
+    function as value, and the sweeper's ``params`` (presets and Optuna search spaces).
+
+    The file is read as plain YAML (``untrusted.py``): an interpolation in it is text, never
+    resolved, so no environment value can reach W&B through a key's name."""
+    from .untrusted import Malformed, load_yaml, select
 
     path = sweep / "multirun.yaml"
-    if not path.is_file():
+    if not path.exists():
         raise DashboardError(f"{sweep} is not a multirun folder (no multirun.yaml); name the varied "
                              "keys with --params")
-    hydra = OmegaConf.load(path).hydra
+    try:
+        hydra = select(load_yaml(path), "hydra")
+        task, params = select(hydra, "overrides.task"), select(hydra, "sweeper.params") or {}
+        choices = select(hydra, "runtime.choices") or {}
+        if not isinstance(task, list) or not isinstance(params, dict) or not isinstance(choices, dict):
+            raise Malformed("multirun.yaml: hydra.overrides.task, hydra.sweeper.params or "
+                            "hydra.runtime.choices is not what Hydra writes")
+    except Malformed as e:
+        raise DashboardError(f"{e} (in {sweep}); name the varied keys with --params") from None
     varied: dict[str, str] = {}
-    for text in hydra.overrides.task:
+    for text in task:
         key, _, value = str(text).partition("=")
         varied[key.lstrip("+~")] = value
-    params = OmegaConf.select(hydra, "sweeper.params", default=None)
-    if params is not None:
-        varied.update({str(k): str(v) for k, v in OmegaConf.to_container(params).items()})
-    groups = set(OmegaConf.to_container(hydra.runtime.choices))
+    varied.update({str(k): str(v) for k, v in params.items()})
+    groups = {str(k) for k in choices}
     keys = [k for k, v in varied.items() if SWEEP_VALUE.search(v) and k not in NOT_PARAMS]
     return [f"choices.{k}" if k in groups else k for k in keys]
 
@@ -208,7 +217,7 @@ def _check_reachable() -> None:
         raise DashboardError(f"the W&B server {host}:{port} did not answer within 2 s; nothing was saved")
 
 
-@command(OSError)
+@command()  # not OSError: a reader gone (BrokenPipeError is one) ends quietly, as elsewhere
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttt_research.dashboard",
                                      description=__doc__.split("\n")[0])
@@ -236,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     workspace = build(args.entity, args.project, args.sweep, params, args.name)
     if args.dry:
         print(json.dumps(describe(workspace), indent=1))
+        sys.stdout.flush()  # here, not at exit: a reader gone (``| head``) is met inside command()
         return 0
     _check_reachable()
     try:

@@ -7,7 +7,8 @@ Bottom: what sampling cannot show: the exact loss rate against random on a log s
 
 A population's ``curves.png`` (``plot_population``) is drawn from ``population_evals.csv``
 instead (a row per member per exact evaluation): per judged seat, every member's win rate
-as a faint line under the median and the interquartile band, and below, the loss rate's
+as a faint line under the median and the interquartile band, on an axis that spans the
+members' range (on 0..1 they were flat), and below, the loss rate's
 median and band with the share of members that cannot be beaten.
 """
 
@@ -22,17 +23,57 @@ COLOURS = {"win": "tab:green", "loss": "tab:red", "tie": "tab:blue"}
 
 
 def read_metrics(path: str | Path) -> dict[str, list[tuple[float, float]]]:
-    """metrics.csv -> {metric: [(games, value), ...]} using ``train/games`` as the x axis."""
+    """metrics.csv -> {metric: [(games, value), ...]} using ``train/games`` as the x axis.
+    A cell that is not a number is a ``ValueError`` naming its line and column (not its text:
+    the file may not be ours, see ``untrusted.py``)."""
     series: dict[str, list[tuple[float, float]]] = {}
     games = 0.0
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
+        for line, row in enumerate(csv.DictReader(f), start=2):
             if row.get("train/games"):
-                games = float(row["train/games"])
+                games = _number(row["train/games"], line, "train/games")
             for key, value in row.items():
                 if value not in ("", None) and key not in ("step", "train/games"):
-                    series.setdefault(key, []).append((games, float(value)))
+                    series.setdefault(key, []).append((games, _number(value, line, key)))
     return series
+
+
+def _number(cell, line: int, column) -> float:
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        what = "a cell beyond the header's columns" if column is None else f"{column}"
+        raise ValueError(f"line {line}: {what} is not a number") from None
+
+
+PHRASE_ENDS = (": ", "; ", ", ")  # where a title may break, the strongest first
+
+
+def wrap_phrases(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters, broken only where a phrase ends: at
+    ``: `` first, then ``; ``, then ``, ``, so a title never splits "its 95% CI" from its noun
+    (``textwrap`` broke it at any space). A phrase longer than a line is broken at its
+    spaces, and a word is never cut. Existing line breaks stay."""
+    return "\n".join(line for paragraph in text.split("\n") for line in _phrases(paragraph, width, 0))
+
+
+def _phrases(text: str, width: int, level: int) -> list[str]:
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    if level == len(PHRASE_ENDS):
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+    end = PHRASE_ENDS[level]
+    parts = text.split(end)
+    parts = [p + end.rstrip() for p in parts[:-1]] + parts[-1:]  # each keeps its ":" or ","
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += " " + part
+        else:
+            lines += _phrases(part, width, level + 1)
+    return lines
 
 
 def _smooth(values: list[float], window: int) -> list[float]:
@@ -173,6 +214,27 @@ def _series(cols: dict, seat: str) -> dict:
     }
 
 
+MIN_SPAN = 0.02  # the narrowest win-rate axis: members within 0.1% of each other stay a line
+
+
+def rate_limits(values) -> tuple[float, float]:
+    """A rate axis around ``values`` (NaN ignored), padded by 8% and at least ``MIN_SPAN``
+    wide, within [0, 1]. A population's win rates move over a few hundredths (0.80 to 0.92):
+    on a 0..1 axis they were a flat line; the loss rate below keeps its log scale."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return -0.02, 1.02
+    lo, hi = float(values.min()), float(values.max())
+    pad = max(0.08 * (hi - lo), (MIN_SPAN - (hi - lo)) / 2, 0.0)
+    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    if hi - lo < MIN_SPAN:  # pressed against 0 or 1: widen away from the edge
+        lo, hi = (0.0, MIN_SPAN) if lo == 0.0 else (1.0 - MIN_SPAN, 1.0)
+    return lo, hi
+
+
 def _drawn_members(members, limit: int = MAX_LINES):
     """The members to draw a line for: all of them, or ``limit`` spread evenly over them."""
     import numpy as np
@@ -187,7 +249,8 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
                     title: str = "") -> Path:
     """A population's ``curves.png`` from ``population_evals.csv``: one column per seat the
     training seat is judged on. Top: exact win rate vs random, each member a faint line (at
-    most ``MAX_LINES``, evenly chosen), the median bold, the 25th-75th percentile band shaded.
+    most ``MAX_LINES``, evenly chosen), the median bold, the 25th-75th percentile band shaded,
+    on an axis that spans the members' range (``rate_limits``), not 0..1.
     Bottom: exact loss rate vs random on a log scale (0 drawn at 1e-5), median and band, and
     on the right axis the share of members unbeatable. The legend sits below the plots, so
     it covers no curve."""
@@ -223,8 +286,8 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
                          label="win: 25th-75th percentile of members")
         top.plot(games, q[1], color=COLOURS["win"], lw=2.4, marker=marker, label="win: median")
         top.set_title(f"as {s.upper()} vs random (exact)")
-        top.set_ylabel("win rate")
-        top.set_ylim(-0.02, 1.02)
+        top.set_ylabel("win rate (axis: the members' range)")
+        top.set_ylim(*rate_limits(cols[win]))  # every member's values: the band lies within them
         top.grid(alpha=0.3)
         if not len(games):
             top.text(0.5, 0.5, "no exact evaluation yet", transform=top.transAxes, ha="center")

@@ -18,24 +18,33 @@ configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M
 ``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
 ``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
 with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
-above each score). ``--json`` prints report.csv's rows as JSON instead of the table.
-``--compare A B`` prints the probability that configuration A improves on B (a seed of A
-beats a seed of B), with its 95% interval, for each metric.
+above each score; for a loss, at or below). ``--json`` prints report.csv's rows as JSON
+instead of the table. ``--compare A B`` prints the probability that configuration A improves
+on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
+a side has fewer than ``FEW_SEEDS`` seeds.
+
+DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
+resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
+file a run writes: still running, or killed) and a folder whose files are malformed are
+skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
+import math
+import os
 import statistics
 import sys
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import stats
+from . import stats, untrusted
+from .atomic import atomic_path, describe_os_error, write_atomic
 from .cli import UserError, command
 from .contract import (
     EVAL_NAMES,
@@ -43,14 +52,21 @@ from .contract import (
     JUDGED_SEATS,
     OUTCOMES,
     REPORT_KEY,
+    TRAINING_SEATS,
     eval_metrics,
     eval_name,
     unbeatable,
 )
+from .objectives import NAMES as OBJECTIVES
 from .objectives import direction, member_name, objective
-from .plots import read_metrics
+from .plots import read_metrics, wrap_phrases
+from .untrusted import Malformed
 
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
+# Below this many seeds a side, P(A improves on B) takes few values (2 x 2 seeds: 0, 1/4, ... 1)
+# and its bootstrap interval can collapse to a point ("0.000 [0.000, 0.000]" from 2 seeds):
+# compare says so rather than look certain.
+FEW_SEEDS = 5
 METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
 
 
@@ -69,7 +85,7 @@ class Run:
     metric: str                     # optimized_metric
     report: dict
     series: dict = field(default_factory=dict)  # metrics.csv: {name: [(games, value), ...]}
-    config: Any = None                          # .hydra/config.yaml (resolved), if any
+    config: Any = None                          # .hydra/config.yaml as plain data (nothing resolved)
     choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
     member: int | None = None                    # a population member's index (None: a run)
 
@@ -81,12 +97,9 @@ class Run:
             return self.overrides[key]
         if key in self.choices:
             return str(self.choices[key])
-        if self.config is not None:
-            from omegaconf import OmegaConf
-
-            v = OmegaConf.select(self.config, key, default=None)
-            if v is not None and not OmegaConf.is_config(v):
-                return str(v)
+        v = untrusted.select(self.config, key)
+        if v is not None and not isinstance(v, (dict, list)):
+            return str(v)  # an interpolation shows as its own text: nothing is resolved
         return ""
 
     @property
@@ -146,6 +159,18 @@ class ReportError(UserError):
 
 
 # ---------------------------------------------------------------------- reading
+# Every file is read through ``untrusted``: plain YAML (an interpolation is its own text,
+# never resolved) and checked JSON. A run whose files cannot be what training writes is
+# skipped with a warning that names the file and the field; one bad folder never stops
+# the report of the others.
+
+
+@dataclass
+class Skipped:
+    """A run folder left out of the report, and why (``incomplete``: no eval.json yet)."""
+    path: Path
+    why: str
+    incomplete: bool = False
 
 
 def _parse_override(text: str) -> tuple[str, str]:
@@ -153,30 +178,104 @@ def _parse_override(text: str) -> tuple[str, str]:
     return key.lstrip("+~"), value
 
 
-def load_run(path: Path) -> Run:
-    from omegaconf import OmegaConf
+def _overrides(hydra: Path) -> dict[str, str]:
+    """``.hydra/overrides.yaml``: the command line's ``key=value`` strings, as text."""
+    found = untrusted.load_yaml(hydra / "overrides.yaml", ".hydra/overrides.yaml")
+    if found is None:
+        return {}
+    if not isinstance(found, list) or not all(isinstance(o, str) for o in found):
+        raise Malformed(f".hydra/overrides.yaml is {untrusted.kind(found)}, not a list of key=value strings")
+    return dict(_parse_override(o) for o in found)
 
-    report = json.loads((path / "eval.json").read_text())
+
+def _config(hydra: Path) -> tuple[dict, str, str, int | None]:
+    """(config, seat, optimized metric, seed) of ``.hydra/config.yaml``, each checked: the
+    report computes with these, so a text where a name or a number belongs skips the run."""
+    cfg = untrusted.load_yaml(hydra / "config.yaml", ".hydra/config.yaml")
+    cfg = {} if cfg is None else untrusted.mapping(cfg, ".hydra/config.yaml")
+    seat = untrusted.select(cfg, "seat.side", "both")
+    if seat not in TRAINING_SEATS:
+        raise Malformed(f".hydra/config.yaml: seat.side is {untrusted.kind(seat)}, not one of "
+                        f"{', '.join(TRAINING_SEATS)}")
+    metric = untrusted.select(cfg, "optimized_metric", "score")
+    if metric not in OBJECTIVES:
+        raise Malformed(f".hydra/config.yaml: optimized_metric is {untrusted.kind(metric)}, not an "
+                        "objective of the project (docs/tracking-and-sweeps.md)")
+    seed = untrusted.select(cfg, "seed")
+    if seed is not None:
+        untrusted.integer(seed, ".hydra/config.yaml: seed")
+    return cfg, seat, metric, seed
+
+
+def _choices(hydra: Path) -> dict[str, str]:
+    """Hydra's group choices (``net: mlp100``) from ``.hydra/hydra.yaml``; only strings."""
+    found = untrusted.select(untrusted.load_yaml(hydra / "hydra.yaml", ".hydra/hydra.yaml"),
+                             "hydra.runtime.choices", {})
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(found, dict) else {}
+
+
+def _series(path: Path) -> dict:
+    """metrics.csv's series, the exact evaluations checked (rates in [0, 1], worst cases
+    within [-1, 1]: a population's median of two members can be -0.5): they draw the curves
+    and say when a seed became unbeatable. Columns the report does not read are not checked."""
+    untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size, UTF-8
+    try:
+        series = read_metrics(path)
+    except (ValueError, csv.Error) as e:
+        raise Malformed(f"metrics.csv: {e}") from e
+    for name, points in series.items():
+        if name in CHECKED_SERIES:
+            _check_points(points, name, "metrics.csv", exact_worst=False)
+    return series
+
+
+# The eval/* series report reads, and a population's band of each (its members' min and max).
+CHECKED_SERIES = {*EVAL_NAMES, *(f"{n}{end}" for n in EVAL_NAMES for end in ("_min", "_max"))}
+
+
+def _check_points(points: list[tuple[float, float]], name: str, file: str, exact_worst: bool = True) -> None:
+    worst = "_worst_case" in name
+    for games, v in points:
+        if not math.isfinite(games) or games < 0:
+            raise Malformed(f"{file}: the games are {games}, not a count of games")
+        if worst:
+            bad = v not in (-1.0, 0.0, 1.0) if exact_worst else not -1.0 <= v <= 1.0  # NaN fails both
+        else:
+            bad = not 0.0 <= v <= 1.0
+        if bad:
+            want = ("-1, 0 or 1" if exact_worst else "within [-1, 1]") if worst else "a rate in [0, 1]"
+            raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not {want}")
+
+
+def load_run(path: Path) -> Run:
+    """The run in ``path`` (complete: it has an eval.json), or ``Malformed``."""
+    report = untrusted.check_report(untrusted.load_json(path / "eval.json"))
     hydra = path / ".hydra"
     overrides: dict[str, str] = {}
-    seat, metric, seed = "both", "score", None
-    if (hydra / "overrides.yaml").is_file():
-        overrides = dict(_parse_override(o) for o in OmegaConf.load(hydra / "overrides.yaml"))
-    if (hydra / "config.yaml").is_file():
-        cfg = OmegaConf.load(hydra / "config.yaml")
-        seat = OmegaConf.select(cfg, "seat.side", default=seat)
-        metric = OmegaConf.select(cfg, "optimized_metric", default=metric)
-        seed = OmegaConf.select(cfg, "seed", default=None)
+    cfg, seat, metric, seed, choices = None, "both", "score", None, {}
+    if (hydra / "overrides.yaml").exists():
+        overrides = _overrides(hydra)
+    if (hydra / "config.yaml").exists():
+        cfg, seat, metric, seed = _config(hydra)
+    if (hydra / "hydra.yaml").exists():
+        choices = _choices(hydra)
     if not hydra.is_dir():  # a run folder without Hydra's record: its name is its identity
         overrides = {"run": path.name}
-    series = read_metrics(path / "metrics.csv") if (path / "metrics.csv").is_file() else {}
-    cfg = OmegaConf.load(hydra / "config.yaml") if (hydra / "config.yaml").is_file() else None
-    choices = {}
-    if (hydra / "hydra.yaml").is_file():
-        found = OmegaConf.select(OmegaConf.load(hydra / "hydra.yaml"), "hydra.runtime.choices", default=None)
-        found = OmegaConf.to_container(found) if found is not None else {}
-        choices = {k: v for k, v in found.items() if isinstance(v, str)}
-    return Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    series = _series(path / "metrics.csv") if (path / "metrics.csv").exists() else {}
+    run = Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    _check_objective(run, "eval.json")
+    return run
+
+
+def _check_objective(run: Run, where: str) -> None:
+    """The seed's objective is a finite number (a population's block in eval.json may hold one)."""
+    try:
+        value = run.objective
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Malformed(f"{where}: the objective {run.metric} cannot be computed ({type(e).__name__})") from e
+    if value is not None and not (untrusted.is_number(value) and math.isfinite(value)):
+        raise Malformed(f"{where}: the objective {run.metric} is {untrusted.kind(value)}")
 
 
 def _natural(path: Path) -> list:
@@ -185,40 +284,148 @@ def _natural(path: Path) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
 
 
-def find_runs(root: Path) -> list[Run]:
+def run_folders(root: Path) -> list[Path]:
+    """Every folder under ``root`` that holds a run, finished or not: an ``eval.json``, Hydra's
+    record (``.hydra/config.yaml``) or a ``checkpoints`` folder. Links to folders are not
+    followed (a link to a parent would never end)."""
+    found = []
+    for here, dirs, files in os.walk(root):
+        if "eval.json" in files or "checkpoints" in dirs or (
+                ".hydra" in dirs and os.path.exists(os.path.join(here, ".hydra", "config.yaml"))):
+            found.append(Path(here))
+        dirs[:] = [d for d in dirs if d not in (".hydra", "checkpoints", "wandb", ".submitit")]
+    return sorted(found, key=_natural)
+
+
+def scan_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
+    """The complete, well-formed runs under ``root`` (a population's folder: one Run per
+    member), and the folders skipped: incomplete (no ``eval.json``: still running, or
+    killed before its end) or malformed."""
     if not root.is_dir():
         raise ReportError(f"no such directory: {root}")
-    paths = sorted((p.parent for p in root.rglob("eval.json")), key=_natural)
+    paths = run_folders(root)
     if not paths:
         raise ReportError(f"no runs under {root} (no eval.json found)")
-    runs = []
+    runs, skipped = [], []
     for p in paths:
+        if not (p / "eval.json").exists():  # eval.json is the last file a run writes
+            skipped.append(Skipped(p, "incomplete: no eval.json (still running, or stopped before its end)",
+                                   incomplete=True))
+            continue
         try:
             run = load_run(p)
-            runs += load_population(run) if (p / "population.json").is_file() else [run]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ReportError(f"cannot read the run in {p}: {e}") from e
+            runs += load_population(run) if (p / "population.json").exists() else [run]
+        except Malformed as e:
+            skipped.append(Skipped(p, str(e)))
+    if not runs:
+        raise ReportError(f"no complete run under {root}: {_skipped_counts(skipped)}")
+    return runs, skipped
+
+
+def find_runs(root: Path) -> list[Run]:
+    """``scan_runs``' runs, the folders it skipped said on stderr (``warn_skipped``)."""
+    runs, skipped = scan_runs(root)
+    warn_skipped(skipped, root)
     return runs
+
+
+def _skipped_counts(skipped: list[Skipped]) -> str:
+    """``2 incomplete (no eval.json), 1 malformed``."""
+    n_inc = sum(s.incomplete for s in skipped)
+    parts = [f"{n_inc} incomplete (no eval.json)" if n_inc else "",
+             f"{len(skipped) - n_inc} malformed" if len(skipped) > n_inc else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def warn_skipped(skipped: list[Skipped], root: Path) -> None:
+    """One line per malformed run (the file and the field), one for the incomplete ones, and
+    the count, on stderr."""
+    if not skipped:
+        return
+    for s in skipped:
+        if not s.incomplete:
+            print(f"warning: skipped {s.path}: {s.why}", file=sys.stderr)
+    waiting = [s.path for s in skipped if s.incomplete]
+    if waiting:
+        shown = ", ".join(str(p.relative_to(root)) if p != root else "." for p in waiting[:5])
+        print(f"warning: skipped {len(waiting)} incomplete run folder(s) (no eval.json: still running, "
+              f"or stopped before the end; resume=true finishes one): {shown}"
+              + (", ..." if len(waiting) > 5 else ""), file=sys.stderr)
+    print(f"warning: report skipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}",
+          file=sys.stderr)
+
+
+def skipped_markdown(skipped: list[Skipped], root: Path) -> str:
+    """report.md's line on the folders left out (and, for up to 20, which and why)."""
+    if not skipped:
+        return ""
+    lines = [f"\nSkipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}. A run counts once its "
+             "eval.json (the last file it writes) is there and every file reads as training writes it.\n"]
+    for s in skipped[:20]:
+        lines.append(f"- `{s.path.relative_to(root) if s.path != root else '.'}`: {s.why}")
+    if len(skipped) > 20:
+        lines.append(f"- ... and {len(skipped) - 20} more (all on stderr)")
+    return "\n".join(lines) + "\n"
 
 
 def load_population(job: Run) -> list[Run]:
     """One Run per member of the population whose folder ``job`` is: the member's seed, its
-    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``)."""
-    pop = json.loads((job.path / "population.json").read_text())
-    series: dict[int, dict] = {}
-    evals = job.path / "population_evals.csv"
-    if evals.is_file():
-        with open(evals, newline="") as f:
-            for row in csv.DictReader(f):
-                mine = series.setdefault(int(row["member"]), {})
-                for name, value in row.items():
-                    if name.startswith("eval/") and value != "":
-                        mine.setdefault(name, []).append((float(row["games"]), float(value)))
+    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``).
+    Every member's row is checked; one bad row skips the whole population (its members
+    are one job's results)."""
+    pop = untrusted.mapping(untrusted.load_json(job.path / "population.json"), "population.json")
+    members = pop.get("members")
+    if not isinstance(members, list) or not members:
+        raise Malformed(f"population.json: members is {untrusted.kind(members)}, not a list of members")
+    seen: set[int] = set()
+    for i, m in enumerate(members):
+        where = f"population.json: members[{i}]"
+        untrusted.mapping(m, where)
+        index = untrusted.integer(m.get("index"), f"{where}.index")
+        if index in seen:
+            raise Malformed(f"{where}.index {index} appears twice")
+        seen.add(index)
+        untrusted.integer(m.get("seed"), f"{where}.seed")
+        hparams = untrusted.mapping(m.get("hparams", {}), f"{where}.hparams")
+        for k, v in hparams.items():
+            if not (untrusted.is_number(v) and math.isfinite(v)) and not isinstance(v, str):
+                raise Malformed(f"{where}.hparams.{k} is {untrusted.kind(v)}, not a value")
+        if m.get("eval") is not None:
+            untrusted.check_report(m["eval"], f"{where}.eval")
+    series = _population_series(job.path / "population_evals.csv") \
+        if (job.path / "population_evals.csv").exists() else {}
     overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
-    return [Run(job.path, {**overrides, **{k: str(v) for k, v in m["hparams"].items()}}, m["seed"],
-                job.seat, job.metric, m["eval"], series.get(m["index"], {}), job.config, job.choices,
+    runs = [Run(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}}, m["seed"],
+                job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config, job.choices,
                 member=m["index"])
-            for m in pop["members"]]
+            for m in members]
+    for i, r in enumerate(runs):
+        _check_objective(r, f"population.json: members[{i}].eval")
+    return runs
+
+
+def _population_series(path: Path) -> dict[int, dict]:
+    """population_evals.csv: {member: {eval/* name: [(games, value), ...]}}, checked."""
+    series: dict[int, dict] = {}
+    text = untrusted.read_text(path, "population_evals.csv")
+    try:
+        for n, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+            try:
+                member, games = int(row["member"]), float(row["games"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise Malformed(f"population_evals.csv: line {n}: member and games must be numbers") from e
+            mine = series.setdefault(member, {})
+            for name, value in row.items():
+                if name in CHECKED_SERIES and value not in ("", None):
+                    try:
+                        v = float(value)
+                    except (TypeError, ValueError) as e:
+                        raise Malformed(f"population_evals.csv: line {n}: {name} is not a number") from e
+                    _check_points([(games, v)], name, f"population_evals.csv: line {n}")
+                    mine.setdefault(name, []).append((games, v))
+    except csv.Error as e:
+        raise Malformed(f"population_evals.csv: not CSV ({e})") from e
+    return series
 
 
 # ---------------------------------------------------------------------- grouping
@@ -329,7 +536,7 @@ def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = sta
 
 
 def records(keys: list[str], rows: list[dict]) -> list[dict]:
-    """report.csv's rows (and ``--json``'s): the statistics contract of ARCHITECTURE.md."""
+    """report.csv's rows (and ``--json``'s): the columns docs/contracts.md lists."""
     out = []
     for row in rows:
         rec: dict = {k: row["label"][k] for k in keys}
@@ -400,7 +607,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
             cells.append("" if s is None else f"{s.iqm:.4f}" if n == 1 or s.min == s.max
                          else f"{s.iqm:.4f} {_ci(s.ci_low, s.ci_high)}")
         k, (lo, hi) = row["unbeatable"], row["unbeatable_ci"]
-        cells.append(f"{k} of {n}" if n < 10 else f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")
+        cells.append(f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")  # 0 of 2 is still "up to 0.66"
         cells.append(_reached(row["first"]))
         cells.append(_reached(row["since"]))
         o = row["objective"]
@@ -414,14 +621,15 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
     header = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=header)
+    writer.writeheader()
+    writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    write_atomic(path, text.getvalue())
 
 
 def _labels(rows: list[dict]) -> list[str]:
-    return [textwrap.fill(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+    return [wrap_phrases(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
             for row in rows]
 
 
@@ -515,19 +723,21 @@ def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, 
     title = "exact evaluations during training: the IQM of each configuration's seeds, band its 95% CI"
     if single:
         title += "\none exact evaluation per run (its last), so no curves: lower eval_every for them"
-    fig.suptitle("\n".join(textwrap.fill(t, math.floor(width * 13)) for t in title.split("\n")), fontsize=9)
+    fig.suptitle(wrap_phrases(title, math.floor(width * 13)), fontsize=9)
     # Below the plots, not on them nor beside the title: a sweep can have dozens of configurations.
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
 
 
 def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: int = 0) -> Path:
     """Performance profiles: per metric, the share of each configuration's seeds scoring above
-    each threshold, with a 95% bootstrap band (rliable's score distributions). A curve that
-    lies above another everywhere is better at every level (for a loss: below)."""
+    each threshold (for a metric to minimise, a loss rate: at or below it), with a 95%
+    bootstrap band (rliable's score distributions). So in every panel a curve that lies above
+    another everywhere is better at every level."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -544,6 +754,7 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
                              squeeze=False, layout="constrained")
     colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
     for ax, m in zip(axes.flat, metrics, strict=False):
+        lower = direction(m) == "minimize" or m.endswith("_loss")
         every = np.concatenate([r["values"][m] for r in rows if r["values"][m]])
         lo, hi = float(every.min()), float(every.max())
         pad = max(1e-4, 0.05 * (hi - lo))
@@ -552,14 +763,16 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
             if not row["values"][m]:
                 continue
             share, low, high = stats.performance_profile(row["values"][m], tau, min(reps, 1000), seed=seed)
+            if lower:  # the share at or below t is 1 - the share above; the band flips with it
+                share, low, high = 1 - share, 1 - high, 1 - low
             colour = colours(i % colours.N)
             ax.plot(tau, share, color=colour, lw=1.8, label=f"{labels[i]} ({len(row['values'][m])})"
                     if ax is axes.flat[0] else None)
             ax.fill_between(tau, low, high, color=colour, alpha=0.15)
-        worse = "lower is better" if direction(m) == "minimize" or m.endswith("_loss") else "higher is better"
-        ax.set_title(f"{metric_title(m)} ({worse})", fontsize=9)
+        ax.set_title(f"{metric_title(m)} ({'lower' if lower else 'higher'} is better)", fontsize=9)
         ax.set_xlabel(f"threshold t on {m}")
-        ax.set_ylabel("share of seeds with score > t")
+        ax.locator_params(axis="x", nbins=4)  # seeds that agree to 4 digits: long tick labels
+        ax.set_ylabel(f"share of seeds with {m} {'≤' if lower else '>'} t")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(metrics):]:
@@ -567,7 +780,8 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
     fig.suptitle("performance profiles: each configuration's seeds, band 95% bootstrap CI", fontsize=9)
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
 
@@ -621,20 +835,27 @@ def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: 
         p, lo, hi = stats.probability_of_improvement_ci([sign * x for x in xa], [sign * x for x in xb],
                                                         reps=reps, seed=seed)
         out.append({"metric": name, "better": "lower" if lower else "higher", "p_improvement": p,
-                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb)})
+                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb),
+                    "few_seeds": min(len(xa), len(xb)) < FEW_SEEDS})
     return out
 
 
 def best_trial(root: Path) -> str:
     """Optuna's verdict, when DIR is an Optuna sweep (``optimization_results.yaml``)."""
     path = root / "optimization_results.yaml"
-    if not path.is_file():
+    if not path.exists():
         return ""
-    from omegaconf import OmegaConf
-
-    res = OmegaConf.to_container(OmegaConf.load(path))
-    params = ", ".join(f"{k}={_fmt(v)}" for k, v in (res.get("best_params") or {}).items())
-    return f"\nOptuna best: {res.get('best_value')} with {params}\n"
+    try:
+        res = untrusted.mapping(untrusted.load_yaml(path), path.name)
+        best, params = res.get("best_value"), untrusted.mapping(res.get("best_params") or {},
+                                                                f"{path.name}: best_params")
+        if not (untrusted.is_number(best) and math.isfinite(best)):
+            raise Malformed(f"{path.name}: best_value is {untrusted.kind(best)}, not a number")
+    except Malformed as e:
+        print(f"warning: Optuna's verdict left out: {e}", file=sys.stderr)
+        return ""
+    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
+    return f"\nOptuna best: {best} with {shown}\n"
 
 
 def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
@@ -647,9 +868,13 @@ def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
 def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list[dict]]:
     """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
     root = Path(root)
-    runs = find_runs(root)
+    runs, skipped = scan_runs(root)
+    warn_skipped(skipped, root)
     out = Path(out) if out else root
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ReportError(f"cannot write the report into {out}: {describe_os_error(e)}") from e
     keys, rows, per_run = summarise(runs, metrics, reps, seed)
     if sort == "objective":  # best first (the objectives that are minimised: smallest first)
         sign = -1 if direction(rows[0]["metric"]) == "maximize" else 1
@@ -659,7 +884,8 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
-    files["md"].write_text(intro + markdown(keys, rows) + best_trial(root))
+    write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root)
+                 + best_trial(root))
     table = records(keys, rows)
     _write_rows(files["csv"], table)
     _write_rows(files["runs"], per_run)
@@ -730,6 +956,11 @@ def _compare_main(args, metrics: list[str] | None) -> int:
     if a is b:
         raise ReportError(f"--compare: {a_spec!r} and {b_spec!r} are the same configuration")
     result = compare(a, b, metrics, args.reps, args.seed)
+    few = [c for c in result if c["few_seeds"]]
+    if few:
+        print(f"warning: --compare: A has {few[0]['seeds_a']} seeds and B {few[0]['seeds_b']}; with fewer "
+              f"than {FEW_SEEDS} a side the probability of improvement takes few values and its interval "
+              "can shrink to a point: run more seeds before reading it", file=sys.stderr)
     if args.json:
         print(json.dumps({"a": a_spec, "b": b_spec, "comparisons": result}, indent=1))
         return 0
@@ -737,8 +968,9 @@ def _compare_main(args, metrics: list[str] | None) -> int:
     print(f"P(A improves on B): a seed of A beats a seed of B (0.5: neither better), "
           f"[95% CI, {args.reps} bootstrap resamples]")
     for c in result:
+        note = f"  (few seeds: {c['seeds_a']} vs {c['seeds_b']}, read with care)" if c["few_seeds"] else ""
         print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
-              f"{_ci(c['ci_low'], c['ci_high'], 3)}")
+              f"{_ci(c['ci_low'], c['ci_high'], 3)}{note}")
     return 0
 
 
