@@ -16,27 +16,28 @@ from ttt_research.config import GAMES_MAX, SEED_MAX, ConfigError, validate
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["seed=4294967296"], "seed must be an integer in [0, 4294967295] (numpy's seed range), got 4294967296"),
+    (["seed=4294967296"], "seed must be at most 4294967295 (numpy's seed range: 32 bits), got 4294967296"),
     (["seed=4294967290", "population.size=8"], "seed + population.size - 1 must be at most 4294967295 "
      "(the members' seeds are seed + k, k < size; numpy's seed range), got 4294967290 + 8 - 1 = 4294967297"),
     (["population.seeds=[1,4294967296]"], "population.seeds must be null or a non-empty list of distinct "
-     "integers in [0, 4294967295], e.g. [3, 5, 8], got [1, 4294967296]"),
-    (["budget.games=1000000000000000000000000000000"], "budget.games must be a positive integer up to "
-     "10,000,000,000,000, got 1000000000000000000000000000000"),
-    (["algo.games_per_update=100000000000000", "algo.rollouts=1"], "algo.games_per_update must be a "
-     "positive integer up to 10,000,000,000,000, got 100000000000000"),
-    (["algo.lr=1e308"], "algo.lr must be a number in (0, 1e+06] (training runs in float32), got 1e+308"),
-    (["algo=ppo", "algo.lr=1e308"], "algo.lr must be a number in (0, 1e+06] (training runs in float32), "
+     "non-negative integers up to 4294967295, e.g. [3, 5, 8], got [1, 4294967296]"),
+    (["budget.games=1000000000000000000000000000000"], "budget.games must be at most 10,000,000,000,000 "
+     "(64-bit game counters and random seeds derived from them), got 1000000000000000000000000000000"),
+    (["algo.games_per_update=100000000000000", "algo.rollouts=1"], "algo.games_per_update must be at most "
+     "10,000,000,000,000 (64-bit game counters and random seeds derived from them), got 100000000000000"),
+    (["algo.lr=1e308"], "algo.lr must be a positive number up to 1e+06 (training runs in float32), "
      "got 1e+308"),
-    (["reward.win=1e308"], "reward.win must be a number in [-1e+06, 1e+06] (training runs in float32), "
-     "got 1e+308"),
-    (["reward.loss=-1e7"], "reward.loss must be a number in [-1e+06, 1e+06] (training runs in float32), "
-     "got -10000000.0"),
-    (["algo=ppo", "algo.ent_coef=1e300"], "algo.ent_coef must be a number in [0, 1e+06] (training runs in "
+    (["algo=ppo", "algo.lr=1e308"], "algo.lr must be a positive number up to 1e+06 (training runs in "
+     "float32), got 1e+308"),
+    (["reward.win=1e308"], "reward.win must be a finite number in [-1e+06, 1e+06] (training runs in "
+     "float32), got 1e+308"),
+    (["reward.loss=-1e7"], "reward.loss must be a finite number in [-1e+06, 1e+06] (training runs in "
+     "float32), got -10000000.0"),
+    (["algo=ppo", "algo.ent_coef=1e300"], "algo.ent_coef must be a number >= 0 up to 1e+06 (training runs in "
      "float32), got 1e+300"),
     (["population.vary.reward.win=[1,1e308]"], "population.vary.reward.win must be a non-empty list of "
-     "distinct numbers, each a number in [-1e+06, 1e+06], got [1, 1e+308]"),
-    (["population.size=1001"], "population.size must be a positive integer up to 1,000, got 1001"),
+     "distinct numbers, each a finite number in [-1e+06, 1e+06], got [1, 1e+308]"),
+    (["population.size=1001"], "population.size must be at most 1,000 (members of one process), got 1001"),
     (["population.size=501", "population.vary.algo.lr=[1,2]"],  # with MEMBERS_MAX = 1,000 below
      "a population of 1,002 members (grid points x seeds) is more than 1,000, the most one process trains"),
     # An update plays `rollouts` equal batches: 4 games in 8 batches would be 8 games an update.

@@ -41,6 +41,8 @@ GAMES_MAX = 10**13
 # Learning rates, coefficients and rewards enter float32 training (max ~3.4e38), where a
 # batch sums them over ~10**7 moves and PPO squares returns: 1e6 keeps every product finite.
 VALUE_MAX = 1e6
+FLOAT32 = "(training runs in float32)"
+GAMES_WHY = " (64-bit game counters and random seeds derived from them)"
 # Members of one population: each has its own random stream and rows in every tensor; the
 # memory estimate (population.memory_estimate) refuses most populations long before this.
 MEMBERS_MAX = 1_000_000
@@ -63,12 +65,11 @@ def _need(ok: bool, key: str, allowed: str, value) -> None:
         raise ConfigError(f"{key} must be {allowed}, got {value!r}")
 
 
-def positive_int(cfg, key, most: int | None = None):
+def positive_int(cfg, key, most: int | None = None, why: str = ""):
     v = _get(cfg, key)
-    if most is None:
-        _need(_is_int(v) and v > 0, key, "a positive integer", v)
-    else:
-        _need(_is_int(v) and 0 < v <= most, key, f"a positive integer up to {most:,}", v)
+    _need(_is_int(v) and v > 0, key, "a positive integer", v)
+    if most is not None:
+        _need(v <= most, key, f"at most {most:,}{why}", v)
 
 
 def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
@@ -79,9 +80,9 @@ def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
 def validate(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` for the first value out of range."""
     v = _get(cfg, "seed")
-    _need(_is_int(v) and 0 <= v <= SEED_MAX, "seed",
-          f"an integer in [0, {SEED_MAX}] (numpy's seed range)", v)
-    positive_int(cfg, "budget.games", GAMES_MAX)
+    _need(_is_int(v) and v >= 0, "seed", "a non-negative integer", v)
+    _need(v <= SEED_MAX, "seed", f"at most {SEED_MAX} (numpy's seed range: 32 bits)", v)
+    positive_int(cfg, "budget.games", GAMES_MAX, GAMES_WHY)
     for key in ("eval_every", "checkpoint_every"):
         positive_int(cfg, key)
     v = _get(cfg, "resume")
@@ -105,7 +106,7 @@ def validate(cfg: DictConfig) -> None:
     for term in ("win", "tie", "loss", "illegal"):
         v = _get(cfg, f"reward.{term}")
         _need(_bounded(v, -VALUE_MAX, VALUE_MAX), f"reward.{term}",
-              f"a number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] (training runs in float32)", v)
+              f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] {FLOAT32}", v)
 
     if "p_perfect" in cfg.opponent:
         v = _get(cfg, "opponent.p_perfect")
@@ -128,20 +129,18 @@ def validate(cfg: DictConfig) -> None:
     check_memory(cfg)
 
 
-FLOAT32 = "(training runs in float32)"
-
-
 def _validate_algo(cfg: DictConfig) -> None:
-    positive_int(cfg, "algo.games_per_update", GAMES_MAX)
+    positive_int(cfg, "algo.games_per_update", GAMES_MAX, GAMES_WHY)
     for key in ("algo.minibatches", "algo.epochs"):
         if _get(cfg, key) is not None:
             positive_int(cfg, key)
     v = _get(cfg, "algo.lr")
-    _need(_bounded(v, 0, VALUE_MAX, low_open=True), "algo.lr", f"a number in (0, {VALUE_MAX:g}] {FLOAT32}", v)
+    _need(_bounded(v, 0, VALUE_MAX, low_open=True), "algo.lr",
+          f"a positive number up to {VALUE_MAX:g} {FLOAT32}", v)
     if _get(cfg, "algo.temperature") is not None:
         v = _get(cfg, "algo.temperature")
         _need(_bounded(v, 0, VALUE_MAX), "algo.temperature",
-              f"a number in [0, {VALUE_MAX:g}] (0 = greedy)", v)
+              f"a number >= 0 (0 = greedy) up to {VALUE_MAX:g}", v)
     for key, lo, hi in (("algo.gamma", 0.0, 1.0), ("algo.gae_lambda", 0.0, 1.0), ("algo.clip", 0.0, 1.0)):
         v = _get(cfg, key)
         if v is not None:
@@ -149,7 +148,7 @@ def _validate_algo(cfg: DictConfig) -> None:
     for key in ("algo.ent_coef", "algo.vf_coef", "algo.max_grad_norm"):
         v = _get(cfg, key)
         if v is not None:
-            _need(_bounded(v, 0, VALUE_MAX), key, f"a number in [0, {VALUE_MAX:g}] {FLOAT32}", v)
+            _need(_bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
     v = _get(cfg, "algo.momentum")
     if v is not None:
         _need(_is_number(v) and 0 <= v < 1, "algo.momentum", "a number in [0, 1)", v)
@@ -161,7 +160,7 @@ def _validate_algo(cfg: DictConfig) -> None:
     for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
         v = _get(cfg, key)
         _need(v is None or _bounded(v, 0, VALUE_MAX), key,
-              f"a number in [0, {VALUE_MAX:g}], or null (constant)", v)
+              f"a number >= 0, or null (constant); at most {VALUE_MAX:g}", v)
     if _get(cfg, "algo.epsilon") is not None:
         v = _get(cfg, "algo.epsilon")
         _need(_is_number(v) and 0 <= v <= 1, "algo.epsilon", "a probability in [0, 1]", v)
@@ -213,14 +212,15 @@ def validate_population(cfg: DictConfig) -> None:
 
     if _get(cfg, "population") is None:  # a config from before populations: one agent
         return
-    positive_int(cfg, "population.size", MEMBERS_MAX)
+    positive_int(cfg, "population.size", MEMBERS_MAX, " (members of one process)")
     named = _get(cfg, "population.seeds")
     if named is not None:
         seeds = OmegaConf.to_container(named) if OmegaConf.is_list(named) else named
         _need(isinstance(seeds, list) and len(seeds) > 0
               and all(_is_int(s) and 0 <= s <= SEED_MAX for s in seeds)
               and len(set(seeds)) == len(seeds), "population.seeds",
-              f"null or a non-empty list of distinct integers in [0, {SEED_MAX}], e.g. [3, 5, 8]", seeds)
+              f"null or a non-empty list of distinct non-negative integers up to {SEED_MAX}, e.g. [3, 5, 8]",
+              seeds)
         size = _get(cfg, "population.size")
         _need(size in (1, len(seeds)), "population.size", f"1 or {len(seeds)} (the number of "
               "population.seeds, which fix how many seeds each grid point runs)", size)

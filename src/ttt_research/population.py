@@ -84,16 +84,16 @@ from .objectives import direction, member_name, objective, population_objectives
 # without changing any shape.
 _M = VALUE_MAX
 VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
-    "algo.lr": (lambda v: 0 < v <= _M, f"a number in (0, {_M:g}]"),
-    "algo.lr_final": (lambda v: 0 <= v <= _M, f"a number in [0, {_M:g}]"),
+    "algo.lr": (lambda v: 0 < v <= _M, f"a positive number up to {_M:g}"),
+    "algo.lr_final": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
     "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
-    "algo.ent_coef": (lambda v: 0 <= v <= _M, f"a number in [0, {_M:g}]"),
-    "algo.temperature": (lambda v: 0 <= v <= _M, f"a number in [0, {_M:g}] (0 = greedy)"),
-    "algo.temperature_final": (lambda v: 0 <= v <= _M, f"a number in [0, {_M:g}] (0 = greedy)"),
+    "algo.ent_coef": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
+    "algo.temperature": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
+    "algo.temperature_final": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
     "algo.epsilon": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
-    "reward.win": (lambda v: -_M <= v <= _M, f"a number in [-{_M:g}, {_M:g}]"),
-    "reward.tie": (lambda v: -_M <= v <= _M, f"a number in [-{_M:g}, {_M:g}]"),
-    "reward.loss": (lambda v: -_M <= v <= _M, f"a number in [-{_M:g}, {_M:g}]"),
+    "reward.win": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.tie": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.loss": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
     "opponent.p_perfect": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
 }
 # Where a key lives when the default config lacks it (for the error that refuses it).
