@@ -93,7 +93,7 @@ def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
     assert out.stdout.strip() == "2 []", out.stderr  # exit 2, and neither torch nor Lightning loaded
     (line,) = out.stderr.splitlines()
     assert re.fullmatch(
-        r"error: a population of 100,000 members needs about 807\.5 GB of memory \(100,000 x 8\.3 MB \+ "
+        r"error: a population of 100,000 members needs about 811\.7 GB of memory \(100,000 x 8\.3 MB \+ "
         r"480\.0 MB for Python and torch\), more than the [0-9.]+ [GM]B this machine has available "
         r"\(MemAvailable\): at most [0-9,]+ members fit here \(population\.size, or the grid of "
         r"population\.vary\); train the rest in another job \(-m seed=\.\.\.\)", line), line
@@ -103,16 +103,18 @@ def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
 def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
     monkeypatch.setattr(config, "available_memory", lambda: 2 * 2**30)
     full = "algo.games_per_update=16384"  # the default REINFORCE's update (debug=tiny plays 512)
-    # As O with mlp100: per member 2,048 games x (2,600 + 3 x 100) B + 2,097 x 13 x 100 B.
+    # As O with mlp100: per member 2,048 games x (2,600 + 3 x 100) B + 2,097 x 13 x 100 B, and
+    # 2,809 weights (18 x 100 + 100, 100 x 9 + 9) x 16 B.
     est = population.memory_estimate(make_cfg("population.size=200", full))
-    assert (est.members, est.per_member, est.base) == (200, 2048 * 2900 + 2097 * 1300, 480 * 2**20)
+    per_member = 2048 * 2900 + 2097 * 1300 + 2809 * 16
+    assert (est.members, est.per_member, est.base) == (200, per_member, 480 * 2**20)
     with pytest.raises(ConfigError) as e:
         validate(make_cfg("population.size=200", full))
     assert str(e.value) == (
         "a population of 200 members needs about 2.1 GB of memory (200 x 8.3 MB + 480.0 MB for Python and "
-        "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 189 members fit "
+        "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 188 members fit "
         "here (population.size, or the grid of population.vary); train the rest in another job (-m seed=...)")
-    validate(make_cfg("population.size=189", full))
+    validate(make_cfg("population.size=188", full))
     # One agent whose batch is too big gets the advice that fits it.
     with pytest.raises(ConfigError, match=r"^this run needs about 5\.9 GB .* play fewer games per update"):
         validate(make_cfg("algo.games_per_update=16000000", "algo.rollouts=8"))

@@ -283,7 +283,7 @@ def member_config(cfg: DictConfig, member: Member) -> DictConfig:
 
 # Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
 # baseline for Python, torch and Lightning, plus per member
-#     games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H
+#     games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H + weights x PER_PARAM
 # where games are the games one batch plays (REINFORCE: games_per_update / rollouts; PPO:
 # games_per_update), H the hidden units summed over layers and positions the learner's
 # decision positions (the position table both algorithms act from). Fitted to ru_maxrss of
@@ -294,6 +294,9 @@ PER_GAME = {"reinforce": 2600, "ppo": 1540}  # bytes per game of a batch
 PER_GAME_UNIT = {"reinforce": 3, "ppo": 13}  # ... per hidden unit
 PER_TABLE_UNIT = {"reinforce": 13, "ppo": 1.3}  # bytes per position and hidden unit
 POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
+# Each weight: itself, its gradient and two optimiser slots (Adam's moments; SGD's momentum).
+PER_PARAM = 16
+INPUTS = {"planes18": 18, "signed9": 9}  # the encodings' input widths
 
 
 @dataclass(frozen=True)
@@ -315,15 +318,20 @@ def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
     machine, each with its own baseline and, for one agent, its own batch of games)."""
     algo = str(OmegaConf.select(cfg, "algo._target_", default="")).rsplit(".", 1)[-1].lower()
     key = "ppo" if algo == "ppo" else "reinforce"  # reinforce_faithful: one game at a time
-    hidden = sum(int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100]))
+    layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
+    hidden = sum(layers)
     games = int(cfg.algo.games_per_update)
     if algo == "reinforce":
         games = -(-games // int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1))
     elif algo == "reinforcefaithful":
         games = 1
     positions = POSITIONS.get(str(OmegaConf.select(cfg, "seat.side", default="both")), POSITIONS["both"])
+    # The weights themselves: small for the shipped nets, the whole story for a huge one.
+    widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
+    params = sum(a * b + b for a, b in itertools.pairwise(widths))
     per_member = (games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
-                  + positions * PER_TABLE_UNIT[key] * hidden)
+                  + positions * PER_TABLE_UNIT[key] * hidden
+                  + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too
     n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
     # One agent under DDP: every process plays its own batch; a population is shared out.
     return MemoryEstimate(n if n > 1 else processes, per_member, BASE_BYTES, processes)
