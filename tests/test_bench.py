@@ -74,9 +74,9 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert all(v > 0 for v in res["move_latency_ms"].values())
     assert res["device"] == "cpu" and res["versions"]["torch"]
     assert "bench: training: flagship PPO" in r.stderr
-    # The host and the torch threads each figure ran with (REINFORCE's and PPO's configs say 2).
+    # The host and the torch threads each figure ran with (the configs say 1 per run).
     assert res["host"]["cpu"] and res["host"]["logical_cpus"] == os.cpu_count()
-    assert res["threads"]["reinforce"] == 2 and res["threads"]["ppo"] == 2
+    assert res["threads"]["reinforce"] == 1 and res["threads"]["ppo"] == 1
 
     # The C side: its own measured time, and the ratio of the two medians of this run.
     c = res["compare"]["antirez"]

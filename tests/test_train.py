@@ -41,7 +41,7 @@ def test_every_group_option_composes_and_trains(tmp_path, group, option):
 
 @pytest.mark.parametrize("name", options("experiment"))
 def test_every_experiment_composes_and_trains(tmp_path, name):
-    cfg = make_cfg(f"experiment={name}", "budget.games=300", "algo.games_per_update=100")
+    cfg = make_cfg(f"experiment={name}", "budget.games=300", "algo.games_per_update=96")  # 8 rollouts
     assert cfg.budget.games == 300
     train(cfg, tmp_path)
     assert (tmp_path / "eval.json").is_file()

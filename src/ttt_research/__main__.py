@@ -16,6 +16,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from . import hydra_errors
 from .confdir import config_dir, plain_overrides
 from .config import ConfigError, discard_run_dir, validate
 
@@ -58,10 +59,11 @@ def app(cfg: DictConfig) -> float:
 
 def main() -> None:
     """``python -m ttt_research`` and ``ttt-train``: the Hydra app on the command line, where
-    ``+experiment=NAME`` also works (``confdir.plain_overrides``)."""
+    ``+experiment=NAME`` also works (``confdir.plain_overrides``) and Hydra's own errors are
+    one line (``hydra_errors``)."""
     sys.argv[1:] = plain_overrides(sys.argv[1:])
     try:
-        app()
+        hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
         from .cli import reader_gone
 

@@ -27,7 +27,10 @@ which goes first, and reports the ratio of the medians. ``--compare sb3`` adds S
 sb3-contrib MaskablePPO with the seed's network on the gym adapter (``compare_sb3.py``, the
 ``compare`` extra) and the ratios to it. The reference rows beside the table are constants
 from the project's development host, labelled so, and never divided by. The output names the
-host's CPU and the torch threads of each figure.
+host's CPU and the torch threads of each figure, and the host's load when the bench started
+(``host.load``: ``os.getloadavg()`` beside the logical CPUs); a busy host (a 1-minute load above
+``BUSY`` per CPU: other work shares the cores) gets a warning on stderr, since every figure
+measured then is low.
 """
 
 from __future__ import annotations
@@ -68,9 +71,36 @@ def _say(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
 
 
+# A 1-minute load above this share of the logical CPUs means other work is running: two torch
+# runs on a 2-core host each keep under a third of their speed (docs/reliability.md#busy-hosts).
+BUSY = 0.5
+
+
 def host() -> dict:
-    """The machine the figures belong to: CPU model and logical CPUs."""
-    return {"cpu": cpu_model() or "unknown", "logical_cpus": os.cpu_count(), "system": platform.system()}
+    """The machine the figures belong to: CPU model, logical CPUs, and its load now."""
+    return {"cpu": cpu_model() or "unknown", "logical_cpus": os.cpu_count(), "system": platform.system(),
+            "load": host_load()}
+
+
+def host_load() -> dict | None:
+    """The load averages over 1, 5 and 15 minutes, the logical CPUs, and whether the host is
+    busy (1-minute load above ``BUSY`` per CPU); None where the OS has no load average."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except (OSError, AttributeError):  # Windows
+        return None
+    cpus = os.cpu_count() or 1
+    return {"1min": round(one, 2), "5min": round(five, 2), "15min": round(fifteen, 2),
+            "logical_cpus": cpus, "busy": one > BUSY * cpus}
+
+
+def busy_warning(load: dict | None) -> str | None:
+    """The stderr warning for a busy host (None when it is not, or its load is unknown)."""
+    if not load or not load["busy"]:
+        return None
+    return (f"warning: the host is busy before the bench starts (load {load['1min']:.2f} over 1 min on "
+            f"{load['logical_cpus']} logical CPU(s), above {BUSY:g} per CPU): other work shares the "
+            "cores and every figure will be low; rerun on an idle host")
 
 
 def _sync(device: torch.device) -> None:
@@ -301,7 +331,9 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     measure_repeats = 3 if quick else 5
     train_repeats = repeats or (1 if quick else 3)
     pick = 1 if quick else 0
-    out: dict = {"device": str(dev), "host": host()}
+    out: dict = {"device": str(dev), "host": host()}  # its load: before any figure is measured
+    if warning := busy_warning(out["host"]["load"]):
+        _say(warning)
     _say("engine")
     if threads:
         torch.set_num_threads(threads)
@@ -364,9 +396,15 @@ def format_table(res: dict) -> str:
     labelled constant of the development host."""
     lat, ttu, th, h = res["move_latency_ms"], res["time_to_unbeatable_s"], res["threads"], res["host"]
     same = res.get("compare", {})
+    load = h.get("load")
     rows = [f"host: {h['cpu']}, {h['logical_cpus']} logical CPU(s); device {res['device']}; torch "
             f"{res['versions']['torch']}; torch threads: engine {th['engine']}, REINFORCE {th['reinforce']}, "
             f"PPO {th['ppo']}",
+            "load before the run: " + ("unknown (no load average on this system)" if not load else
+                                       f"{load['1min']:.2f} / {load['5min']:.2f} / {load['15min']:.2f} "
+                                       f"(1 / 5 / 15 min) on {load['logical_cpus']} logical CPU(s)"
+                                       + (" - BUSY: other work shared the cores, figures are low"
+                                          if load["busy"] else " - idle enough")),
             f"{'figure':<24} {'ours':>14}  beside it",
             f"{'env_games_per_s':<24} {res['env_games_per_s']:>14,.0f}  "
             f"(batch {res['details']['env_best_batch']})"]
@@ -427,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the engine and the training runs go (cuda: trainer=gpu)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: each config's own: 2 for REINFORCE and PPO)")
+                   help="torch threads (default: the configs' own, 1 per run)")
     p.add_argument("--repeats", type=int, default=None,
                    help="training runs per trained figure, and of antirez's program; their median "
                         "is reported (default 3, --quick 1)")

@@ -4,6 +4,10 @@ Hydra already refuses unknown group options (with the list of choices). This mod
 the *values*: each rule names its key and what is allowed, and the first broken rule
 becomes the one-line error a user sees (``ConfigError``), with no traceback.
 
+Values are also bounded by what the code can hold (``SEED_MAX``, ``GAMES_MAX``, ``VALUE_MAX``),
+so a value that passes here never overflows later, and a population's memory is estimated
+(``population.memory_estimate``) and refused when the machine cannot hold it.
+
 It imports neither torch nor Lightning (the names it checks come from ``contract.py``), so
 ``python -m ttt_research`` refuses a bad value about as fast as ``--cfg job`` prints the
 config. Lightning is imported only to check a trainer key or strategy outside the usual
@@ -27,6 +31,23 @@ class ConfigError(ValueError):
     """A config value is out of its allowed range; the message names key and range."""
 
 
+# What the code can hold. Seeds go to ``L.seed_everything`` (numpy's range: 32 bits); a
+# population's members take ``seed + k``, so the last member's seed must fit too.
+SEED_MAX = 2**32 - 1
+# Games: counters are int64 and a resumed run's random streams are seeded from
+# ``games_played << 20`` (64 bits: base.py), so 2**44 games is the hard limit; 10**13 keeps
+# clear of it (about 230 days at 500k games/s) and of float64's exact integers (2**53).
+GAMES_MAX = 10**13
+# Learning rates, coefficients and rewards enter float32 training (max ~3.4e38), where a
+# batch sums them over ~10**7 moves and PPO squares returns: 1e6 keeps every product finite.
+VALUE_MAX = 1e6
+FLOAT32 = "(training runs in float32)"
+GAMES_WHY = " (64-bit game counters and random seeds derived from them)"
+# Members of one population: each has its own random stream and rows in every tensor; the
+# memory estimate (population.memory_estimate) refuses most populations long before this.
+MEMBERS_MAX = 1_000_000
+
+
 def _get(cfg: DictConfig, key: str):
     return OmegaConf.select(cfg, key, default=None)
 
@@ -44,16 +65,25 @@ def _need(ok: bool, key: str, allowed: str, value) -> None:
         raise ConfigError(f"{key} must be {allowed}, got {value!r}")
 
 
-def positive_int(cfg, key):
+def positive_int(cfg, key, most: int | None = None, why: str = ""):
     v = _get(cfg, key)
     _need(_is_int(v) and v > 0, key, "a positive integer", v)
+    if most is not None:
+        _need(v <= most, key, f"at most {most:,}{why}", v)
+
+
+def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
+    """A finite number in [lo, hi] ((lo, hi] with ``low_open``)."""
+    return _is_number(v) and (lo < v if low_open else lo <= v) and v <= hi
 
 
 def validate(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` for the first value out of range."""
     v = _get(cfg, "seed")
     _need(_is_int(v) and v >= 0, "seed", "a non-negative integer", v)
-    for key in ("budget.games", "eval_every", "checkpoint_every"):
+    _need(v <= SEED_MAX, "seed", f"at most {SEED_MAX} (numpy's seed range: 32 bits)", v)
+    positive_int(cfg, "budget.games", GAMES_MAX, GAMES_WHY)
+    for key in ("eval_every", "checkpoint_every"):
         positive_int(cfg, key)
     v = _get(cfg, "resume")
     _need(isinstance(v, bool), "resume", "true or false", v)
@@ -75,7 +105,8 @@ def validate(cfg: DictConfig) -> None:
 
     for term in ("win", "tie", "loss", "illegal"):
         v = _get(cfg, f"reward.{term}")
-        _need(_is_number(v), f"reward.{term}", "a finite number", v)
+        _need(_bounded(v, -VALUE_MAX, VALUE_MAX), f"reward.{term}",
+              f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] {FLOAT32}", v)
 
     if "p_perfect" in cfg.opponent:
         v = _get(cfg, "opponent.p_perfect")
@@ -95,18 +126,21 @@ def validate(cfg: DictConfig) -> None:
     _validate_stages(cfg)
     validate_population(cfg)
     _validate_trainer(cfg)
+    check_memory(cfg)
 
 
 def _validate_algo(cfg: DictConfig) -> None:
-    positive_int(cfg, "algo.games_per_update")
+    positive_int(cfg, "algo.games_per_update", GAMES_MAX, GAMES_WHY)
     for key in ("algo.minibatches", "algo.epochs"):
         if _get(cfg, key) is not None:
             positive_int(cfg, key)
     v = _get(cfg, "algo.lr")
-    _need(_is_number(v) and v > 0, "algo.lr", "a positive number", v)
+    _need(_bounded(v, 0, VALUE_MAX, low_open=True), "algo.lr",
+          f"a positive number up to {VALUE_MAX:g} {FLOAT32}", v)
     if _get(cfg, "algo.temperature") is not None:
         v = _get(cfg, "algo.temperature")
-        _need(_is_number(v) and v >= 0, "algo.temperature", "a number >= 0 (0 = greedy)", v)
+        _need(_bounded(v, 0, VALUE_MAX), "algo.temperature",
+              f"a number >= 0 (0 = greedy) up to {VALUE_MAX:g}", v)
     for key, lo, hi in (("algo.gamma", 0.0, 1.0), ("algo.gae_lambda", 0.0, 1.0), ("algo.clip", 0.0, 1.0)):
         v = _get(cfg, key)
         if v is not None:
@@ -114,7 +148,7 @@ def _validate_algo(cfg: DictConfig) -> None:
     for key in ("algo.ent_coef", "algo.vf_coef", "algo.max_grad_norm"):
         v = _get(cfg, key)
         if v is not None:
-            _need(_is_number(v) and v >= 0, key, "a number >= 0", v)
+            _need(_bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
     v = _get(cfg, "algo.momentum")
     if v is not None:
         _need(_is_number(v) and 0 <= v < 1, "algo.momentum", "a number in [0, 1)", v)
@@ -125,12 +159,22 @@ def _validate_algo(cfg: DictConfig) -> None:
             _need(isinstance(v, bool), key, "true or false", v)
     for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
         v = _get(cfg, key)
-        _need(v is None or (_is_number(v) and v >= 0), key, "a number >= 0, or null (constant)", v)
+        _need(v is None or _bounded(v, 0, VALUE_MAX), key,
+              f"a number >= 0, or null (constant); at most {VALUE_MAX:g}", v)
     if _get(cfg, "algo.epsilon") is not None:
         v = _get(cfg, "algo.epsilon")
         _need(_is_number(v) and 0 <= v <= 1, "algo.epsilon", "a probability in [0, 1]", v)
     if _get(cfg, "algo.rollouts") is not None:
         positive_int(cfg, "algo.rollouts")
+        # An update plays `rollouts` batches of equal size (algos/reinforce.py): anything but
+        # a multiple would play more games per update than counted, past the budget.
+        gpu, rollouts = _get(cfg, "algo.games_per_update"), _get(cfg, "algo.rollouts")
+        if gpu % rollouts:
+            low, high = gpu - gpu % rollouts, gpu - gpu % rollouts + rollouts
+            nearest = f"{low:,} or {high:,}" if low else f"{high:,}"
+            raise ConfigError(f"algo.games_per_update must be a multiple of algo.rollouts ({rollouts}): "
+                              f"an update plays {rollouts} equal batches, so {gpu:,} would play "
+                              f"{high:,} games per update; use e.g. {nearest}")
     if _get(cfg, "algo.baseline") is not None:
         v = _get(cfg, "algo.baseline")
         _need(isinstance(v, bool), "algo.baseline", "true or false", v)
@@ -168,16 +212,24 @@ def validate_population(cfg: DictConfig) -> None:
 
     if _get(cfg, "population") is None:  # a config from before populations: one agent
         return
-    positive_int(cfg, "population.size")
+    positive_int(cfg, "population.size", MEMBERS_MAX, " (members of one process)")
     named = _get(cfg, "population.seeds")
     if named is not None:
         seeds = OmegaConf.to_container(named) if OmegaConf.is_list(named) else named
-        _need(isinstance(seeds, list) and len(seeds) > 0 and all(_is_int(s) and s >= 0 for s in seeds)
+        _need(isinstance(seeds, list) and len(seeds) > 0
+              and all(_is_int(s) and 0 <= s <= SEED_MAX for s in seeds)
               and len(set(seeds)) == len(seeds), "population.seeds",
-              "null or a non-empty list of distinct non-negative integers, e.g. [3, 5, 8]", seeds)
+              f"null or a non-empty list of distinct non-negative integers up to {SEED_MAX}, e.g. [3, 5, 8]",
+              seeds)
         size = _get(cfg, "population.size")
         _need(size in (1, len(seeds)), "population.size", f"1 or {len(seeds)} (the number of "
               "population.seeds, which fix how many seeds each grid point runs)", size)
+    else:  # members take seed + k, k < size: the last one's seed must fit numpy's range too
+        seed, size = _get(cfg, "seed"), _get(cfg, "population.size")
+        if _is_int(seed) and seed + size - 1 > SEED_MAX:
+            raise ConfigError(f"seed + population.size - 1 must be at most {SEED_MAX} (the members' "
+                              f"seeds are seed + k, k < size; numpy's seed range), got "
+                              f"{seed} + {size} - 1 = {seed + size - 1}")
     v = _get(cfg, "population.export")
     _need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
 
@@ -217,6 +269,11 @@ def validate_population(cfg: DictConfig) -> None:
     if both:
         raise ConfigError(f"population.vary.{both[0]} and population.sample.{both[0]}: "
                           "a key is varied on a grid or sampled, not both")
+    # Counted from the lengths, before any list of members is made (a grid can be huge).
+    n = math.prod(len(v) for v in grid.values()) * len(pop.seeds(cfg))
+    if n > MEMBERS_MAX:
+        raise ConfigError(f"a population of {n:,} members (grid points x seeds) is more than "
+                          f"{MEMBERS_MAX:,}, the most one process trains")
     if pop.count(cfg) > 1:
         _population_setting(cfg, pop.count(cfg))
 
@@ -312,6 +369,54 @@ def _validate_trainer(cfg: DictConfig) -> None:
         _need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
               "plays one game at a time and updates the weights outside DDP's gradient averaging)",
               "reinforce_faithful")
+
+
+def available_memory() -> int | None:
+    """Bytes the machine can give a new process now (``MemAvailable`` of /proc/meminfo), or
+    None where there is no such file (macOS, Windows): then nothing is checked."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
+
+
+def check_memory(cfg: DictConfig) -> None:
+    """Refuse a run whose estimated peak memory (``population.memory_estimate``) exceeds what
+    the machine has available, before it starts rather than in the allocator minutes later.
+    CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
+    started (a DDP rank's own start would see the others' memory as taken)."""
+    import os
+
+    from . import population as pop
+
+    if _get(cfg, "trainer.accelerator") not in ("cpu", None) or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    free = available_memory()
+    if free is None:
+        return
+    devices = _get(cfg, "trainer.devices")
+    here = devices if _is_int(devices) and devices > 0 else 1  # processes on this machine
+    est = pop.memory_estimate(cfg, here)
+    if est.total <= free:
+        return
+    if est.members > here:  # a population: how many members would fit
+        fit = max(0, int((free - est.processes * est.base) // est.per_member))
+        what, advice = (f"a population of {est.members:,} members",
+                        f"at most {fit:,} members fit here (population.size, or the grid of "
+                        "population.vary); train the rest in another job (-m seed=...)")
+    else:
+        what, advice = "this run", "play fewer games per update (algo.games_per_update)"
+    raise ConfigError(f"{what} needs about {_gb(est.total)} of memory ({est.members:,} x "
+                      f"{_gb(est.per_member)} + {_gb(est.processes * est.base)} for Python and torch), "
+                      f"more than the {_gb(free)} this machine has available (MemAvailable): {advice}")
 
 
 def processes(cfg: DictConfig) -> int:

@@ -74,24 +74,26 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .config import ConfigError, validate_population
+from .config import VALUE_MAX, ConfigError, validate_population
 from .contract import EVAL_NAMES, eval_metrics, unbeatable
 from .objectives import direction, member_name, objective, population_objectives
 
-# The keys a member may set for itself, with the values each may take (the same rules as
-# the single-run check in config.py). Each is a scalar read where a run is built, so a
-# population can hold it as an (N,) tensor without changing any shape.
+# The keys a member may set for itself, with the values each may take (the same rules and
+# bounds as the single-run check in config.py: VALUE_MAX keeps float32 training finite). Each
+# is a scalar read where a run is built, so a population can hold it as an (N,) tensor
+# without changing any shape.
+_M = VALUE_MAX
 VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
-    "algo.lr": (lambda v: v > 0, "a positive number"),
-    "algo.lr_final": (lambda v: v >= 0, "a number >= 0"),
+    "algo.lr": (lambda v: 0 < v <= _M, f"a positive number up to {_M:g}"),
+    "algo.lr_final": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
     "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
-    "algo.ent_coef": (lambda v: v >= 0, "a number >= 0"),
-    "algo.temperature": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
-    "algo.temperature_final": (lambda v: v >= 0, "a number >= 0 (0 = greedy)"),
+    "algo.ent_coef": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
+    "algo.temperature": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
+    "algo.temperature_final": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
     "algo.epsilon": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
-    "reward.win": (lambda v: True, "a finite number"),
-    "reward.tie": (lambda v: True, "a finite number"),
-    "reward.loss": (lambda v: True, "a finite number"),
+    "reward.win": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.tie": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.loss": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
     "opponent.p_perfect": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
 }
 # Where a key lives when the default config lacks it (for the error that refuses it).
@@ -275,6 +277,64 @@ def member_config(cfg: DictConfig, member: Member) -> DictConfig:
     c.population.vary = declared()
     c.population.sample = declared()
     return c
+
+
+# --------------------------------------------------------------------------- memory, before any tensor
+
+# Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
+# baseline for Python, torch and Lightning, plus per member
+#     games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H + weights x PER_PARAM
+# where games are the games one batch plays (REINFORCE: games_per_update / rollouts; PPO:
+# games_per_update), H the hidden units summed over layers and positions the learner's
+# decision positions (the position table both algorithms act from). Fitted to ru_maxrss of
+# one update (populations of 1 to 128 members, batches of 512 to 8,192 games, mlp25, mlp100
+# and mlp128, seat o and both; torch 2.13 on CPU): each measurement within 8% of the fit.
+BASE_BYTES = 480 * 2**20
+PER_GAME = {"reinforce": 2600, "ppo": 1540}  # bytes per game of a batch
+PER_GAME_UNIT = {"reinforce": 3, "ppo": 13}  # ... per hidden unit
+PER_TABLE_UNIT = {"reinforce": 13, "ppo": 1.3}  # bytes per position and hidden unit
+POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
+# Each weight: itself, its gradient and two optimiser slots (Adam's moments; SGD's momentum).
+PER_PARAM = 16
+INPUTS = {"planes18": 18, "signed9": 9}  # the encodings' input widths
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What a run will hold at its peak: ``processes`` x ``base`` + ``members`` x ``per_member``."""
+
+    members: int
+    per_member: float  # bytes
+    base: float  # bytes, per process
+    processes: int = 1
+
+    @property
+    def total(self) -> float:
+        return self.processes * self.base + self.members * self.per_member
+
+
+def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
+    """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this
+    machine, each with its own baseline and, for one agent, its own batch of games)."""
+    algo = str(OmegaConf.select(cfg, "algo._target_", default="")).rsplit(".", 1)[-1].lower()
+    key = "ppo" if algo == "ppo" else "reinforce"  # reinforce_faithful: one game at a time
+    layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
+    hidden = sum(layers)
+    games = int(cfg.algo.games_per_update)
+    if algo == "reinforce":
+        games = -(-games // int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1))
+    elif algo == "reinforcefaithful":
+        games = 1
+    positions = POSITIONS.get(str(OmegaConf.select(cfg, "seat.side", default="both")), POSITIONS["both"])
+    # The weights themselves: small for the shipped nets, the whole story for a huge one.
+    widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
+    params = sum(a * b + b for a, b in itertools.pairwise(widths))
+    per_member = (games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
+                  + positions * PER_TABLE_UNIT[key] * hidden
+                  + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too
+    n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
+    # One agent under DDP: every process plays its own batch; a population is shared out.
+    return MemoryEstimate(n if n > 1 else processes, per_member, BASE_BYTES, processes)
 
 
 # --------------------------------------------------------------------------- run-folder files

@@ -1,0 +1,104 @@
+"""Hydra's own errors on the command line (an unknown option, key or plugin; an override it
+cannot parse) are one ``error:`` line and exit code 2, like every other mistake
+(``hydra_errors.py``); HYDRA_FULL_ERROR=1 still gives Hydra's full report, and --help,
+--cfg job and -m work as before. Each case runs the real command (no torch is loaded: a few
+seconds each)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+# A stand-in for a machine without the sweep and SLURM plugins: Hydra's plugin scan skips a
+# module whose sys.modules entry is None, as if the package were not installed.
+WITHOUT_PLUGINS = """
+import sys
+for name in ("hydra_joblib_launcher", "hydra_optuna_sweeper", "hydra_submitit_launcher"):
+    sys.modules["hydra_plugins." + name] = None
+from ttt_research.__main__ import main
+main()
+"""
+
+
+def train(*args: str, plugins: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    head = ["-m", "ttt_research"] if plugins else ["-c", WITHOUT_PLUGINS]
+    full_env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, *head, *args], capture_output=True, text=True,
+                          timeout=120, env=full_env)
+
+
+@pytest.mark.parametrize("args,plugins,line", [
+    (["net=mlp999"], True,
+     "error: net=mlp999: net has no option mlp999; choose one of mlp100, mlp128, mlp25"),
+    (["experiment=flagshp"], True,
+     "error: experiment=flagshp: experiment has no option flagshp; choose one of antirez_repro, "
+     "flagship, seed_ppo_repro, study_net_size, study_opponents, study_reward_tables"),
+    (["no_such_key=1"], True,
+     "error: no_such_key is not a key of the config (python -m ttt_research --cfg job prints every key)"),
+    (["budget.game=5"], True, "error: budget.game is not a key of the config; did you mean budget.games=5?"),
+    # The one case where "+key=" is what they meant: a key the built object takes.
+    (["trainer.max_time=00:01:00:00"], True, "error: trainer.max_time is not in the config, but "
+     "lightning.Trainer takes max_time: add it with +trainer.max_time=00:01:00:00"),
+    (["+seed=3"], True, "error: seed is in the config already: set it without the + (seed=3)"),
+    (["net=mlp25,mlp100"], True, "error: net=mlp25,mlp100 is a sweep: add -m to run one job per value "
+     "(for a list write key=[a,b]; for a string with commas quote it: key='a,b')"),
+    (["seed"], True, "error: seed: an override is key=value (or group=option)"),
+    (["hydra.launcher.n_jobs=2"], True, "error: hydra.launcher.n_jobs: the launcher chosen (basic) has "
+     "no setting n_jobs; choose the launcher that has it first, e.g. hydra/launcher=joblib"),
+    (["-m", "hydra/launcher=joblib", "seed=0,1"], False, "error: hydra/launcher=joblib needs the Hydra "
+     "plugin hydra-joblib-launcher, which is not installed: pip install 'ttt_research[sweeps]'"),
+    (["-m", "hparams_search=ppo_optuna"], False, "error: hydra/sweeper=optuna (asked for by "
+     "hparams_search=ppo_optuna) needs the Hydra plugin hydra-optuna-sweeper, which is not installed: "
+     "pip install 'ttt_research[sweeps]'"),
+    (["-m", "hydra/launcher=slurm", "seed=0,1"], False, "error: hydra/launcher=slurm needs the Hydra "
+     "plugin hydra-submitit-launcher, which is not installed: pip install 'ttt_research[slurm]'"),
+])
+def test_hydras_own_error_is_one_line_and_exit_2(tmp_path, args, plugins, line):
+    out = train(*args, "debug=tiny", f"hydra.run.dir={tmp_path / 'job'}",
+                f"hydra.sweep.dir={tmp_path / 'sweep'}", plugins=plugins)
+    assert (out.returncode, out.stderr.splitlines(), out.stdout) == (2, [line], "")
+    assert list(tmp_path.iterdir()) == []  # refused before Hydra made any folder
+
+
+def test_hydra_full_error_set_by_the_user_keeps_hydras_full_report(tmp_path):
+    out = train("net=mlp999", f"hydra.run.dir={tmp_path / 'job'}", env={"HYDRA_FULL_ERROR": "1"})
+    assert out.returncode == 1
+    assert "Traceback" in out.stderr and "MissingConfigException" in out.stderr
+    assert "Available options in 'net'" in out.stderr
+
+
+def test_help_cfg_and_multirun_still_work(tmp_path):
+    out = train("--help")
+    assert out.returncode == 0 and "== Config groups" in out.stdout, out.stderr
+    out = train("--cfg", "job", "net=mlp25", "seed=7")
+    assert out.returncode == 0, out.stderr
+    assert "seed: 7" in out.stdout and "- 25" in out.stdout
+    # -m reaches the job (whose own refusal is one line too), and a missing option is one line.
+    out = train("-m", "seed=-1,-2", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == "error: seed must be a non-negative integer, got -1"
+    out = train("-m", "net=mlp999,mlp25", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == ("error: net=mlp999: net has no option mlp999; "
+                                           "choose one of mlp100, mlp128, mlp25")
+    out = train("-m", "--cfg", "job")  # two commands at once: Hydra's bare ValueError
+    assert (out.returncode, out.stderr.splitlines()) == (2, [
+        "error: Only one of --run, --multirun, --cfg, --info and --shell_completion can be specified"])
+
+
+def test_a_bug_in_the_job_keeps_its_traceback(monkeypatch):
+    from ttt_research import hydra_errors
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    seen = {}
+
+    def app():  # Hydra raises (rather than prints) while the app runs; a bug stays a bug
+        seen["full"] = os.environ.get("HYDRA_FULL_ERROR")
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        hydra_errors.run(app, argv=[])
+    assert seen["full"] == "1"
+    assert "HYDRA_FULL_ERROR" not in os.environ and hydra_errors.OURS not in os.environ
