@@ -63,3 +63,20 @@ def test_python_m_evaluate_still_runs_the_command_line(tmp_path):
     helped = subprocess.run([sys.executable, "-m", "ttt_research.evaluate", "--help"],
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "python -m ttt_research.evaluate" in helped.stdout
+
+
+def test_a_reader_gone_ends_quietly_even_where_oserror_is_a_users_mistake(capsys, monkeypatch):
+    """``command(OSError)`` (export, evaluate) once caught BrokenPipeError as an OSError and
+    printed 'error: Broken pipe': the reader's leaving comes first."""
+    from ttt_research import cli
+
+    gone = []
+    monkeypatch.setattr(cli, "reader_gone", lambda: gone.append(1) or 141)  # keep pytest's stdout
+    command = cli.command
+
+    @command(OSError)
+    def main(argv=None) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert main([]) == 141
+    assert gone == [1] and capsys.readouterr().err == ""

@@ -61,10 +61,10 @@ def command(*also: type[BaseException]) -> Callable[[Main], Main]:
         def run(argv: list[str] | None = None) -> int:
             try:
                 return main(argv)
+            except BrokenPipeError:  # first: it is an OSError, which a command may name in ``also``
+                return reader_gone()
             except caught as e:
                 return fail(e)
-            except BrokenPipeError:
-                return reader_gone()
 
         return run
 
