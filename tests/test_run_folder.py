@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from configs import make_cfg
 from omegaconf import OmegaConf
 
+from configs import make_cfg
 from ttt_research import runfolder
-from ttt_research.confdir import compose, fresh_folder
+from ttt_research.confdir import compose
 from ttt_research.config import ConfigError
 from ttt_research.train import train
 
@@ -157,8 +157,8 @@ def test_a_checkpoint_that_does_not_fit_the_network_is_refused(runs, tmp_path):
     del state["run_identity"]
     torch.save(state, ckpt)
     before = checksums(folder)
-    with pytest.raises(ConfigError, match=r"does not fit the network of this config: "
-                                          r"net\.body\.0\.weight is \[100, 18\] in the checkpoint, \[25, 18\] here"):
+    with pytest.raises(ConfigError, match=r"does not fit the network of this config: net\.body\.0\.weight "
+                                          r"is \[100, 18\] in the checkpoint, \[25, 18\] here"):
         train(make_cfg("threads=1", "net=mlp25", "resume=true"), folder)
     assert checksums(folder) == before
 

@@ -188,7 +188,8 @@ class Claim:
         if diffs:
             raise ConfigError(f"resume=true with settings that differ from the run in {self.run_dir}: "
                               f"{'; '.join(diffs)}; resume with the run's settings (docs/reliability.md "
-                              "lists the keys that may change), or choose another hydra.run.dir for a new run")
+                              "lists the keys that may change), or choose another hydra.run.dir "
+                              "for a new run")
 
     def check_checkpoint(self) -> None:
         if self.resume_from is None:

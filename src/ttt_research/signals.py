@@ -61,7 +61,8 @@ class Stopped(Exception):
     def __str__(self) -> str:
         name = signal.Signals(self.signum).name
         if self.complete:
-            return f"stopped by {name} after {self.games:,} games: the run had finished, its outputs are complete"
+            return (f"stopped by {name} after {self.games:,} games: the run had finished, "
+                    "its outputs are complete")
         return f"stopped by {name} after {self.games:,} games: resume=true continues"
 
 

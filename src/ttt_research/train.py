@@ -139,7 +139,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> di
         return report
 
 
-def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop, hydra_files: bool) -> dict:
+def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
+           hydra_files: bool) -> dict:
     resume_from = folder.resume_from
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
