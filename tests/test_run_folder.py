@@ -200,6 +200,7 @@ def test_a_locked_folder_is_refused_and_a_killed_holders_lock_is_taken(tmp_path)
     with it (flock), and the next run takes the folder."""
     folder = tmp_path / "run"
     folder.mkdir()
+    (folder / "train.log").touch()  # what Hydra makes for a running run before it takes the lock
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time, filelock\n"
          "lock = filelock.FileLock(sys.argv[1]); lock.acquire(timeout=0)\n"

@@ -11,24 +11,28 @@ Examples::
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from .confdir import config_dir, plain_overrides
+from .confdir import config_dir, made_by_this_run, plain_overrides
 from .config import ConfigError, discard_run_dir, validate
 
 
 def refuse(error: Exception, discard: bool = True) -> None:
     """One line on stderr, exit 2, and no run folder (nor a sweep folder) left behind that
     holds nothing. ``discard=False``: a folder refused as it is (another run's) stays untouched."""
+    hc = HydraConfig.get()
     if discard:
-        hc = HydraConfig.get()
         multirun = hc.mode == RunMode.MULTIRUN
-        discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
-                        sweep_dir=hc.sweep.dir if multirun else None)
+        if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
+                               sweep_dir=hc.sweep.dir if multirun else None):
+            log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
+            if made_by_this_run(log):  # the empty log Hydra opened in a folder kept as it was
+                log.unlink()
     print(f"error: {error}", file=sys.stderr)
     sys.exit(2)
 

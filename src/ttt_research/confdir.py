@@ -57,6 +57,46 @@ def fresh_folder(path: str) -> str:
     raise AssertionError("unreachable")
 
 
+class RunLog:
+    """A Hydra callback (``hydra.callbacks`` in ``config.yaml``): Hydra opens the job's log
+    (``train.log``) in the run folder before the job runs, so a refused job would leave an
+    empty log in a folder it must leave as it found it. This notes, before Hydra makes
+    anything, which logs were there already; ``made_by_this_run`` tells the others.
+
+    (Duck-typed as ``hydra.experimental.callback.Callback``, and importable without torch:
+    Hydra builds it at every start.)"""
+
+    def on_run_start(self, config, **kwargs) -> None:
+        _note_logs(Path(str(config.hydra.run.dir)), config.hydra.job.name, "")
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        _note_logs(Path(str(config.hydra.sweep.dir)), config.hydra.job.name, "*/")
+
+    def on_job_start(self, config, **kwargs) -> None:
+        pass
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        pass
+
+    def on_run_end(self, config, **kwargs) -> None:
+        pass
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        pass
+
+
+_logs_before: set[str] = set()
+
+
+def _note_logs(folder: Path, job_name: str, pattern: str) -> None:
+    _logs_before.update(str(p.resolve()) for p in folder.glob(f"{pattern}{job_name}.log"))
+
+
+def made_by_this_run(log: Path) -> bool:
+    """Whether ``log`` is an empty job log that Hydra made for this process's job."""
+    return (str(log.resolve()) not in _logs_before and log.is_file() and log.stat().st_size == 0)
+
+
 def register_resolvers() -> None:
     """Register the resolvers the config tree uses (idempotent)."""
     from omegaconf import OmegaConf
