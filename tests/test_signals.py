@@ -137,3 +137,30 @@ def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert (job / "eval.json").is_file()
+
+
+@pytest.mark.slow  # two DDP commands (two processes each) in subprocesses
+def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
+    """SIGTERM to rank 0 only: both processes stop after the same update (they decide
+    together), the checkpoint is written, the command exits 143, and the resume finishes."""
+    args = ["algo.games_per_update=512", "eval_every=5", "checkpoint_every=1000", "progress=lines",
+            "threads=1", "trainer=ddp", "trainer.devices=2", f"hydra.run.dir={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "budget.games=4000000", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:  # the first progress line: both processes are training
+            if line.startswith("["):
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err[-2000:]
+    games = games_in(tmp_path / "checkpoints" / "last.ckpt")
+    assert err.strip().splitlines()[-1] == f"stopped by SIGTERM after {games:,} games: resume=true continues"
+    assert games % 1024 == 0 and 0 < games < 1_024_000  # an update's end, before any regular checkpoint
+    resumed = subprocess.run([sys.executable, "-m", "ttt_research", f"budget.games={games + 4096}", *args,
+                              "resume=true"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert games_in(tmp_path / "checkpoints" / "last.ckpt") == games + 4096
