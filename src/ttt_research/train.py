@@ -142,6 +142,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> di
 def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
            hydra_files: bool) -> dict:
     resume_from = folder.resume_from
+    if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
+        cfg = OmegaConf.merge(cfg, {"resume": True})
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
