@@ -11,20 +11,29 @@ Examples::
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from . import hydra_errors
-from .confdir import config_dir, plain_overrides
+from .confdir import config_dir, made_by_this_run, plain_overrides
 from .config import ConfigError, discard_run_dir, validate
 
 
-def refuse(error: ConfigError) -> None:
-    """One line on stderr, exit 2, and no run folder left behind that holds nothing."""
+def refuse(error: Exception, discard: bool = True) -> None:
+    """One line on stderr, exit 2, and no run folder (nor a sweep folder) left behind that
+    holds nothing. ``discard=False``: a folder refused as it is (another run's) stays untouched."""
     hc = HydraConfig.get()
-    discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd)
+    if discard:
+        multirun = hc.mode == RunMode.MULTIRUN
+        if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
+                               sweep_dir=hc.sweep.dir if multirun else None):
+            log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
+            if made_by_this_run(log):  # the empty log Hydra opened in a folder kept as it was
+                log.unlink()
     print(f"error: {error}", file=sys.stderr)
     sys.exit(2)
 
@@ -37,16 +46,26 @@ def app(cfg: DictConfig) -> float:
         refuse(e)
     from .errors import NonFiniteError
     from .objectives import objective
+    from .runfolder import FolderInUse, secondary
+    from .signals import Stopped
     from .tracking import finish
     from .train import train
 
     try:
-        report = train(cfg, HydraConfig.get().runtime.output_dir)
-    except ConfigError as e:  # found only once training is set up, e.g. resume=true, no checkpoint
+        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True)
+    except FolderInUse as e:  # another run's folder: not one thing in it is ours to remove
+        refuse(e, discard=False)
+    except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
         refuse(e)
     except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
         print(f"error: {e}", file=sys.stderr)
         sys.exit(3)
+    except Stopped as e:  # SIGTERM, SIGINT, SLURM's warning: checkpointed after the update (signals.py)
+        if not secondary():
+            print(e, file=sys.stderr)
+        if e.chain is not None:  # e.g. submitit's handler: it requeues the job, then exits
+            e.chain(e.signum, None)
+        sys.exit(e.code)
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
         from .cli import reader_gone  # the last checkpoint stays, resume=true goes on from it
 

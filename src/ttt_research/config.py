@@ -431,31 +431,39 @@ def processes(cfg: DictConfig) -> int:
     return per_node * nodes
 
 
-def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path) -> bool:
-    """Remove the run folder of a refused job if it holds nothing but what Hydra wrote for
-    this job (``.hydra/`` with its three files and an empty ``JOB.log``), then its parent
-    folders left empty, up to (not including) ``cwd``. Any other file (a checkpoint, an earlier
-    run's log) keeps the folder as it is. True if the folder was removed."""
+def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
+                    sweep_dir: str | Path | None = None) -> bool:
+    """Remove the run folder of a refused job if it holds nothing but what Hydra may have
+    written for this job (``.hydra/`` with its three files, an empty ``JOB.log``), then its
+    parent folders left empty, up to (not including) ``cwd``. Any other file (a checkpoint, an
+    earlier run's log, a run's lock file) keeps the folder as it is. A sweep folder
+    (``sweep_dir``, a multirun's) that is left with nothing but its ``multirun.yaml`` goes
+    too. True if the run folder was removed."""
     run_dir = Path(run_dir)
     hydra_files = {"config.yaml", "hydra.yaml", "overrides.yaml"}
     log = run_dir / f"{job_name}.log"
+    meta = run_dir / ".hydra"
     try:
         if not ({p.name for p in run_dir.iterdir()} <= {".hydra", log.name}
-                and {p.name for p in (run_dir / ".hydra").iterdir()} <= hydra_files
+                and (not meta.exists() or {p.name for p in meta.iterdir()} <= hydra_files)
                 and (not log.exists() or log.stat().st_size == 0)):
             return False
-        for name in hydra_files:
-            (run_dir / ".hydra" / name).unlink(missing_ok=True)
-        (run_dir / ".hydra").rmdir()
+        if meta.exists():
+            for name in hydra_files:
+                (meta / name).unlink(missing_ok=True)
+            meta.rmdir()
         log.unlink(missing_ok=True)
         run_dir.rmdir()
     except OSError:  # gone, not a folder, or written to meanwhile: leave what is left
         return False
+    sweep = Path(sweep_dir).resolve() if sweep_dir is not None else None
     cwd = Path(cwd).resolve()
     for parent in run_dir.resolve().parents:  # e.g. outputs/DATE/, then outputs/
         if cwd not in parent.parents:
             break
         try:
+            if parent == sweep and [p.name for p in parent.iterdir()] == ["multirun.yaml"]:
+                (parent / "multirun.yaml").unlink()  # the sweep's record of a sweep that ran nothing
             parent.rmdir()  # only if empty
         except OSError:
             break

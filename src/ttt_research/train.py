@@ -1,7 +1,9 @@
 """One training run, as a short plain sequence (``python -m ttt_research`` calls ``train``).
 
-validate the config -> build net, opponent, reward, algorithm (``_target_``) -> callbacks and
-loggers -> Trainer -> fit -> exact evaluation -> run folder: ``eval.json``,
+validate the config -> claim the run folder (``runfolder.py``: its lock, and every check of
+the folder and of a resume, before anything is written) -> build net, opponent, reward,
+algorithm (``_target_``) -> callbacks and loggers -> Trainer -> fit (stopped cleanly by a
+signal: ``signals.py``) -> exact evaluation -> run folder: ``eval.json``,
 ``policy.onnx``, ``curves.png`` beside Lightning's ``checkpoints/last.ckpt`` and
 ``metrics.csv`` -> the evaluation as a table on the console.
 """
@@ -20,14 +22,16 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from . import population, population_run
+from . import population, population_run, runfolder
+from .atomic import write_atomic
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
-from .config import ConfigError, processes, validate
+from .config import processes, validate
 from .console import OpeningLine, ProgressLines, host_info
 from .evaluate import eval_table, evaluate_policy
 from .export import export
 from .plots import plot_curves, plot_population
 from .population_run import PopulationEvaluation
+from .signals import StopOnSignal, stop_on_signals
 from .tracking import make_loggers, publish
 
 
@@ -112,19 +116,34 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
                 member_nets=member_nets, population_size=size or len(members))
 
 
-def train(cfg: DictConfig, run_dir: str | Path) -> dict:
-    """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``)."""
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> dict:
+    """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
+
+    The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
+    check of the folder, the resume and the checkpoint), and nothing in it is written before
+    every check passed: then ``.hydra/`` (``hydra_files``: the command's, not the compose
+    API's), ``run.json`` and the metrics kept from before a resume. A stop signal ends the
+    run after the update it arrived in, with a checkpoint (``signals.Stopped``)."""
     validate(cfg)
+    job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = population.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
         cfg = population.member_config(cfg, members[0])
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume_from = ckpt_dir / "last.ckpt" if cfg.resume else None
-    if resume_from is not None and not resume_from.is_file():
-        raise ConfigError(f"resume=true but there is no checkpoint at {resume_from}")
+    with runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop:
+        report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
+        if stop.signum:  # noted while the outputs were written: they are whole, the run is done
+            raise stop.stopped(stop.games, complete=True)
+        return report
 
+
+def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
+           hydra_files: bool) -> dict:
+    resume_from = folder.resume_from
+    if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
+        cfg = OmegaConf.merge(cfg, {"resume": True})
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
@@ -138,16 +157,23 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         extra["strategy"] = population_run.SplitMembers()
     else:
         module = build(cfg)
+    folder.check_fits(module)  # the last check: the checkpoint's tensors against the module's
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
                   else ExactEvaluation(cfg.eval_every))
+    checkpoint = PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)
     callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
-                       evaluation, PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)]
+                       evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
+    callbacks.append(StopOnSignal(stop, checkpoint))  # last: after the update's evaluation and checkpoint
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     # The number of updates is the length of the module's data (algos/base.py), sized from
     # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           enable_checkpointing=False, enable_progress_bar=show_bar, **extra)
+    # Every check passed: the first writes into the folder.
+    folder.commit(job_cfg, hydra_files)
+    if folder.requeued and trainer.is_global_zero:
+        print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
     earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
@@ -157,6 +183,9 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     if earlier is not None:
         _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
+    stop.games = module.games_played
+    if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
+        raise stop.stopped(stop.games)
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
         report, content = population_run.summarise(cfg, module, evaluation)
@@ -208,9 +237,8 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
             sessions = []
     sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
                      "argv": sys.argv[1:], "host": host_info()})
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
-                                "sessions": sessions}, indent=2) + "\n")
+    write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
+                                   "sessions": sessions}, indent=2) + "\n")
 
 
 def _set_aside_metrics(run_dir: Path) -> Path | None:

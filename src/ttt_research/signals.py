@@ -1,0 +1,146 @@
+"""A run stopped by a signal stops at a consistent point, with a checkpoint ``resume=true``
+continues.
+
+SIGTERM (``kill``, SLURM, most schedulers), SIGINT (Ctrl-C) and the signals SLURM is asked to
+send before a time limit (SIGUSR2: submitit's ``--signal=USR2@90``, or the one named by
+``$SUBMITIT_PREEMPT_SIGNAL``; SIGUSR1: Lightning's convention for ``sbatch`` scripts) do not
+stop the process where they find it. The handler only notes the signal (``Stop``);
+``StopOnSignal``, the last callback of an update, acts at the end of the update in which it
+arrived, after that update's exact evaluation and regular checkpoint: it writes
+``checkpoints/last.ckpt`` (``PeriodicCheckpoint.save``, unless that update's is on disk
+already) and raises ``Stopped``. ``__main__`` prints one line (``stopped by SIGTERM after N
+games: resume=true continues``) and exits with 128 + the signal's number (143 for SIGTERM,
+130 for SIGINT), which also ends a multirun (``-m``). A second signal of the same kind ends
+the process at once, as an unhandled one would; the checkpoint on disk stays whole (it is
+renamed into place).
+
+With Lightning: its signal connector installs a SIGTERM handler as ``fit`` starts that ends
+the run with ``SIGTERMException`` (a ``SystemExit`` of status 0: a killed run looked
+finished), at a batch end of its choosing and without a checkpoint; ``StopOnSignal``
+puts ours back in its place in ``on_train_start``, and Lightning's teardown restores ours
+(what it found). Lightning's SLURM auto-requeue (on SIGUSR1: ``hpc_ckpt_N.ckpt`` written from
+inside the handler, mid-update, resumed past our checks) is installed only on a signal
+without a handler, so ours on SIGUSR1 keeps it out. Several processes (DDP) decide together,
+once per update, so that all stop after the same update (saving a checkpoint is collective).
+
+Under submitit (``hydra/launcher=slurm``) the handler that was there before ours (submitit's:
+requeue the job) is called once the checkpoint is written (``Stopped.chain``); the requeued
+job reruns the same command, and ``runfolder`` continues its folder as a resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+
+import lightning as L
+import torch
+
+
+def stop_signals() -> list[int]:
+    """The signals that stop a run cleanly (those this platform has)."""
+    names = ["SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"]
+    preempt = os.environ.get("SUBMITIT_PREEMPT_SIGNAL")  # submitit's override of USR2
+    if preempt:
+        names.append(preempt if preempt.startswith("SIG") else f"SIG{preempt}")
+    found = [getattr(signal, n) for n in names if isinstance(getattr(signal, n, None), signal.Signals)]
+    return list(dict.fromkeys(found))
+
+
+class Stopped(Exception):
+    """The run stopped on a signal; ``code`` is the exit status (128 + the signal)."""
+
+    def __init__(self, signum: int, games: int, complete: bool = False, chain: Callable | None = None):
+        self.signum, self.games, self.complete, self.chain = signum, games, complete, chain
+        self.code = 128 + signum
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        name = signal.Signals(self.signum).name
+        if self.complete:
+            return (f"stopped by {name} after {self.games:,} games: the run had finished, "
+                    "its outputs are complete")
+        return f"stopped by {name} after {self.games:,} games: resume=true continues"
+
+
+class Stop:
+    """The signal noted during a run (``signum``, 0 if none) and the handlers ours replaced."""
+
+    def __init__(self):
+        self.signum = 0
+        self.games = 0  # games played when training ended (train.py)
+        self.previous: dict[int, object] = {}
+
+    def handler(self, signum: int, frame) -> None:
+        if self.signum == signum:  # the second one: stop now, as if we had no handler
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if not self.signum:
+            self.signum = signum
+
+    def install(self) -> None:
+        for signum in stop_signals():
+            previous = signal.signal(signum, self.handler)
+            self.previous.setdefault(signum, previous)
+
+    def take_back(self, signum: int) -> None:
+        """Ours again on ``signum`` (Lightning's SIGTERM handler replaced it)."""
+        if signum in self.previous and threading.current_thread() is threading.main_thread():
+            signal.signal(signum, self.handler)
+
+    def restore(self) -> None:
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self.previous = {}
+
+    def stopped(self, games: int, signum: int | None = None, complete: bool = False) -> Stopped:
+        signum = signum or self.signum
+        chain = self.previous.get(signum)
+        if not callable(chain) or chain is signal.default_int_handler:
+            chain = None  # nothing of anyone else's to call (the defaults are ours to replace)
+        return Stopped(signum, games, complete, chain)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[Stop]:
+    """Our handlers for the stop signals while the block runs (the main thread only: Python
+    delivers signals there), the previous ones after."""
+    stop = Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    stop.install()
+    try:
+        yield stop
+    finally:
+        stop.restore()
+
+
+class StopOnSignal(L.Callback):
+    """At the end of each update: if a stop signal was noted (on any process), checkpoint
+    and raise ``Stopped``. Must be the last callback, after the evaluation and the
+    regular checkpoint of the update."""
+
+    def __init__(self, stop: Stop, checkpoint):
+        self.stop = stop
+        self.checkpoint = checkpoint  # callbacks.PeriodicCheckpoint
+
+    def on_train_start(self, trainer, module) -> None:
+        self.stop.take_back(signal.SIGTERM)
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        signum = self.stop.signum
+        if trainer.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+            noted = torch.tensor([signum], dtype=torch.int64, device=trainer.strategy.root_device)
+            torch.distributed.all_reduce(noted, op=torch.distributed.ReduceOp.MAX)
+            signum = int(noted.item())
+        if not signum:
+            return
+        update = batch_idx + 1
+        if self.checkpoint.saved_update != update:
+            self.checkpoint.save(trainer, update)
+        raise self.stop.stopped(module.games_played, signum)
