@@ -34,6 +34,7 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
+    from .atomic import OutputError
     from .errors import NonFiniteError
     from .objectives import objective
     from .tracking import finish
@@ -43,6 +44,9 @@ def app(cfg: DictConfig) -> float:
         report = train(cfg, HydraConfig.get().runtime.output_dir)
     except ConfigError as e:  # found only once training is set up, e.g. resume=true, no checkpoint
         refuse(e)
+    except OutputError as e:  # a full or read-only disk: one line, exit 2, no temporary file left
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
         print(f"error: {e}", file=sys.stderr)
         sys.exit(3)

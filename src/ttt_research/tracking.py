@@ -1,7 +1,8 @@
 """Experiment tracking: the loggers of a run and what they receive when it ends.
 
 ``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
-``report.py`` read) plus whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
+``report.py`` read; ``csvlog.MetricsCSV``, append-only, so no kill loses a row) plus
+whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
 ``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
 the run folder is complete: the objective and the final report as the run's summary,
 ``curves.png`` as an image, ``eval.json``, ``policy.onnx`` and the final checkpoint as a W&B
@@ -37,12 +38,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hydra.utils import get_class, instantiate
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.pytorch.loggers import Logger, TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
 from .contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
+from .csvlog import MetricsCSV
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,9 @@ def make_loggers(cfg: DictConfig, run_dir: str | Path) -> list[Logger]:
     run_dir = Path(run_dir)
     # Hydra's train.log is already in the run folder; Lightning warns about any file there.
     warnings.filterwarnings("ignore", message=".*Experiment logs directory .* exists and is not empty.*")
-    loggers: list[Logger] = [CSVLogger(save_dir=str(run_dir), name="", version="")]
+    # A fresh run starts metrics.csv anew; a resume appends to the rows kept up to its
+    # checkpoint (csvlog.keep_rows_until, which train() calls first).
+    loggers: list[Logger] = [MetricsCSV(run_dir, fresh=not cfg.get("resume", False))]
     for key, spec in cfg.logger.items():
         if not (isinstance(spec, DictConfig) and "_target_" in spec):
             continue
