@@ -88,6 +88,7 @@ class PeriodicCheckpoint(L.Callback):
         self.filename = filename
         self.saved_update: int | None = None  # 1-based update of the checkpoint on disk
         self._pending: tuple[str, int | None, object] | None = None  # (temporary, update, trainer)
+        self._deferred = False
 
     @property
     def path(self) -> str:
@@ -97,7 +98,11 @@ class PeriodicCheckpoint(L.Callback):
         last = batch_idx + 1 >= trainer.num_training_batches
         if (batch_idx + 1) % self.every and not last:
             return
-        self.save(trainer, batch_idx + 1, commit=False)
+        self._deferred = True  # the rename waits for the update's row (commit, below)
+        try:
+            self.save(trainer, batch_idx + 1)
+        finally:
+            self._deferred = False
 
     # The first hooks after Lightning logged the update's row: the rename happens here.
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
@@ -109,9 +114,9 @@ class PeriodicCheckpoint(L.Callback):
     def on_train_end(self, trainer, module) -> None:
         self.commit()
 
-    def save(self, trainer, update: int | None = None, commit: bool = True) -> None:
-        """Write the checkpoint of the module as it is now; rename it into place at once
-        (``commit``), or at ``commit()`` (``on_train_batch_end``: after the update's row)."""
+    def save(self, trainer, update: int | None = None) -> None:
+        """Write the checkpoint of the module as it is now and rename it into place; called
+        from ``on_train_batch_end``, the rename waits for ``commit()``, after the row."""
         module = trainer.lightning_module
         if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
             raise NonFiniteError(f"non-finite parameters at update {update}: checkpoint not written")
@@ -127,7 +132,7 @@ class PeriodicCheckpoint(L.Callback):
             self._remove(tmp)
             raise
         self._pending = (tmp, update, trainer)
-        if commit:
+        if not self._deferred:
             self.commit()
 
     def commit(self) -> None:

@@ -25,12 +25,12 @@ from .atomic import atomic_path, write_atomic
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import ConfigError, processes, validate
 from .console import OpeningLine, ProgressLines, host_info
-from .csvlog import METRICS_FILE, keep_rows_until
+from .csvlog import METRICS_FILE, keep_rows_until, read_rows
 from .evaluate import eval_table, evaluate_policy
 from .export import export
 from .plots import plot_curves
 from .population_run import PopulationEvaluation
-from .tracking import make_loggers, publish
+from .tracking import make_loggers, publish, replay
 
 
 def quiet_lightning() -> None:
@@ -153,7 +153,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
     if resume_from is not None and trainer.is_global_zero:
-        resume_metrics(run_dir, resume_from)  # metrics.csv back to the checkpoint's rows
+        resume_metrics(run_dir, resume_from, loggers)  # metrics.csv back to the checkpoint's rows
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
@@ -209,12 +209,16 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
                                    "sessions": sessions}, indent=2) + "\n")
 
 
-def resume_metrics(run_dir: Path, checkpoint: Path) -> None:
+def resume_metrics(run_dir: Path, checkpoint: Path, loggers: list | None = None) -> None:
     """Before a resumed fit: ``metrics.csv`` keeps its rows up to the games of ``checkpoint``
     (one atomic rewrite, ``csvlog.keep_rows_until``); the resumed session plays the later
-    updates again and appends their rows, so each update has its row once. Rows the killed
-    session logged but W&B may not have received are sent again (``tracking.replay``)."""
-    keep_rows_until(run_dir / METRICS_FILE, _checkpoint_games(checkpoint))
+    updates again and appends their rows, so each update has its row once. The kept rows
+    that the killed session logged but W&B never recorded are sent to W&B again
+    (``tracking.replay``; ``loggers``: the run's, made by ``make_loggers``)."""
+    path = run_dir / METRICS_FILE
+    keep_rows_until(path, _checkpoint_games(checkpoint))
+    if loggers:
+        replay(loggers, run_dir, read_rows(path)[1])
 
 
 def _checkpoint_games(checkpoint: Path) -> int:
