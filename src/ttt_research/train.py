@@ -216,9 +216,41 @@ def resume_metrics(run_dir: Path, checkpoint: Path, loggers: list | None = None)
     that the killed session logged but W&B never recorded are sent to W&B again
     (``tracking.replay``; ``loggers``: the run's, made by ``make_loggers``)."""
     path = run_dir / METRICS_FILE
+    remove_stale_temporaries(run_dir)
     keep_rows_until(path, _checkpoint_games(checkpoint))
     if loggers:
         replay(loggers, run_dir, read_rows(path)[1])
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Remove the temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a killed
+    process left in the run folder, its ``checkpoints/`` and ``members/NNN/``; a file of a
+    process still alive is kept. Returns the files removed."""
+    import os
+    import re
+
+    pattern = re.compile(r"^\..+\.(\d+)\.tmp$")
+    removed = []
+    for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
+        for path in folder.glob(".*.tmp") if folder.is_dir() else []:
+            match = pattern.match(path.name)
+            if not match or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+                continue
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _checkpoint_games(checkpoint: Path) -> int:
