@@ -42,7 +42,7 @@ def read_lines(path: Path) -> tuple[list[str], list[str]]:
     """(header, complete data lines) of a metrics file; a last line without its newline
     (torn by a full disk or a crash mid-write) is left out. A missing file: ([], [])."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # no newline translation: lines keep their \r
     except FileNotFoundError:
         return [], []
     lines = text.split("\n")
