@@ -221,3 +221,41 @@ def test_the_checkpoint_callback_refuses_a_full_disk_in_one_line(tmp_path):
     with pytest.raises(OutputError, match="last.ckpt: no space left on the device"):
         PeriodicCheckpoint(str(tmp_path), 1).save(Trainer(), 3)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_after_kill_9_and_resume_the_wandb_history_holds_every_evaluation_of_metrics_csv(tmp_path):
+    """W&B offline, killed (SIGKILL) just after the checkpoint of the first evaluation's update
+    went into place, resumed: the evaluation logged just before the kill never reached W&B's
+    files (13 of 37 in the issue's run), and the resumed session starts after it. On resume
+    the rows W&B's logs lack are sent again: every evaluation row of metrics.csv is in W&B,
+    once."""
+    from wandb_files import history, no_wandb_account, wandb_records
+
+    run_dir = tmp_path / "run"
+    args = ["debug=tiny", "checkpoint_every=1", "threads=1", "progress=false", "logger=wandb"]
+    plan = {"logs": str(tmp_path), "jobs": [{"dir": str(run_dir), "runs": [
+        {"args": args, "kill": {"event": "replace", "name": "checkpoints/last.ckpt", "n": 2,
+                                "when": "after"}},
+        {"args": args, "resume": "auto"}]}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    wrapper = Path(__file__).with_name("fault_wrapper.py")
+    out = subprocess.run([sys.executable, str(wrapper), str(tmp_path / "plan.json"),
+                          str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600,
+                         env=no_wandb_account(tmp_path / "home"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    (killed, resumed), = json.loads((tmp_path / "out.json").read_text())
+    assert killed["killed"] and resumed["exit"] == 0 and "resume=true" in resumed["args"]
+    with open(run_dir / "metrics.csv", newline="") as f:
+        evaluations = [float(r["train/games"]) for r in csv.DictReader(f) if r["eval/o_random_win"]]
+    assert evaluations == [1024.0, 2048.0]
+    logged = []
+    sessions = sorted(run_dir.glob("wandb/offline-run-*"))
+    assert len(sessions) == 2  # the killed session's and the resumed one's, one W&B run id
+    assert len({p.name.rsplit("-", 1)[-1] for p in sessions}) == 1
+    for k, session in enumerate(sessions):  # wandb_records reads one session's folder
+        view = tmp_path / f"view{k}" / "wandb"
+        view.mkdir(parents=True)
+        (view / session.name).symlink_to(session)
+        logged += [h["train/games"] for h in history(wandb_records(view.parent)) if "eval/o_random_win" in h]
+    assert sorted(logged) == evaluations  # each once: what W&B had recorded is not sent again
