@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sys
 import time
 import warnings
@@ -226,9 +228,6 @@ def remove_stale_temporaries(run_dir: Path) -> list[Path]:
     """Remove the temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a killed
     process left in the run folder, its ``checkpoints/`` and ``members/NNN/``; a file of a
     process still alive is kept. Returns the files removed."""
-    import os
-    import re
-
     pattern = re.compile(r"^\..+\.(\d+)\.tmp$")
     removed = []
     for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
@@ -242,8 +241,6 @@ def remove_stale_temporaries(run_dir: Path) -> list[Path]:
 
 
 def _alive(pid: int) -> bool:
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
