@@ -44,6 +44,7 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
+    from .atomic import OutputError
     from .errors import NonFiniteError
     from .objectives import objective
     from .runfolder import FolderInUse, secondary
@@ -57,6 +58,9 @@ def app(cfg: DictConfig) -> float:
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
         refuse(e)
+    except OutputError as e:  # a full or read-only disk: one line, exit 2, no temporary file left
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
         print(f"error: {e}", file=sys.stderr)
         sys.exit(3)

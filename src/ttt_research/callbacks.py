@@ -5,8 +5,9 @@ sampling) every ``every`` updates and after the last one, logs the ``eval/*`` me
 the contract, and keeps the history that ``plots.py`` draws. It costs ~15 ms, so an
 evaluation every few dozen updates is nearly free.
 
-``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, and
-never replaces a good checkpoint with a non-finite one.
+``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, renames
+it into place only once the ``metrics.csv`` rows it covers are on disk, and never replaces a
+good checkpoint with a non-finite one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import lightning as L
 import torch
 
+from .atomic import OutputError, describe_os_error, temporary
 from .contract import eval_metrics, learner_loss
 from .errors import NonFiniteError
 from .evaluate import evaluate_policy
@@ -66,7 +68,14 @@ class PeriodicCheckpoint(L.Callback):
     Counted in updates (training steps), not optimiser steps: an algorithm may take many
     optimiser steps per update. Written to a temporary file and renamed over the old one,
     so a kill at any moment leaves either the previous checkpoint or the new one, never a
-    torn file (``os.replace`` is atomic on POSIX and Windows).
+    torn file (``os.replace`` is atomic on POSIX and Windows). A full or read-only disk is
+    one line (``OutputError``) and leaves no temporary file.
+
+    The state is taken at the end of the update (``on_train_batch_end``, where Lightning's
+    loop resumes from), but the rename waits for the next hook after Lightning has logged
+    that update's row (``on_train_batch_start`` of the next update, or the end of the
+    epoch): a checkpoint is in place only when every row it covers is in ``metrics.csv``
+    (flushed and synced), so a kill at any moment loses no row and a resume repeats none.
 
     A module whose parameters are not all finite is never saved (the module's own guard
     normally stops the run first, at the update that went wrong); when a run stops on
@@ -78,6 +87,8 @@ class PeriodicCheckpoint(L.Callback):
         self.every = int(every)
         self.filename = filename
         self.saved_update: int | None = None  # 1-based update of the checkpoint on disk
+        self._pending: tuple[str, int | None, object] | None = None  # (temporary, update, trainer)
+        self._deferred = False
 
     @property
     def path(self) -> str:
@@ -87,19 +98,83 @@ class PeriodicCheckpoint(L.Callback):
         last = batch_idx + 1 >= trainer.num_training_batches
         if (batch_idx + 1) % self.every and not last:
             return
-        self.save(trainer, batch_idx + 1)
+        self._deferred = True  # the rename waits for the update's row (commit, below)
+        try:
+            self.save(trainer, batch_idx + 1)
+        finally:
+            self._deferred = False
+
+    # The first hooks after Lightning logged the update's row: the rename happens here.
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self.commit()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        self.commit()
+
+    def on_train_end(self, trainer, module) -> None:
+        self.commit()
 
     def save(self, trainer, update: int | None = None) -> None:
+        """Write the checkpoint of the module as it is now and rename it into place; called
+        from ``on_train_batch_end``, the rename waits for ``commit()``, after the row."""
         module = trainer.lightning_module
         if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
             raise NonFiniteError(f"non-finite parameters at update {update}: checkpoint not written")
-        tmp = self.path + ".tmp"
-        trainer.save_checkpoint(tmp)
-        if trainer.is_global_zero:
+        self.discard()
+        tmp = str(temporary(self.path))
+        try:
+            os.makedirs(self.dirpath, exist_ok=True)
+            trainer.save_checkpoint(tmp)
+        except OSError as e:
+            self._remove(tmp)
+            raise OutputError(f"cannot write {self.path}: {describe_os_error(e)}") from e
+        except BaseException:
+            self._remove(tmp)
+            raise
+        self._pending = (tmp, update, trainer)
+        if not self._deferred:
+            self.commit()
+
+    def commit(self) -> None:
+        """Rename the pending checkpoint into place, after making it and the loggers' rows
+        durable (``fsync``: a crash of the host cannot leave a checkpoint ahead of its rows)."""
+        if self._pending is None:
+            return
+        tmp, update, trainer = self._pending
+        self._pending = None
+        if not trainer.is_global_zero:  # Lightning wrote the file from rank 0 only
+            self.saved_update = update
+            return
+        try:
+            for logger in getattr(trainer, "loggers", []):
+                if hasattr(logger, "sync"):
+                    logger.sync()
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
             os.replace(tmp, self.path)
+        except OSError as e:
+            self._remove(tmp)
+            raise OutputError(f"cannot write {self.path}: {describe_os_error(e)}") from e
+        except BaseException:
+            self._remove(tmp)
+            raise
         self.saved_update = update
 
+    def discard(self) -> None:
+        """Drop a checkpoint written but not renamed (the run stopped before its row)."""
+        if self._pending is not None:
+            self._remove(self._pending[0])
+            self._pending = None
+
+    @staticmethod
+    def _remove(tmp: str) -> None:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+
     def on_exception(self, trainer, module, exception: BaseException) -> None:
+        self.discard()
         if isinstance(exception, NonFiniteError) and os.path.isfile(self.path):
             where = f" (update {self.saved_update})" if self.saved_update else ""
             exception.checkpoint = f"{self.path}{where}"

@@ -6,7 +6,9 @@
 * ``ProgressLines``: off a terminal (piped, CI, a log file) there is no progress bar, so
   one short line per exact evaluation says how far the run is, how fast it goes, where
   the exact evaluation stands and how long is left. Flushed at once: a reader of the log
-  sees the run move.
+  sees the run move. Printed once the update's row is in ``metrics.csv`` and its checkpoint
+  in place, so a reader that stops reading (``| head -n 4``) ends the run with every row
+  it saw kept.
 * ``host_info``: the CPU, its SIMD level and the thread count, for ``run.json``. Float
   sums depend on SIMD width, so two results compare bit for bit only on the same kind
   of host with the same threads; this says which host a result came from.
@@ -74,6 +76,24 @@ class ProgressLines(L.Callback):
         self.stream = stream
         self._seen = 0
         self._start: tuple[float, int] | None = None  # (time, games) when this fit began
+        self._line: str | None = None  # made at the update's end, printed after its row
+
+    # Lightning logs an update's row after every callback's on_train_batch_end, and the
+    # checkpoint goes into place at the next hook (callbacks.PeriodicCheckpoint, which comes
+    # first in the callback list): the line waits for the same hooks.
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._print()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        self._print()
+
+    def on_train_end(self, trainer, module) -> None:
+        self._print()
+
+    def _print(self) -> None:
+        line, self._line = self._line, None
+        if line is not None:
+            print(line, file=self.stream or sys.stdout, flush=True)
 
     def on_train_start(self, trainer, module) -> None:
         self._start = (time.perf_counter(), module.games_played)
@@ -99,9 +119,8 @@ class ProgressLines(L.Callback):
         eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
         rate *= int(module.active_all.sum())  # the speed of the whole population
         width = len(str(total))
-        print(f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
-              f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}",
-              file=self.stream or sys.stdout, flush=True)
+        self._line = (f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
+                      f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}")
 
 
 def cpu_model() -> str:

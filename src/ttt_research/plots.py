@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .atomic import atomic_path
 from .contract import JUDGED_SEATS, eval_name
 
 COLOURS = {"win": "tab:green", "loss": "tab:red", "tie": "tab:blue"}
@@ -139,7 +140,8 @@ def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
     bottom.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     out_png = Path(out_png)
-    fig.savefig(out_png, dpi=110)
+    with atomic_path(out_png) as tmp:  # whole or not at all: a kill never leaves a torn image
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return out_png
 
@@ -321,6 +323,7 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
         who += f", {st['ended_early']} stopped early"
     fig.suptitle(f"{title}: {who}" if title else who, fontsize=10)
     out_png = Path(out_png)
-    fig.savefig(out_png, dpi=110)
+    with atomic_path(out_png) as tmp:  # whole or not at all: a kill never leaves a torn image
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return out_png

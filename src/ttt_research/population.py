@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 import itertools
 import json
 import math
@@ -74,6 +75,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from .atomic import write_atomic
 from .config import VALUE_MAX, ConfigError, validate_population
 from .contract import EVAL_NAMES, eval_metrics, unbeatable
 from .objectives import direction, member_name, objective, population_objectives
@@ -404,7 +406,7 @@ def write_population_json(path: str | Path, rows: list[dict], aggregate: dict) -
     """``population.json``: ``{"members": [rows, in index order], "aggregate": {...}}``."""
     _check_rows(rows)
     data = {"members": sorted(rows, key=lambda r: r["index"]), "aggregate": aggregate}
-    Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def csv_columns(rows: list[dict]) -> list[str]:
@@ -421,14 +423,15 @@ def write_population_csv(path: str | Path, rows: list[dict], seat: str) -> None:
     stopped member (its metrics are those of its last report), as in ``aggregate``."""
     _check_rows(rows)
     columns = csv_columns(rows)
-    with open(path, "w", newline="") as f:
-        out = csv.DictWriter(f, columns, restval="")
-        out.writeheader()
-        for r in sorted(rows, key=lambda r: r["index"]):
-            line = {"index": r["index"], "seed": r["seed"], **r["hparams"], "games": r["games"],
-                    "first_unbeatable_games": "" if r["first_unbeatable_games"] is None
-                    else r["first_unbeatable_games"], "stopped": r["stopped"] or ""}
-            if r["eval"] is not None:
-                line.update(eval_metrics(r["eval"]))
-                line["unbeatable"] = _counted(r) and unbeatable(r["eval"], seat)
-            out.writerow(line)
+    f = io.StringIO(newline="")  # written whole, then renamed into place (atomic.write_atomic)
+    out = csv.DictWriter(f, columns, restval="")
+    out.writeheader()
+    for r in sorted(rows, key=lambda r: r["index"]):
+        line = {"index": r["index"], "seed": r["seed"], **r["hparams"], "games": r["games"],
+                "first_unbeatable_games": "" if r["first_unbeatable_games"] is None
+                else r["first_unbeatable_games"], "stopped": r["stopped"] or ""}
+        if r["eval"] is not None:
+            line.update(eval_metrics(r["eval"]))
+            line["unbeatable"] = _counted(r) and unbeatable(r["eval"], seat)
+        out.writerow(line)
+    write_atomic(path, f.getvalue())

@@ -13,13 +13,15 @@ training, with ``_min`` and ``_max``, and ``population/unbeatable_fraction``.
 ``population.csv`` (a row per member), ``population_evals.csv`` (a row per member and
 evaluation: wide columns per member in ``metrics.csv`` would reach 13,000 at N=1,024),
 ``members/NNN/policy.onnx`` (the best member, or every member with
-``population.export=all``), and ``eval.json`` / ``policy.onnx`` of the best member, with a
-``population`` block in ``eval.json`` saying so.
+``population.export=all``), ``curves.png``, and ``eval.json`` / ``policy.onnx`` of the best
+member, with a ``population`` block in ``eval.json`` saying so; ``eval.json`` last, as the
+mark that the run is complete.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import statistics
 from pathlib import Path
@@ -27,10 +29,12 @@ from pathlib import Path
 from lightning.pytorch.strategies import DDPStrategy
 
 from . import population as pop
+from .atomic import atomic_path, write_atomic
 from .callbacks import ExactEvaluation
 from .contract import EVAL_NAMES, JUDGED_SEATS, REPORT_KEY, eval_metrics, learner_loss, unbeatable
 from .evaluate import eval_table, evaluate_stack
 from .export import export
+from .plots import plot_population
 
 
 class PopulationEvaluation(ExactEvaluation):
@@ -115,15 +119,17 @@ def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]
 
 def write_evals_csv(path: Path, history: list, members: list) -> None:
     """``population_evals.csv``: games, member, seed and the ``eval/*`` metrics, one row per
-    member per exact evaluation (none for a member after it stopped)."""
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(["games", "member", "seed", *EVAL_NAMES])
-        for games, reports in history:
-            for m, r in zip(members, reports, strict=True):
-                if r is not None:
-                    metrics = eval_metrics(r)
-                    out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES)])
+    member per exact evaluation (none for a member after it stopped); written whole, then
+    renamed into place (``atomic.write_atomic``)."""
+    f = io.StringIO(newline="")
+    out = csv.writer(f)
+    out.writerow(["games", "member", "seed", *EVAL_NAMES])
+    for games, reports in history:
+        for m, r in zip(members, reports, strict=True):
+            if r is not None:
+                metrics = eval_metrics(r)
+                out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES)])
+    write_atomic(path, f.getvalue())
 
 
 def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) -> list[dict]:
@@ -166,14 +172,17 @@ def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict
 
 def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, report: dict,
                   content: dict, describe: str) -> None:
-    """The population's run folder (``summarise`` made its numbers)."""
+    """The population's run folder (``summarise`` made its numbers): the members' files,
+    ``policy.onnx`` and ``members/NNN/policy.onnx``, ``curves.png``, then ``eval.json``.
+
+    Each file is written whole or not at all (``atomic``); ``eval.json``, which marks the
+    run complete, comes last, after every other file of the run."""
     rows, agg = content["members"], content["aggregate"]
     whole = module.whole
     members = whole["members"]
     pop.write_population_json(run_dir / "population.json", rows, agg)
     pop.write_population_csv(run_dir / "population.csv", rows, cfg.seat.side)
     write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members)
-    (run_dir / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
     best = agg["best"]
     chosen = range(len(members)) if cfg.population.export == "all" else [best]
     parity = 0.0
@@ -182,11 +191,13 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
         meta = {"algo": module.name, "net": json.dumps(whole["net"].spec()),
                 "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
                 "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
-        folder = run_dir / "members" / f"{k:03d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        parity = max(parity, export(net, folder / "policy.onnx", meta)["max_abs_diff"])
+        with atomic_path(run_dir / "members" / f"{k:03d}" / "policy.onnx") as tmp:
+            parity = max(parity, export(net, tmp, meta)["max_abs_diff"])
         if k == best:
-            export(net, run_dir / "policy.onnx", meta)
+            with atomic_path(run_dir / "policy.onnx") as tmp:
+                export(net, tmp, meta)
+    plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, describe)
+    write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
     _print_summary(report, agg, members, module.games_played, describe, run_dir, parity)
 
 

@@ -1,7 +1,8 @@
 """Experiment tracking: the loggers of a run and what they receive when it ends.
 
 ``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
-``report.py`` read) plus whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
+``report.py`` read; ``csvlog.MetricsCSV``, append-only, so no kill loses a row) plus
+whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
 ``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
 the run folder is complete: the objective and the final report as the run's summary,
 ``curves.png`` as an image, ``eval.json``, ``policy.onnx`` and the final checkpoint as a W&B
@@ -16,6 +17,11 @@ markdown text (TensorBoard) with a row per member, and ``population.json`` and
 Every W&B series is plotted against games played (``define_metrics``), and so is every
 TensorBoard scalar (``GamesTensorBoardLogger``): an update is a different number of games in
 different runs, so only games line two runs up.
+
+A run killed and resumed (``resume=true``) continues its W&B run, and ``replay`` sends it
+again the ``metrics.csv`` rows up to the checkpoint that the killed session logged but W&B
+never recorded (the last seconds before a ``kill -9`` stay in W&B's pipe): its history then
+holds every row ``metrics.csv`` holds.
 
 W&B never blocks a run: with ``mode: auto`` it goes online only when an API key is at hand
 *and* the server answers within two seconds; otherwise it writes an offline run under
@@ -37,12 +43,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hydra.utils import get_class, instantiate
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.pytorch.loggers import Logger, TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError
 from .contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
+from .csvlog import MetricsCSV
 from .objectives import objective
 
 log = logging.getLogger(__name__)
@@ -65,7 +72,9 @@ def make_loggers(cfg: DictConfig, run_dir: str | Path) -> list[Logger]:
     run_dir = Path(run_dir)
     # Hydra's train.log is already in the run folder; Lightning warns about any file there.
     warnings.filterwarnings("ignore", message=".*Experiment logs directory .* exists and is not empty.*")
-    loggers: list[Logger] = [CSVLogger(save_dir=str(run_dir), name="", version="")]
+    # A fresh run starts metrics.csv anew; a resume appends to the rows kept up to its
+    # checkpoint (csvlog.keep_rows_until, which train() calls first).
+    loggers: list[Logger] = [MetricsCSV(run_dir, fresh=not cfg.get("resume", False))]
     for key, spec in cfg.logger.items():
         if not (isinstance(spec, DictConfig) and "_target_" in spec):
             continue
@@ -246,6 +255,85 @@ def _previous_run_id(run_dir: Path) -> str | None:
     if not latest.exists():
         return None
     return os.path.realpath(latest).rsplit("-", 1)[-1] or None
+
+
+# ---------------------------------------------------------------------- after a kill
+
+
+def replay(loggers: list[Logger], run_dir: str | Path, rows: list[dict[str, str]]) -> int:
+    """Send a resumed W&B run the ``metrics.csv`` rows (kept up to the checkpoint resumed
+    from) that no earlier session of the run recorded; return how many were sent.
+
+    What an earlier session recorded is read from W&B's own transaction logs in the run
+    folder (``wandb/*-ID/run-ID.wandb``, online and offline alike): a row counts as recorded
+    when a logged row has its games and its kind (an evaluation's, or an update's). If those
+    logs cannot be read, every row is sent again: a row twice on a games axis draws the same
+    point, a row missing is a hole in the curve."""
+    wandb_loggers = [lg for lg in loggers if type(lg).__name__ == "WandbLogger"]
+    if not wandb_loggers or not rows:
+        return 0
+    sent = 0
+    for logger in wandb_loggers:
+        run = logger.experiment
+        seen = _recorded(Path(run_dir), run.id) or set()
+        for row in rows:
+            metrics = {k: float(v) for k, v in row.items()
+                       if v not in ("", None) and k not in ("step", "epoch")}
+            if GAMES not in metrics or _row_key(metrics) in seen:
+                continue
+            step = row.get("step")
+            logger.log_metrics(metrics, step=int(float(step)) if step not in ("", None) else None)
+            sent += 1
+    if sent:
+        log.info("W&B: %d row(s) of metrics.csv sent again after the resume", sent)
+    return sent
+
+
+def _row_key(metrics: dict) -> tuple[float, bool]:
+    """(games, whether it is an evaluation's row): what tells two logged rows apart."""
+    return float(metrics[GAMES]), any(k.startswith("eval/") for k in metrics)
+
+
+def _recorded(run_dir: Path, run_id: str) -> set[tuple[float, bool]] | None:
+    """The rows (``_row_key``) the W&B transaction logs of this run already hold; None if a
+    log could not be read. The format: a 7-byte header, then LevelDB-style chunks (4 bytes
+    of checksum, 2 of length, 1 of type) in 32 KiB blocks, carrying protobuf ``Record``s;
+    a torn tail (a killed session) ends the reading of its file."""
+    try:
+        from wandb.proto import wandb_internal_pb2 as pb
+    except ImportError:
+        return None
+    import struct
+
+    keys: set[tuple[float, bool]] = set()
+    try:
+        for path in sorted(run_dir.glob(f"wandb/*-{run_id}/run-{run_id}.wandb")):
+            raw = path.read_bytes()
+            if raw[:4] != b":W&B":
+                return None
+            pos, buf = 7, b""
+            while pos + 7 <= len(raw):
+                left = 32768 - pos % 32768
+                if left < 7:  # a block's tail too short for a chunk header is padding
+                    pos += left
+                    continue
+                _, length, kind = struct.unpack("<IHB", raw[pos:pos + 7])
+                if pos + 7 + length > len(raw):
+                    break  # torn: the session was killed while writing it
+                buf += raw[pos + 7:pos + 7 + length]
+                pos += 7 + length
+                if kind in (1, 4):  # a whole record, or the last chunk of one
+                    record = pb.Record()
+                    record.ParseFromString(buf)
+                    buf = b""
+                    if record.WhichOneof("record_type") == "history":
+                        items = {(i.key or "/".join(i.nested_key)): i.value_json for i in record.history.item}
+                        if GAMES in items:
+                            keys.add(_row_key({**items, GAMES: json.loads(items[GAMES])}))
+    except Exception:  # a format this reader does not know: send every row again
+        log.debug("W&B transaction logs unreadable", exc_info=True)
+        return None
+    return keys
 
 
 # ---------------------------------------------------------------------- at the end

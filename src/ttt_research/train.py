@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sys
 import time
 import warnings
@@ -23,16 +25,17 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from . import population, population_run, runfolder
-from .atomic import write_atomic
+from .atomic import atomic_path, write_atomic
 from .callbacks import ExactEvaluation, PeriodicCheckpoint
 from .config import processes, validate
 from .console import OpeningLine, ProgressLines, host_info
+from .csvlog import METRICS_FILE, keep_rows_until, read_rows
 from .evaluate import eval_table, evaluate_policy
 from .export import export
-from .plots import plot_curves, plot_population
+from .plots import plot_curves
 from .population_run import PopulationEvaluation
 from .signals import StopOnSignal, stop_on_signals
-from .tracking import make_loggers, publish
+from .tracking import make_loggers, publish, replay
 
 
 def quiet_lightning() -> None:
@@ -176,13 +179,9 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
-    earlier = _set_aside_metrics(run_dir) if resume_from and trainer.is_global_zero else None
-    # Read before fitting: the fit overwrites last.ckpt, and the rows to keep are those up to
-    # the checkpoint resumed from, not up to the end.
-    resumed_at = _checkpoint_games(resume_from) if earlier is not None else 0
+    if resume_from is not None and trainer.is_global_zero:
+        resume_metrics(run_dir, resume_from, loggers)  # metrics.csv back to the checkpoint's rows
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
-    if earlier is not None:
-        _merge_metrics(earlier, run_dir / "metrics.csv", resumed_at)
     stop.games = module.games_played
     if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
         raise stop.stopped(stop.games)
@@ -192,7 +191,6 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         if trainer.is_global_zero:
             title = describe(cfg, module, opponent=False, members=members)
             population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
-            plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
             publish(cfg, loggers, run_dir, report, population=content)
         return report
     report = evaluate_policy(module.policy_logits)
@@ -241,25 +239,43 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
                                    "sessions": sessions}, indent=2) + "\n")
 
 
-def _set_aside_metrics(run_dir: Path) -> Path | None:
-    """Lightning's CSV logger starts metrics.csv afresh; keep the rows from before a resume.
+def resume_metrics(run_dir: Path, checkpoint: Path, loggers: list | None = None) -> None:
+    """Before a resumed fit: ``metrics.csv`` keeps its rows up to the games of ``checkpoint``
+    (one atomic rewrite, ``csvlog.keep_rows_until``); the resumed session plays the later
+    updates again and appends their rows, so each update has its row once. The kept rows
+    that the killed session logged but W&B never recorded are sent to W&B again
+    (``tracking.replay``; ``loggers``: the run's, made by ``make_loggers``)."""
+    path = run_dir / METRICS_FILE
+    remove_stale_temporaries(run_dir)
+    keep_rows_until(path, _checkpoint_games(checkpoint))
+    if loggers:
+        replay(loggers, run_dir, read_rows(path)[1])
 
-    A resume that was itself killed leaves the set-aside file and its own partial rows: they
-    continue the set-aside ones from the checkpoint it resumed from (its first row), so the
-    set-aside file keeps its rows before that and takes the partial ones after them."""
-    path = run_dir / "metrics.csv"
-    earlier = run_dir / "metrics.before-resume.csv"
-    if earlier.is_file():
-        partial = _read_rows(path) if path.is_file() else []
-        if partial:
-            start = min(_games(r) for r in partial)
-            _write_rows(earlier, [r for r in _read_rows(earlier) if _games(r) < start] + partial)
-        path.unlink(missing_ok=True)
-        return earlier
-    if not path.is_file():
-        return None
-    path.replace(earlier)
-    return earlier
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Remove the temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a killed
+    process left in the run folder, its ``checkpoints/`` and ``members/NNN/``; a file of a
+    process still alive is kept. Returns the files removed."""
+    pattern = re.compile(r"^\..+\.(\d+)\.tmp$")
+    removed = []
+    for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
+        for path in folder.glob(".*.tmp") if folder.is_dir() else []:
+            match = pattern.match(path.name)
+            if not match or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+                continue
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _checkpoint_games(checkpoint: Path) -> int:
@@ -267,44 +283,20 @@ def _checkpoint_games(checkpoint: Path) -> int:
     return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
 
 
-def _games(row: dict) -> float:
-    return float(row.get("train/games") or 0)
-
-
-def _read_rows(path: Path) -> list[dict]:
-    import csv
-
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _write_rows(path: Path, rows: list[dict]) -> None:
-    import csv
-
-    header = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def _merge_metrics(earlier: Path, current: Path, games: int) -> None:
-    """metrics.csv = the rows logged up to ``games`` (the checkpoint resumed from), then the
-    resumed run's rows."""
-    old = [r for r in _read_rows(earlier) if _games(r) <= games]
-    _write_rows(current, old + (_read_rows(current) if current.is_file() else []))
-    earlier.unlink()
-
-
 def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
-    """eval.json, policy.onnx (with its parity check), curves.png, and the console table."""
-    (run_dir / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    """policy.onnx (with its parity check), curves.png, then eval.json, and the console table.
+
+    Each file is written whole or not at all (a temporary file renamed, ``atomic``), and
+    ``eval.json``, which marks the run complete, comes last: a kill before it leaves a run
+    that ``report`` knows is unfinished, never a finished-looking one with a torn model."""
     meta = {"algo": module.name,
             "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
             "games_trained": str(module.games_played), "eval": json.dumps(report)}
-    parity = export(module.net, run_dir / "policy.onnx", meta)
+    with atomic_path(run_dir / "policy.onnx") as tmp:
+        parity = export(module.net, tmp, meta)
     title = describe(cfg, module, opponent=False)
     plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
+    write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
     print(eval_table(report))
     print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")
