@@ -193,9 +193,9 @@ def main() -> None:
                 if (run_dir / "eval.json").is_file():  # complete: nothing to do
                     done.append({"skipped": "complete"})
                     continue
-                if (run_dir / "checkpoints" / "last.ckpt").is_file():
-                    args.append("resume=true")  # continue from the checkpoint
-                # else no checkpoint yet: nothing to resume, the same command starts again
+                if (run_dir / "checkpoints" / "last.ckpt").is_file() or (run_dir / ".hydra").is_dir():
+                    args.append("resume=true")  # continue from the checkpoint, or start again
+                # else killed before the run wrote anything: the same command starts it
             kill = run.get("kill")
             if kill and kill["event"] == "random":
                 kill = {**kill, "seconds": kill["fraction"] * reference}

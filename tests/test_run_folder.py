@@ -283,3 +283,29 @@ def test_the_hydra_files_are_written_as_hydra_writes_them(runs):
     hydra = OmegaConf.load(folder / ".hydra" / "hydra.yaml").hydra
     assert hydra.runtime.output_dir == str(folder) and hydra.job.name == "train"
     assert list(hydra.overrides.task) == TINY and f"hydra.run.dir={folder}" in hydra.overrides.hydra
+
+
+def test_a_run_stopped_before_its_first_checkpoint_starts_again_with_resume(tmp_path):
+    """Killed before its first checkpoint, a run has nothing to continue: a fresh run into its
+    folder is refused (it holds a run), and resume=true starts it again from the beginning,
+    ending as an uninterrupted run does; with other settings it is refused like any resume."""
+    import json
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    base = [sys.executable, "-m", "ttt_research", "debug=tiny", "threads=1", "progress=false",
+            f"hydra.run.dir={run}"]
+    reference = tmp_path / "reference"
+    subprocess.run([*base[:-1], f"hydra.run.dir={reference}"], check=True, capture_output=True, timeout=300)
+    subprocess.run(base, check=True, capture_output=True, timeout=300)
+    # what a kill before the first checkpoint leaves: the config, run.json, some rows
+    (run / "eval.json").unlink()
+    for path in (run / "checkpoints").iterdir():
+        path.unlink()
+    other = subprocess.run([*base, "resume=true", "seed=3"], capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2 and "seed=3 (the run: 0)" in other.stderr, other.stderr
+    again = subprocess.run([*base, "resume=true"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"no checkpoint in {run} yet: the run starts again from its beginning" in again.stdout
+    assert json.loads((run / "eval.json").read_text()) == json.loads((reference / "eval.json").read_text())

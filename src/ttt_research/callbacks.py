@@ -98,9 +98,16 @@ class PeriodicCheckpoint(L.Callback):
         last = batch_idx + 1 >= trainer.num_training_batches
         if (batch_idx + 1) % self.every and not last:
             return
-        self._deferred = True  # the rename waits for the update's row (commit, below)
+        self.take(trainer, batch_idx + 1)
+
+    def take(self, trainer, update: int) -> None:
+        """The checkpoint of ``update``, taken at its end and renamed once its row is logged
+        (``commit``, below); nothing if it is taken already (a stop signal asks again)."""
+        if update in (self.saved_update, self._pending and self._pending[1]):
+            return
+        self._deferred = True
         try:
-            self.save(trainer, batch_idx + 1)
+            self.save(trainer, update)
         finally:
             self._deferred = False
 

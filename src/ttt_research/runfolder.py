@@ -13,7 +13,9 @@
    (``.hydra/config.yaml``) and the checkpoint's own record of its run (``run_identity``,
    written into every checkpoint by ``RunIdentity``); the checkpoint must load, and
    (``Claim.check_fits``, once the module is built) fit the network built from the config.
-   Which keys may change is ``MAY_CHANGE``.
+   Which keys may change is ``MAY_CHANGE``. A run stopped before its first checkpoint has
+   nothing to continue: ``resume=true`` starts it again from the beginning in its folder
+   (``restart``), after the same check of its settings.
 
 Every refusal is one ``ConfigError`` line (exit 2) raised before the run writes anything:
 only ``Claim.commit`` writes, after every check passed (Hydra's three ``.hydra`` files, which
@@ -150,6 +152,7 @@ class Claim:
         self.resume_from: Path | None = None
         self.checkpoint: dict | None = None
         self.requeued = 0
+        self.restart = False  # resume=true on a run stopped before its first checkpoint
         self.committed = False
 
     # -- checks, in order: folder, saved config, checkpoint file, checkpoint's run
@@ -162,11 +165,15 @@ class Claim:
             # was (submitit: the same overrides): its own folder is continued, checked as a resume.
             resume, self.requeued = True, requeued()
         if resume:
-            if not ckpt.is_file():
-                raise ConfigError(f"resume=true but there is no checkpoint at {ckpt}: the run there "
-                                  "stopped before its first checkpoint, or this is not its folder "
-                                  "(hydra.run.dir)")
-            self.resume_from = ckpt
+            if ckpt.is_file():
+                self.resume_from = ckpt
+            elif (self.run_dir / ".hydra" / "config.yaml").is_file() and not (self.run_dir / "eval.json").exists():
+                # Stopped before its first checkpoint: nothing to continue, so the run starts
+                # again from its beginning, in its folder, once its settings are checked.
+                self.restart = True
+            else:
+                raise ConfigError(f"resume=true but there is no checkpoint at {ckpt}: this is not a "
+                                  "run's folder (hydra.run.dir)")
             return
         if self.primary:
             found = [name for name in RUN_FILES if (self.run_dir / name).exists()]
@@ -176,7 +183,7 @@ class Claim:
 
     def check_saved_config(self) -> None:
         saved = self.run_dir / ".hydra" / "config.yaml"
-        if self.resume_from is None or not saved.is_file():
+        if (self.resume_from is None and not self.restart) or not saved.is_file():
             return
         try:  # never resolved: compared as written (an interpolation is its own text)
             run = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)

@@ -6,9 +6,10 @@ send before a time limit (SIGUSR2: submitit's ``--signal=USR2@90``, or the one n
 ``$SUBMITIT_PREEMPT_SIGNAL``; SIGUSR1: Lightning's convention for ``sbatch`` scripts) do not
 stop the process where they find it. The handler only notes the signal (``Stop``);
 ``StopOnSignal``, the last callback of an update, acts at the end of the update in which it
-arrived, after that update's exact evaluation and regular checkpoint: it writes
-``checkpoints/last.ckpt`` (``PeriodicCheckpoint.save``, unless that update's is on disk
-already) and raises ``Stopped``. ``__main__`` prints one line (``stopped by SIGTERM after N
+arrived, after that update's exact evaluation and regular checkpoint: it takes the update's
+``checkpoints/last.ckpt`` (``PeriodicCheckpoint.take``, renamed into place once Lightning has
+logged the update's row, so no row is lost) and ends the fit after the update; ``train`` then
+raises ``Stopped``. ``__main__`` prints one line (``stopped by SIGTERM after N
 games: resume=true continues``) and exits with 128 + the signal's number (143 for SIGTERM,
 130 for SIGINT), which also ends a multirun (``-m``). A second signal of the same kind ends
 the process at once, as an unhandled one would; the checkpoint on disk stays whole (it is
@@ -121,9 +122,9 @@ def stop_on_signals() -> Iterator[Stop]:
 
 
 class StopOnSignal(L.Callback):
-    """At the end of each update: if a stop signal was noted (on any process), checkpoint
-    and raise ``Stopped``. Must be the last callback, after the evaluation and the
-    regular checkpoint of the update."""
+    """At the end of each update: if a stop signal was noted (on any process), take the
+    update's checkpoint and end the fit after it. Must be the last callback, after the
+    evaluation and the regular checkpoint of the update."""
 
     def __init__(self, stop: Stop, checkpoint):
         self.stop = stop
@@ -140,7 +141,8 @@ class StopOnSignal(L.Callback):
             signum = int(noted.item())
         if not signum:
             return
-        update = batch_idx + 1
-        if self.checkpoint.saved_update != update:
-            self.checkpoint.save(trainer, update)
-        raise self.stop.stopped(module.games_played, signum)
+        # The update's checkpoint, renamed into place once Lightning has logged the update's
+        # row (so no row is lost), then the loop ends after this update; train() raises Stopped.
+        self.checkpoint.take(trainer, batch_idx + 1)
+        self.stop.signum = signum
+        trainer.should_stop = True

@@ -147,6 +147,8 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     resume_from = folder.resume_from
     if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
         cfg = OmegaConf.merge(cfg, {"resume": True})
+    if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
+        cfg = OmegaConf.merge(cfg, {"resume": False})
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
@@ -177,6 +179,8 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     folder.commit(job_cfg, hydra_files)
     if folder.requeued and trainer.is_global_zero:
         print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
+    if folder.restart and trainer.is_global_zero:
+        print(f"no checkpoint in {run_dir} yet: the run starts again from its beginning")
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
     if resume_from is not None and trainer.is_global_zero:
