@@ -96,7 +96,8 @@ MORE = {
     "ppo-unmasked": ["algo=ppo", "algo.masking=false"],
     "ppo-noclip-nonorm": ["algo=ppo", "algo.max_grad_norm=0", "algo.norm_adv=false"],
     "ppo-schedules": ["algo=ppo", "algo.lr_final=0.0001", "algo.ent_final=0"],
-    "reinforce-rollouts-momentum": ["algo.rollouts=3", "algo.momentum=0.9", "algo.lr_final=0.01"],
+    "reinforce-rollouts-momentum": ["algo.rollouts=3", "algo.games_per_update=510", "algo.momentum=0.9",
+                                    "algo.lr_final=0.01"],
     "reinforce-baseline-both": ["algo.baseline=true", "seat=both"],
 }
 

@@ -172,7 +172,7 @@ def test_a_draw_is_the_documented_uniform():
     (["population.vary.opponent.p_perfect=[0.5]"], "a key of opponent=mixed"),
     (["population.vary.algo.lr=[0,1]"],
      "population.vary.algo.lr must be a non-empty list of distinct numbers, each a positive number up to "
-     "1e+06, got [0, 1]"),
+     "1e+30, got [0, 1]"),
     (["population.vary.algo.lr=1"], "population.vary.algo.lr must be a non-empty list"),
     (["population.vary.algo.lr=[]"], "population.vary.algo.lr must be a non-empty list"),
     (["population.vary.algo.lr=[1,1]"], "distinct"),

@@ -392,7 +392,7 @@ def test_slurm_launcher_example_composes_on_submitit():
     cfg = make_cfg("hydra/launcher=slurm", hydra=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
-    assert launcher.cpus_per_task == 2 and launcher.timeout_min == 30
+    assert launcher.cpus_per_task == 1 and launcher.timeout_min == 30  # one torch thread a run
 
 
 def test_wandb_sweep_drives_the_hydra_entry_point_with_valid_overrides():

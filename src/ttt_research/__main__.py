@@ -44,8 +44,9 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    from .atomic import OutputError
+    from .cli import UserError
     from .errors import NonFiniteError
+    from .evaluate import IllegalMoveError
     from .objectives import objective
     from .runfolder import FolderInUse, secondary
     from .signals import Stopped
@@ -58,12 +59,12 @@ def app(cfg: DictConfig) -> float:
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
         refuse(e)
-    except OutputError as e:  # a full or read-only disk: one line, exit 2, no temporary file left
+    except (NonFiniteError, IllegalMoveError) as e:  # the numerical guard (algos/base.py), or
+        print(f"error: {e}", file=sys.stderr)      # a policy left without a legal move: exit 3
+        sys.exit(3)
+    except UserError as e:  # e.g. a full or read-only disk (atomic.OutputError): one line, exit 2
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except NonFiniteError as e:  # the numerical guard (algos/base.py): one line, exit 3
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(3)
     except Stopped as e:  # SIGTERM, SIGINT, SLURM's warning: checkpointed after the update (signals.py)
         if not secondary():
             print(e, file=sys.stderr)

@@ -49,23 +49,37 @@ def temporary(path: str | Path) -> Path:
 
 
 @contextlib.contextmanager
+def removed_on_error(tmp: str | Path, path: str | Path) -> Iterator[None]:
+    """Any error in the block removes ``tmp`` (the temporary file of ``path``); an ``OSError``
+    of the disk becomes ``OutputError``. For writers that rename later themselves (the
+    checkpoint waits for its rows: ``callbacks.PeriodicCheckpoint``)."""
+    try:
+        yield
+    except OSError as e:
+        _remove(Path(tmp))
+        raise OutputError(f"cannot write {path}: {describe_os_error(e)}") from e
+    except BaseException:
+        _remove(Path(tmp))
+        raise
+
+
+def sync_and_replace(tmp: str | Path, path: str | Path) -> None:
+    """``tmp`` on disk, then renamed over ``path``: a crash cannot name a hollow file."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path to write; on success rename it over ``path``. On any error the
     temporary file is removed; an ``OSError`` of the disk becomes ``OutputError``."""
     path = Path(path)
     tmp = temporary(path)
-    try:
+    with removed_on_error(tmp, path):
         path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
-        with open(tmp, "rb+") as f:  # on disk before the rename: a crash cannot name a hollow file
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        _remove(tmp)
-        raise OutputError(f"cannot write {path}: {describe_os_error(e)}") from e
-    except BaseException:
-        _remove(tmp)
-        raise
+        sync_and_replace(tmp, path)
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:

@@ -17,7 +17,7 @@ import os
 import lightning as L
 import torch
 
-from .atomic import OutputError, describe_os_error, temporary
+from .atomic import removed_on_error, sync_and_replace, temporary
 from .contract import eval_metrics, learner_loss
 from .errors import NonFiniteError
 from .evaluate import evaluate_policy
@@ -129,15 +129,9 @@ class PeriodicCheckpoint(L.Callback):
             raise NonFiniteError(f"non-finite parameters at update {update}: checkpoint not written")
         self.discard()
         tmp = str(temporary(self.path))
-        try:
+        with removed_on_error(tmp, self.path):
             os.makedirs(self.dirpath, exist_ok=True)
             trainer.save_checkpoint(tmp)
-        except OSError as e:
-            self._remove(tmp)
-            raise OutputError(f"cannot write {self.path}: {describe_os_error(e)}") from e
-        except BaseException:
-            self._remove(tmp)
-            raise
         self._pending = (tmp, update, trainer)
         if not self._deferred:
             self.commit()
@@ -152,19 +146,11 @@ class PeriodicCheckpoint(L.Callback):
         if not trainer.is_global_zero:  # Lightning wrote the file from rank 0 only
             self.saved_update = update
             return
-        try:
+        with removed_on_error(tmp, self.path):
             for logger in getattr(trainer, "loggers", []):
                 if hasattr(logger, "sync"):
                     logger.sync()
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except OSError as e:
-            self._remove(tmp)
-            raise OutputError(f"cannot write {self.path}: {describe_os_error(e)}") from e
-        except BaseException:
-            self._remove(tmp)
-            raise
+            sync_and_replace(tmp, self.path)
         self.saved_update = update
 
     def discard(self) -> None:

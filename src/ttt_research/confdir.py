@@ -57,7 +57,7 @@ def fresh_folder(path: str) -> str:
     raise AssertionError("unreachable")
 
 
-class RunLog:
+class LogsBefore:
     """A Hydra callback (``hydra.callbacks`` in ``config.yaml``): Hydra opens the job's log
     (``train.log``) in the run folder before the job runs, so a refused job would leave an
     empty log in a folder it must leave as it found it. This notes, before Hydra makes

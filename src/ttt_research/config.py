@@ -38,9 +38,11 @@ SEED_MAX = 2**32 - 1
 # ``games_played << 20`` (64 bits: base.py), so 2**44 games is the hard limit; 10**13 keeps
 # clear of it (about 230 days at 500k games/s) and of float64's exact integers (2**53).
 GAMES_MAX = 10**13
-# Learning rates, coefficients and rewards enter float32 training (max ~3.4e38), where a
-# batch sums them over ~10**7 moves and PPO squares returns: 1e6 keeps every product finite.
-VALUE_MAX = 1e6
+# Learning rates, coefficients and rewards enter float32 training (max ~3.4e38): 1e30 is held
+# exactly enough, with headroom. A value that large can still make training diverge (a batch
+# sums over ~10**7 moves, PPO squares returns); that is the numerical guard's to stop in one
+# line (algos/base.py: exit 3, or the member alone in a population), not a crash.
+VALUE_MAX = 1e30
 FLOAT32 = "(training runs in float32)"
 GAMES_WHY = " (64-bit game counters and random seeds derived from them)"
 # Members of one population: each has its own random stream and rows in every tensor; the

@@ -198,11 +198,11 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
                 export(net, tmp, meta)
     plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, describe)
     write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
-    _print_summary(report, agg, members, module.games_played, describe, run_dir, parity)
+    _print_summary(report, agg, members, module.games_played, describe, run_dir, parity, cfg.seat.side)
 
 
 def _print_summary(report: dict, agg: dict, members: list, games: int, describe: str, run_dir: Path,
-                   parity: float) -> None:
+                   parity: float, seat: str) -> None:
     n, best = len(members), agg["best"]
     ob = agg["objective"]
     print(f"\nPopulation of {n} after {games:,} games each ({describe}):")
@@ -211,7 +211,7 @@ def _print_summary(report: dict, agg: dict, members: list, games: int, describe:
     print(f"  {ob['per_member']}: median {ob['median']:.4f}, min {ob['min']:.4f}, max {ob['max']:.4f}")
     print(f"Best member {best} (seed {members[best].seed}"
           + "".join(f", {k}={v:g}" for k, v in members[best].hparams.items()) + "):")
-    print(eval_table(report))
+    print(eval_table(report, seat))
     print(f"run folder: {run_dir}  (population.json, population.csv; policy.onnx parity: "
           f"max |diff| {parity:.1e})")
 

@@ -167,7 +167,8 @@ class Claim:
         if resume:
             if ckpt.is_file():
                 self.resume_from = ckpt
-            elif (self.run_dir / ".hydra" / "config.yaml").is_file() and not (self.run_dir / "eval.json").exists():
+            elif (self.run_dir / ".hydra" / "config.yaml").is_file() and not (
+                    self.run_dir / "eval.json").exists():
                 # Stopped before its first checkpoint: nothing to continue, so the run starts
                 # again from its beginning, in its folder, once its settings are checked.
                 self.restart = True

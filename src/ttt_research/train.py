@@ -180,6 +180,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     if folder.requeued and trainer.is_global_zero:
         print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
     if folder.restart and trainer.is_global_zero:
+        remove_stale_temporaries(run_dir)  # what the stopped session was writing when it died
         print(f"no checkpoint in {run_dir} yet: the run starts again from its beginning")
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
@@ -302,5 +303,5 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
     plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
     write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
-    print(eval_table(report))
+    print(eval_table(report, cfg.seat.side))
     print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")
