@@ -124,6 +124,7 @@ def test_bench_table_prints_only_ratios_measured_in_the_run():
     assert "89,000" not in text
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_bench_refuses_bad_arguments_in_one_line():
     r = bench("--reinforce-games", "0")
     assert r.returncode == 2

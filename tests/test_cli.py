@@ -14,6 +14,7 @@ def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_evaluate_json_on_a_contract_onnx_policy(tmp_path):
     pref = [3, 1, 3, 1, 5, 1, 3, 1, 3]
     path = preference_model(pref, tmp_path / "centre_first.onnx")
@@ -34,6 +35,7 @@ def test_evaluate_json_on_a_contract_onnx_policy(tmp_path):
     assert f"{report['as_o']['vs_random']['win']:.4f}" in table.stdout
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_evaluate_in_process_matches_cli(tmp_path):
     path = preference_model([0, 1, 2, 3, 4, 5, 6, 7, 8], tmp_path / "high.onnx")
     from ttt_research.policy_file import load_policy
@@ -214,6 +216,7 @@ def test_refused_job_keeps_a_run_folder_that_holds_anything_else(tmp_path):
     assert out.returncode == 2 and (other / "train.log").read_text() == "an earlier run\n"
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_trainer_keys_are_still_checked(tmp_path):
     out = run("ttt_research", "+trainer.no_such_key=1", f"hydra.run.dir={tmp_path / 'job'}")
     assert out.returncode == 2

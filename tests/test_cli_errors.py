@@ -55,6 +55,7 @@ def test_importing_the_evaluator_loads_neither_policy_files_nor_onnxruntime():
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_python_m_evaluate_still_runs_the_command_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ttt_research.evaluate", str(tmp_path / "none.onnx"),
                           "--json"], capture_output=True, text=True, timeout=120)

@@ -87,6 +87,7 @@ def no_key_env(tmp_path, **extra):
     return {**env, "HOME": str(tmp_path), **extra}
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_saving_without_a_key_or_a_server_fails_in_one_line(tmp_path):
     res = run("--entity", "me", env=no_key_env(tmp_path))
     assert res.returncode == 2 and res.stderr.count("\n") == 1

@@ -126,6 +126,7 @@ def test_a_population_member_without_a_legal_move_is_named():
 # --------------------------------------------------------------------------- play
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_play_refuses_all_minus_inf_logits_in_one_line_instead_of_looping(tmp_path):
     # Before: "agent (X) plays 1" printed forever (the occupied cell 1 leaves the board as it is).
     model = preference_model([-INF] * 9, tmp_path / "inf.onnx")

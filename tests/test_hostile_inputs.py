@@ -195,6 +195,7 @@ def test_bad_files_get_one_line_and_exit_2(files, capsys, monkeypatch, cli, name
 
 
 @pytest.mark.parametrize("cli", sorted(CLIS))
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_the_command_lines_answer_a_truncated_checkpoint_in_one_line(files, cli):
     """The same, as a user runs it: a separate process, exit code 2, one line, no traceback."""
     out = subprocess.run([sys.executable, "-m", f"ttt_research.{cli}", str(files / "truncated.ckpt")],

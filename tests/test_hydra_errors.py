@@ -69,6 +69,7 @@ def test_hydra_full_error_set_by_the_user_keeps_hydras_full_report(tmp_path):
     assert "Available options in 'net'" in out.stderr
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_help_cfg_and_multirun_still_work(tmp_path):
     out = train("--help")
     assert out.returncode == 0 and "== Config groups" in out.stdout, out.stderr

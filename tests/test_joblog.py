@@ -16,6 +16,7 @@ from ttt_research.joblog import RunLog
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_train_log_holds_the_lines_the_run_printed(tmp_path):
     job = tmp_path / "job"
     out = subprocess.run([sys.executable, "-m", "ttt_research", "debug=tiny", "progress=lines",

@@ -57,6 +57,7 @@ def highest(tmp_path):
     return preference_model(HIGHEST_FIRST, tmp_path / "highest.onnx")
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_piped_session_handles_bad_input_plays_full_games_and_ends_at_eof(highest):
     moves = [
         # Game 1, person as O. The agent (X) opens in 9.
@@ -159,6 +160,7 @@ def test_a_bad_model_file_from_the_command_line_has_no_traceback(tmp_path):
     assert out.stderr.count("\n") == 1 and "not a valid ONNX model" in out.stderr
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_the_agent_plays_the_evaluated_greedy_move_everywhere(run):
     """Checkpoint or ONNX, play's move at each of the 4,520 positions is the move the exact
     evaluation scored."""
@@ -177,6 +179,7 @@ def test_the_agent_plays_the_evaluated_greedy_move_everywhere(run):
 # --------------------------------------------------------------------------- export
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_export_cli_reports_parity_and_keeps_the_exact_evaluation(run, tmp_path):
     run_dir, report = run
     out = subprocess.run([sys.executable, "-m", "ttt_research.export",

@@ -196,6 +196,7 @@ def items(entries) -> dict:
     return {(i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in entries}
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_wandb_run_of_a_population_holds_the_aggregate_and_a_row_per_member(
         population_dir, tmp_path, monkeypatch):
     for k in [k for k in os.environ if k.startswith("WANDB_")]:

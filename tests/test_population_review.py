@@ -58,6 +58,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_first_update_matches_single(case):
     check(*CASES[case])
 
@@ -69,6 +70,7 @@ def _tiny(seed, p, g):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("g", [1, 2])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_tiny_ragged(seed, g):
     pop = _tiny(seed, 0, g)[:-1] + ["population.vary.opponent.p_perfect=[0,1]"]
     check(pop, [_tiny(seed, 0, g), _tiny(seed, 1, g)])

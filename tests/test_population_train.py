@@ -79,6 +79,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_each_members_first_update_is_its_single_run(case):
     """Same games (the sampled rates of 512 games), and after the update the same weights up
     to float order (a batched matmul per member vs one matmul)."""
@@ -96,6 +97,7 @@ def test_each_members_first_update_is_its_single_run(case):
     assert len(set(by_seed.values())) == len(by_seed)  # members of different seeds play differently
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path):
     report = train(make_cfg("population.size=3", "population.export=all"), tmp_path)
     data = json.loads((tmp_path / "population.json").read_text())
@@ -135,6 +137,7 @@ def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path
     assert row["unbeatable"] == sum(unbeatable(r["eval"], "o") for r in rows)
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_population_of_one_is_the_plain_run_of_its_seed(tmp_path):
     one = train(make_cfg("population.seeds=[7]"), tmp_path / "pop")
     plain = train(make_cfg("seed=7"), tmp_path / "plain")
@@ -159,6 +162,7 @@ def test_a_poisoned_member_is_stopped_alone_and_the_others_go_on(tmp_path):
     assert agg["stopped"] == [2, 3] and agg["evaluated"] == 2
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_killed_population_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """Killed two updates after the checkpoint of update 2 (of 4), resumed."""
     overrides = ["population.size=3", "checkpoint_every=2", "algo=ppo", "opponent=pool",
@@ -187,6 +191,7 @@ def test_what_a_population_cannot_train_is_refused_in_one_line(override, needle)
     validate(make_cfg("population.size=1", *ddp, override))  # one agent: fine
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_population_checkpoint_is_refused_by_evaluate_in_one_line(tmp_path):
     import subprocess
     import sys

@@ -122,6 +122,7 @@ def test_numpy_step_equals_autograd_steps_on_the_same_game():
         assert torch.allclose(v, w, atol=1e-5), k
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_the_seed_reproduced_learns_and_repeats_itself(tmp_path):
     """The seed's loop (NumPy, one SGD step per move): it learns, and a seed fixes the run."""
     over = ["experiment=antirez_repro", "budget.games=6000", "algo.games_per_update=2000"]

@@ -65,6 +65,7 @@ def crash_after_first_checkpoint(monkeypatch, later: int = 0):
     [*PPO, "opponent=pool", "opponent.every=2", "opponent.size=2"],
     [*REINFORCE, "opponent=curriculum"],  # random -> mixed -> mixed with a snapshot pool
 ], ids=["ppo-pool", "reinforce-curriculum"])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_resumed_pool_or_curriculum_run_ends_as_an_uninterrupted_one(tmp_path, monkeypatch, overrides):
     whole = train(make_cfg(*overrides), tmp_path / "whole")
 
@@ -88,6 +89,7 @@ def test_a_resumed_pool_or_curriculum_run_ends_as_an_uninterrupted_one(tmp_path,
 
 
 @pytest.mark.parametrize("overrides", [PPO, REINFORCE], ids=["ppo", "reinforce"])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_run_killed_well_after_a_checkpoint_resumes_without_repeating_rows(tmp_path, monkeypatch,
                                                                              overrides):
     """Killed at update 9 of 10 with the checkpoint of update 5 on disk: updates 6-8 are
@@ -105,6 +107,7 @@ def test_a_run_killed_well_after_a_checkpoint_resumes_without_repeating_rows(tmp
     assert rows == metric_rows(tmp_path / "whole")
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_resume_killed_in_its_turn_keeps_the_rows_from_before_it(tmp_path, monkeypatch):
     """Killed at update 9 (checkpoint of update 5), resumed and killed again at update 8,
     resumed to the end: metrics.csv still holds each of the 10 updates once, as an
@@ -155,6 +158,7 @@ def test_the_checkpoint_holds_optimiser_opponent_counters_and_generators(tmp_pat
 
 
 @pytest.mark.parametrize("algo", [REINFORCE, PPO], ids=["reinforce", "ppo"])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_same_config_and_seed_give_identical_eval_and_metrics(tmp_path, algo):
     a = train(make_cfg(*algo, "seed=11"), tmp_path / "a")
     b = train(make_cfg(*algo, "seed=11"), tmp_path / "b")
@@ -199,6 +203,7 @@ POISON_WEIGHT = """
     (POISON_WEIGHT, ["algo=ppo", "algo.epochs=1", "algo.minibatches=1", "threads=1"],
      "parameter net.body.0.weight"),
 ], ids=["nan-loss", "inf-weight"])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_non_finite_value_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, poison, overrides,
                                                                              what):
     script = textwrap.dedent(poison) + "from ttt_research.__main__ import main\nmain()\n"
@@ -271,6 +276,7 @@ def test_configs_with_wrong_types_or_ranges_are_refused(override, needle):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without a GPU")
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_cli_refuses_a_gpu_trainer_without_a_gpu_before_any_work(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ttt_research", "trainer=gpu", "progress=false",
                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=120)

@@ -59,6 +59,7 @@ CURVE = [(g, 0.5 + 0.03 * i, 0.1 / (i + 1)) for i, g in enumerate(range(10_000, 
 
 
 @pytest.mark.parametrize("side,nets", [("o", 1), ("o", 4), ("both", 7)])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_the_legend_covers_neither_the_title_nor_a_plot(tmp_path, monkeypatch, side, nets):
     curves, profiles = drawn_report(tmp_path, monkeypatch, side, CURVE, nets)
     for fig in (curves, profiles):

@@ -184,6 +184,7 @@ def test_every_output_is_renamed_into_place_and_eval_json_comes_last(watched_run
     assert not [p for p in run_dir.rglob("*.tmp")]
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_full_disk_at_the_checkpoint_is_one_line_exit_2_and_no_temporary_file(tmp_path):
     """A checkpoint that cannot be written (no space left) was a traceback beside a
     half-written last.ckpt.tmp."""

@@ -285,6 +285,7 @@ def test_the_hydra_files_are_written_as_hydra_writes_them(runs):
     assert list(hydra.overrides.task) == TINY and f"hydra.run.dir={folder}" in hydra.overrides.hydra
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_run_stopped_before_its_first_checkpoint_starts_again_with_resume(tmp_path):
     """Killed before its first checkpoint, a run has nothing to continue: a fresh run into its
     folder is refused (it holds a run), and resume=true starts it again from the beginning,

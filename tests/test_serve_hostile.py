@@ -108,6 +108,7 @@ def test_a_body_shorter_than_its_length_is_dropped_quietly(model, capfd):
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_an_idle_connection_is_closed_within_a_few_seconds(model, capfd):
     # Before: an idle connection was held open forever (a thread each, no timeout).
     with running(model) as address:

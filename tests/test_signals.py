@@ -64,6 +64,7 @@ def test_a_signal_checkpoints_the_update_and_resume_ends_as_an_uninterrupted_run
     assert train(make_cfg(*FAST, "resume=true"), tmp_path / "stopped") == whole
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_population_stops_the_same_way(tmp_path, monkeypatch):
     overrides = [*FAST, "population.size=2"]
     whole = train(make_cfg(*overrides), tmp_path / "whole")
@@ -87,6 +88,7 @@ def test_a_stopped_run_resumes_with_a_larger_budget(tmp_path, monkeypatch):
     assert games_in(tmp_path / "checkpoints" / "last.ckpt") == 3072
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_slurms_warning_signal_chains_to_submitit_and_a_requeued_job_continues(tmp_path, monkeypatch):
     """submitit asks SLURM for SIGUSR2 before the time limit and requeues from its handler:
     ours checkpoints first, then hands over (Stopped.chain); the requeued job reruns the same

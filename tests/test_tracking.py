@@ -83,6 +83,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     assert of_kind(records, "exit")
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_two_runs_with_different_games_per_update_line_up_on_games(tmp_path, monkeypatch):
     """512 and 1,024 games per update: Lightning's steps differ, the charts' x axis does not."""
     for k in [k for k in os.environ if k.startswith("WANDB_")]:
@@ -248,6 +249,7 @@ def test_dashboard_of_a_sweep_filters_its_group_and_plots_its_varied_group(sweep
     assert str(ws.runset_settings.filters) == f"Metric(\"Group\") == '{sweep}'"  # its jobs only
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_report_tabulates_and_plots_a_sweep(sweep):
     res = subprocess.run([sys.executable, "-m", "ttt_research.report", str(sweep)],
                          capture_output=True, text=True, timeout=120)

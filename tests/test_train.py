@@ -33,6 +33,7 @@ GROUP_OPTIONS = [(g, o) for g in ("algo", "net", "reward", "opponent", "seat", "
 
 
 @pytest.mark.parametrize("group,option", GROUP_OPTIONS)
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_every_group_option_composes_and_trains(tmp_path, group, option):
     report = train(make_cfg(f"{group}={option}"), tmp_path)
     assert json.loads((tmp_path / "eval.json").read_text()) == json.loads(json.dumps(report))
@@ -40,6 +41,7 @@ def test_every_group_option_composes_and_trains(tmp_path, group, option):
 
 
 @pytest.mark.parametrize("name", options("experiment"))
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_every_experiment_composes_and_trains(tmp_path, name):
     cfg = make_cfg(f"experiment={name}", "budget.games=300", "algo.games_per_update=96")  # 8 rollouts
     assert cfg.budget.games == 300
@@ -63,6 +65,7 @@ def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**31 - 1))
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_masked_policies_never_choose_an_occupied_cell(seed):
     """Property: with masking on, PPO's and REINFORCE's sampled moves are legal on every
     reachable position, whatever the (random) weights."""
@@ -93,6 +96,7 @@ def test_run_folder_follows_the_contract(tmp_path):
     assert meta["algo"] == "reinforce" and meta["seed"] == "3" and meta["games_trained"] == "2048"
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_evaluate_cli_accepts_a_checkpoint(tmp_path):
     report = train(make_cfg(), tmp_path)
     out = subprocess.run([sys.executable, "-m", "ttt_research.evaluate",
@@ -102,6 +106,7 @@ def test_evaluate_cli_accepts_a_checkpoint(tmp_path):
     assert json.loads(out.stdout) == json.loads(json.dumps(report))
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_same_seed_same_evaluation(tmp_path):
     a = train(make_cfg("seed=7"), tmp_path / "a")
     b = train(make_cfg("seed=7"), tmp_path / "b")
@@ -228,6 +233,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     assert torch.allclose(new["body.0.bias"], b1 - 0.1 * gb1, atol=1e-6)
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_short_ppo_run_improves_the_exact_evaluation_from_both_seats(tmp_path):
     cfg = make_cfg("algo=ppo", "net=mlp128", "budget.games=30000", "algo.games_per_update=2048",
                    "eval_every=100")

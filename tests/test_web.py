@@ -157,6 +157,7 @@ def test_a_bad_board_gets_a_400_that_says_why(run, body, needle):
     assert e.value.code == 400 and needle in e.value.read().decode()
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
     (tmp_path / "cut.onnx").write_bytes(b"\x08\x07garbage")
     with served(tmp_path / "cut.onnx") as url:
@@ -296,11 +297,13 @@ def play_games(page, url, path, engine: str) -> None:
 
 
 @pytest.mark.parametrize("file", ["checkpoints/last.ckpt", "policy.onnx"])
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, page, ort_installed, file):
     with served(run[0] / file) as url:
         play_games(page, url, run[0] / file, "browser")
 
 
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_without_onnxruntime_web_the_page_asks_the_server_and_plays_the_same_moves(run, page):
     with in_thread(run[0] / "policy.onnx", node_modules=None) as url:
         play_games(page, url, run[0] / "policy.onnx", "server")
