@@ -4,7 +4,7 @@ the tiny budget or of how configs are found is made once."""
 
 from __future__ import annotations
 
-from ttt_research.confdir import compose
+from ttt_research.train.confdir import compose
 
 TINY = ["debug=tiny", "progress=false"]  # conf/debug/tiny.yaml: 2,048 games
 

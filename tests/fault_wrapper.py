@@ -79,7 +79,7 @@ def _die() -> None:
 
 def _install(run_dir: Path, kill: dict | None, events: list) -> None:
     """Patch the child so that it records its file events and dies at the chosen one."""
-    from ttt_research import csvlog
+    from ttt_research.train import csvlog
 
     counts: dict[str, int] = {}
     real_replace = os.replace

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ttt_research.atomic import OutputError, atomic_path, write_atomic
+from ttt_research.files.atomic import OutputError, atomic_path, write_atomic
 
 
 def test_write_replaces_whole_and_leaves_no_temporary(tmp_path):

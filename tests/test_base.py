@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from ttt_research.algos.base import RLModule, Update
+from ttt_research.env.opponents import RandomOpponent
+from ttt_research.env.reward import Reward
 from ttt_research.errors import NonFiniteError
-from ttt_research.nets import MLP
-from ttt_research.opponents import RandomOpponent
-from ttt_research.rollout import Reward
+from ttt_research.models.nets import MLP
 
 
 class Scripted(RLModule):

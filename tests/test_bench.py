@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ttt_research import bench_antirez
+from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.bench import main
 
 KEYS = {"env_games_per_s", "reinforce_games_per_s", "ppo_steps_per_s", "time_to_unbeatable_s",

@@ -7,7 +7,7 @@ import pytest
 
 from configs import make_cfg
 from ttt_research import bench
-from ttt_research.confdir import config_dir
+from ttt_research.train.confdir import config_dir
 
 ALGOS = sorted(p.stem for p in (config_dir() / "algo").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from onnx_models import preference_model
-from ttt_research import evaluate as ev
+from ttt_research.evaluation import exact as ev
 
 
 def run(*args, cwd=None):
@@ -38,7 +38,7 @@ def test_evaluate_json_on_a_contract_onnx_policy(tmp_path):
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_evaluate_in_process_matches_cli(tmp_path):
     path = preference_model([0, 1, 2, 3, 4, 5, 6, 7, 8], tmp_path / "high.onnx")
-    from ttt_research.policy_file import load_policy
+    from ttt_research.evaluation.policy_file import load_policy
 
     policy, _ = load_policy(path)
     out = run("ttt_research.evaluate", str(path), "--json")
@@ -110,7 +110,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 import ttt_research.__main__  # noqa: E402,F401  (what `python -m ttt_research` imports first)
-from ttt_research.confdir import config_dir  # noqa: E402
+from ttt_research.train.confdir import config_dir  # noqa: E402
 
 
 def composed(*overrides, hydra=False):
@@ -123,7 +123,7 @@ EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes_with_and_without_plus(name):
-    from ttt_research.confdir import compose as project_compose
+    from ttt_research.train.confdir import compose as project_compose
 
     plain = composed(f"experiment={name}")  # Hydra's own compose: the null default is there
     assert plain != composed()  # the preset changed something
@@ -143,11 +143,11 @@ def test_command_line_takes_both_spellings_of_a_preset(group, name):
 # What each Optuna preset promises in its header: the setup every trial trains.
 PRESETS = {
     "ppo_optuna": dict(algo="ttt_research.algos.ppo.PPO", hidden=[128, 128], encoding="signed9",
-                       seat="both", opponent="ttt_research.opponents.RandomOpponent",
+                       seat="both", opponent="ttt_research.env.opponents.RandomOpponent",
                        reward=(1.0, 0.3, -5.0), games=300000),
     "reinforce_optuna": dict(algo="ttt_research.algos.reinforce.Reinforce", hidden=[100],
                              encoding="planes18", seat="o",
-                             opponent="ttt_research.opponents.RandomOpponent",
+                             opponent="ttt_research.env.opponents.RandomOpponent",
                              reward=(1.0, 0.3, -2.0), games=1500000),
 }
 
@@ -231,7 +231,7 @@ def test_trainer_keys_and_strategies_accepted_without_lightning_are_lightnings()
     import lightning as L
     from lightning.pytorch.strategies import StrategyRegistry
 
-    from ttt_research.config import STRATEGIES, TRAINER_KEYS
+    from ttt_research.train.validate import STRATEGIES, TRAINER_KEYS
 
     assert TRAINER_KEYS <= set(inspect.signature(L.Trainer.__init__).parameters)
     assert STRATEGIES - {"auto"} <= set(StrategyRegistry.available_strategies())

@@ -6,7 +6,10 @@ import sys
 
 import pytest
 
-from ttt_research import bench, cli, compare_sb3, evaluate_cli, export, play, report
+from ttt_research import bench, export, play, report
+from ttt_research import errors as cli
+from ttt_research import evaluate as evaluate_cli
+from ttt_research.baselines import sb3 as compare_sb3
 
 
 def test_a_user_error_becomes_one_line_and_exit_2(capsys):
@@ -48,9 +51,9 @@ def test_each_command_answers_bad_input_through_the_helper(capsys, tmp_path, mon
 
 
 def test_importing_the_evaluator_loads_neither_policy_files_nor_onnxruntime():
-    code = ("import sys, ttt_research.evaluate; "
-            "print(sorted(m for m in ('onnxruntime', 'onnx', 'ttt_research.policy_file', "
-            "'ttt_research.evaluate_cli') if m in sys.modules))")
+    code = ("import sys, ttt_research.evaluation.exact; "
+            "print(sorted(m for m in ('onnxruntime', 'onnx', 'ttt_research.evaluation.policy_file', "
+            "'ttt_research.evaluate') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
@@ -69,7 +72,7 @@ def test_python_m_evaluate_still_runs_the_command_line(tmp_path):
 def test_a_reader_gone_ends_quietly_even_where_oserror_is_a_users_mistake(capsys, monkeypatch):
     """``command(OSError)`` (export, evaluate) once caught BrokenPipeError as an OSError and
     printed 'error: Broken pipe': the reader's leaving comes first."""
-    from ttt_research import cli
+    from ttt_research import errors as cli
 
     gone = []
     monkeypatch.setattr(cli, "reader_gone", lambda: gone.append(1) or 141)  # keep pytest's stdout

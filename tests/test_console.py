@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ttt_research.console import opening_line
+from ttt_research.train.console import opening_line
 
 TINY = ["budget.games=5000", "algo.games_per_update=512", "eval_every=4"]
 

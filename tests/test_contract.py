@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ttt_research import contract, game
-from ttt_research import evaluate as ev
+from ttt_research import contract
 from ttt_research.contract import (
     EVAL_NAMES,
     REPORT_KEY,
@@ -20,8 +19,10 @@ from ttt_research.contract import (
     learner_loss,
     unbeatable,
 )
-from ttt_research.objectives import objective
-from ttt_research.solver import best_response, random_probs, solve
+from ttt_research.env import game
+from ttt_research.env.solver import best_response, random_probs, solve
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.objectives import objective
 
 SRC = Path(__file__).parents[1] / "src" / "ttt_research"
 T = game.tables()

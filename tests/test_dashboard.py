@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ttt_research import dashboard
-from ttt_research.cli import MissingExtra
 from ttt_research.contract import EVAL_NAMES, GAMES
+from ttt_research.errors import MissingExtra
 
 pytest.importorskip("wandb_workspaces")
 

@@ -11,8 +11,8 @@ from fractions import Fraction
 import pytest
 import torch
 
-from ttt_research import evaluate as ev
-from ttt_research.policy_file import load_policy
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.policy_file import load_policy
 
 # 8 updates; each update, each of the 2 processes plays 256 games (512 in all).
 ARGS = ["trainer=ddp", "trainer.devices=2", "budget.games=4096", "algo.games_per_update=256",

@@ -21,14 +21,16 @@ import pytest
 import torch
 
 from onnx_models import preference_model
-from ttt_research import evaluate as ev
-from ttt_research import evaluate_cli, game, nets
+from ttt_research import evaluate as evaluate_cli
 from ttt_research.contract import unbeatable
-from ttt_research.export import ExportError, export
+from ttt_research.env import game
+from ttt_research.env.solver import solve
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.onnx import ExportError, export
+from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_policy
 from ttt_research.export import main as export_main
+from ttt_research.models import nets
 from ttt_research.play import decide, play_session
-from ttt_research.policy_file import PolicyFileError, load_checkpoint, load_policy
-from ttt_research.solver import solve
 
 INF = math.inf
 HIGHEST_FIRST = list(range(9))  # the agent plays the highest-numbered empty cell

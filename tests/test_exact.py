@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import reference as ref
-from ttt_research import evaluate as ev
-from ttt_research import game
 from ttt_research.contract import WORST_NAME
-from ttt_research.solver import best_response, one_hot, outcome_probs, random_probs, solve
+from ttt_research.env import game
+from ttt_research.env.solver import best_response, one_hot, outcome_probs, random_probs, solve
+from ttt_research.evaluation import exact as ev
 
 T = game.tables()
 SOL = solve()

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference as ref
-from ttt_research import game
+from ttt_research.env import game
 
 T = game.tables()
 

@@ -10,8 +10,8 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
-from ttt_research import game  # noqa: E402
-from ttt_research.gym import ENV_ID, TicTacToeEnv  # noqa: E402
+from ttt_research.env import game  # noqa: E402
+from ttt_research.env.gymnasium import ENV_ID, TicTacToeEnv  # noqa: E402
 
 T = game.tables()
 
@@ -137,7 +137,7 @@ def test_bad_arguments_raise_one_clear_error():
 
 
 def test_compare_cli_without_the_extra_says_so_in_one_line(monkeypatch, capsys):
-    from ttt_research import compare_sb3
+    from ttt_research.baselines import sb3 as compare_sb3
 
     monkeypatch.setitem(__import__("sys").modules, "sb3_contrib", None)  # import fails
     assert compare_sb3.main(["--steps", "10"]) == 2
@@ -146,7 +146,7 @@ def test_compare_cli_without_the_extra_says_so_in_one_line(monkeypatch, capsys):
 
 
 def test_compare_cli_rejects_a_bad_budget(capsys):
-    from ttt_research import compare_sb3
+    from ttt_research.baselines import sb3 as compare_sb3
 
     assert compare_sb3.main(["--steps", "0"]) == 2
     err = capsys.readouterr().err.strip()
@@ -155,7 +155,7 @@ def test_compare_cli_rejects_a_bad_budget(capsys):
 
 def test_tiny_sb3_run_reports_every_key_and_a_real_evaluation():
     pytest.importorskip("sb3_contrib")
-    from ttt_research.compare_sb3 import run_sb3
+    from ttt_research.baselines.sb3 import run_sb3
 
     r = run_sb3(200, seed=0, threads=1, eval_every=128, n_envs=2, n_steps=64, batch_size=64)
     for key in ("steps", "steps_per_s", "time_to_unbeatable_s", "steps_to_unbeatable", "train_s",
@@ -174,7 +174,7 @@ def test_sb3_policy_wrapper_masks_occupied_cells():
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from ttt_research.compare_sb3 import sb3_policy_fn
+    from ttt_research.baselines.sb3 import sb3_policy_fn
 
     model = MaskablePPO("MlpPolicy", TicTacToeEnv("random", "both"), seed=0, device="cpu")
     boards = T.view[torch.tensor([game.EMPTY_CODE, int(T.next2d[0, 4])])].float()  # (2, 9)

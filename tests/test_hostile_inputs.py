@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import reference as ref
-from ttt_research import evaluate_cli, export, game, play
-from ttt_research.nets import MLP
-from ttt_research.opponents import RandomOpponent
-from ttt_research.rollout import play_batch
+from ttt_research import evaluate as evaluate_cli
+from ttt_research import export, play
+from ttt_research.env import game
+from ttt_research.env.opponents import RandomOpponent
+from ttt_research.env.rollout import play_batch
+from ttt_research.evaluation import onnx
+from ttt_research.models.nets import MLP
 
 T = game.tables()
 REACHABLE = T.reachable.nonzero().squeeze(1)  # (5478,) codes
@@ -136,7 +139,7 @@ def files(tmp_path_factory):
     net = MLP([16], "signed9")
     ckpt = {"net_spec": net.spec(), "state_dict": {f"net.{k}": v for k, v in net.state_dict().items()}}
     torch.save(ckpt, d / "good.ckpt")
-    export.export(net, d / "good.onnx")
+    onnx.export(net, d / "good.onnx")
     good_ckpt, good_onnx = (d / "good.ckpt").read_bytes(), (d / "good.onnx").read_bytes()
     (d / "truncated.ckpt").write_bytes(good_ckpt[: len(good_ckpt) // 2])
     (d / "head.ckpt").write_bytes(good_ckpt[:10])

@@ -90,7 +90,7 @@ def test_help_cfg_and_multirun_still_work(tmp_path):
 
 
 def test_a_bug_in_the_job_keeps_its_traceback(monkeypatch):
-    from ttt_research import hydra_errors
+    from ttt_research.train import hydra_errors
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     seen = {}

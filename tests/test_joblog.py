@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ttt_research.joblog import RunLog
+from ttt_research.train.joblog import RunLog
 
 REPO = Path(__file__).resolve().parents[1]
 

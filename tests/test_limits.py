@@ -11,8 +11,11 @@ import sys
 import pytest
 
 from configs import make_cfg
-from ttt_research import config, population
-from ttt_research.config import GAMES_MAX, SEED_MAX, ConfigError, validate
+from ttt_research.contract import GAMES_MAX, SEED_MAX
+from ttt_research.errors import ConfigError
+from ttt_research.population import spec as population
+from ttt_research.train import validate as config
+from ttt_research.train.validate import validate
 
 
 @pytest.mark.parametrize("overrides,message", [

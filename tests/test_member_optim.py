@@ -4,8 +4,8 @@ would under torch's SGD / Adam at its own learning rate, and a stopped member no
 import pytest
 import torch
 
-from ttt_research.member_optim import MemberAdam, MemberSGD
-from ttt_research.nets import MLP, MLPStack
+from ttt_research.models.member_optim import MemberAdam, MemberSGD
+from ttt_research.models.nets import MLP, MLPStack
 
 LRS = [0.5, 0.05, 0.005]
 
@@ -97,7 +97,7 @@ def test_learning_rates_can_be_set_per_member_and_saved():
 def test_per_member_momentum_and_gradient_clipping_match_torch_on_each_network():
     """Member k at momentum MOM[k], its gradient norm clipped to 0.1 as clip_grad_norm_ clips
     its own network's: the same weights as torch's SGD on each network."""
-    from ttt_research.member_optim import clip_member_grad_norm
+    from ttt_research.models.member_optim import clip_member_grad_norm
 
     moms = [0.0, 0.5, 0.9]
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 import reference as ref
-from ttt_research import evaluate as ev
-from ttt_research import game, opponents
-from ttt_research.solver import solve
+from ttt_research.env import game, opponents
+from ttt_research.env.solver import solve
+from ttt_research.evaluation import exact as ev
 
 T = game.tables()
 ALL = ["random", "minimax", "rules", "mixed"]

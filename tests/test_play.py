@@ -13,13 +13,13 @@ import torch
 
 from onnx_models import preference_model
 from trained import tiny_run
-from ttt_research import evaluate as ev
-from ttt_research import game
-from ttt_research.export import ExportError, parity
+from ttt_research.env import game
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.onnx import ExportError, parity
+from ttt_research.evaluation.policy_file import load_checkpoint, load_policy
 from ttt_research.export import main as export_main
 from ttt_research.play import decide
 from ttt_research.play import main as play_main
-from ttt_research.policy_file import load_checkpoint, load_policy
 
 # logits = cell index: the agent plays the highest-numbered empty cell. Its move
 # probabilities are a softmax of 0..8 over the empty cells, e.g. e^8 / sum(e^0..e^8) =

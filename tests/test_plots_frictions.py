@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from ttt_research import report
+from ttt_research.analysis.curves import plot_population, rate_limits, wrap_phrases
 from ttt_research.contract import EVAL_NAMES
-from ttt_research.plots import plot_population, rate_limits, wrap_phrases
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,10 +5,10 @@ the single-network code it must agree with member by member."""
 import pytest
 import torch
 
-from ttt_research import evaluate as ev
-from ttt_research import game
-from ttt_research.nets import MLP, MLPStack
-from ttt_research.solver import solve
+from ttt_research.env import game
+from ttt_research.env.solver import solve
+from ttt_research.evaluation import exact as ev
+from ttt_research.models.nets import MLP, MLPStack
 
 T = game.tables()
 SHAPES = [((100,), "planes18", "default"), ((16, 8), "signed9", "uniform")]

@@ -13,14 +13,15 @@ import pytest
 import torch
 
 from configs import make_cfg
-from ttt_research import evaluate as ev
-from ttt_research import nets
-from ttt_research import population as pop
+from ttt_research.analysis.curves import _drawn_members, plot_population, population_series
 from ttt_research.contract import EVAL_NAMES
-from ttt_research.objectives import objective
-from ttt_research.plots import _drawn_members, plot_population, population_series
-from ttt_research.solver import solve
-from ttt_research.tracking import make_loggers, markdown_table, publish
+from ttt_research.env.solver import solve
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.objectives import objective
+from ttt_research.models import nets
+from ttt_research.population import results
+from ttt_research.population import spec as pop
+from ttt_research.train.tracking import make_loggers, markdown_table, publish
 from wandb_files import of_kind, wandb_records
 
 GAMES = [512, 1024, 1536, 2048]  # four exact evaluations, every member in lockstep
@@ -179,11 +180,11 @@ def population_dir(tmp_path_factory) -> tuple[Path, dict, dict]:
         torch.set_num_threads(threads)
     members = [pop.Member(0, 7, {"algo.lr": 0.5}), pop.Member(1, 8, {"algo.lr": 2.0}),
                pop.Member(2, 9, {"algo.lr": 2.0, "reward.tie": 0.3})]
-    rows = [pop.member_row(members[0], 2048, beaten),
-            pop.member_row(members[1], 2048, perfect, first_unbeatable_games=1024),
-            pop.member_row(members[2], 512, None, stopped="non-finite loss")]
-    pop.write_population_json(run_dir / "population.json", rows, pop.aggregate(rows, "o"))
-    pop.write_population_csv(run_dir / "population.csv", rows, "o")
+    rows = [results.member_row(members[0], 2048, beaten),
+            results.member_row(members[1], 2048, perfect, first_unbeatable_games=1024),
+            results.member_row(members[2], 512, None, stopped="non-finite loss")]
+    results.write_population_json(run_dir / "population.json", rows, results.aggregate(rows, "o"))
+    results.write_population_csv(run_dir / "population.csv", rows, "o")
     population = json.loads((run_dir / "population.json").read_text())  # as train.py reads it
     assert population["aggregate"]["best"] == 1
     return run_dir, population, perfect

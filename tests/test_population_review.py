@@ -80,7 +80,7 @@ def test_poisoned_ppo_member(tmp_path):
     import json
 
     from configs import make_cfg
-    from ttt_research.train import train
+    from ttt_research.train.run import train
     pop = first_update("algo=ppo", "population.vary.algo.lr=[0.001,1e30]")
     assert list(pop.stopped) == [1], pop.stopped
     one = first_update("algo=ppo", "seed=0", "algo.lr=0.001")

@@ -13,14 +13,16 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from ttt_research import game
-from ttt_research import population as pop
-from ttt_research.confdir import compose
-from ttt_research.config import ConfigError, validate
 from ttt_research.contract import EVAL_NAMES, eval_metrics, unbeatable
-from ttt_research.evaluate import evaluate_actions
-from ttt_research.objectives import objective
-from ttt_research.population import Member
+from ttt_research.env import game
+from ttt_research.errors import ConfigError
+from ttt_research.evaluation.exact import evaluate_actions
+from ttt_research.evaluation.objectives import objective
+from ttt_research.population import results
+from ttt_research.population import spec as pop
+from ttt_research.population.spec import Member
+from ttt_research.train.confdir import compose
+from ttt_research.train.validate import validate
 
 LR3 = [0.5, 1.0, 2.0]
 
@@ -200,8 +202,6 @@ def test_bad_blocks_are_refused_in_one_line_naming_the_key(overrides, message):
     with pytest.raises(ConfigError) as e:
         validate(compose(overrides))
     assert message in str(e.value) and "\n" not in str(e.value)
-    with pytest.raises(ConfigError):  # members() refuses the same block
-        pop.members(compose(overrides))
 
 
 def test_python_m_ttt_research_refuses_a_bad_block_with_exit_2(tmp_path):
@@ -239,20 +239,20 @@ def preference(order: list[int]) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def rows():
-    from ttt_research.solver import solve
+    from ttt_research.env.solver import solve
 
     perfect = evaluate_actions(solve().optimal.to(torch.int8).argmax(-1))   # unbeatable both ways
     centre = evaluate_actions(preference([3, 1, 3, 1, 5, 1, 3, 1, 3]))     # beatable (a fork)
     first = evaluate_actions(preference([8, 7, 6, 5, 4, 3, 2, 1, 0]))      # the lowest empty cell
     members = [Member(i, 10 + i, {"algo.lr": lr}) for i, lr in enumerate([0.5, 1.0, 2.0, 4.0])]
-    return [pop.member_row(members[0], 1000, centre),
-            pop.member_row(members[1], 1000, perfect, first_unbeatable_games=600),
-            pop.member_row(members[2], 1000, first),
-            pop.member_row(members[3], 400, perfect, stopped="non-finite loss at update 3")]
+    return [results.member_row(members[0], 1000, centre),
+            results.member_row(members[1], 1000, perfect, first_unbeatable_games=600),
+            results.member_row(members[2], 1000, first),
+            results.member_row(members[3], 400, perfect, stopped="non-finite loss at update 3")]
 
 
 def test_aggregate_ranks_the_reports_it_is_given(rows):
-    agg = pop.aggregate(rows, "both", "score")
+    agg = results.aggregate(rows, "both", "score")
     ranked = [r["eval"] for r in rows[:3]]  # the stopped member is listed, not ranked
     assert unbeatable(rows[1]["eval"]) and not unbeatable(rows[0]["eval"]) and not unbeatable(rows[2]["eval"])
     assert agg["members"] == 4 and agg["evaluated"] == 3 and agg["stopped"] == [3]
@@ -276,28 +276,28 @@ def test_aggregate_ranks_the_reports_it_is_given(rows):
         assert agg["metrics"][name] == {"median": values[1], "min": values[0], "max": values[2]}
     # A loss is minimised: the best is the member that loses least as O.
     o_losses = [eval_metrics(r)["eval/o_random_loss"] for r in ranked]
-    assert pop.aggregate(rows, "both", "eval/o_random_loss")["best"] == o_losses.index(min(o_losses))
+    assert results.aggregate(rows, "both", "eval/o_random_loss")["best"] == o_losses.index(min(o_losses))
     # Medians of an even count: the mean of the middle two.
-    two = pop.aggregate(rows[:2], "both", "optimal_move_rate")["objective"]["median"]
+    two = results.aggregate(rows[:2], "both", "optimal_move_rate")["objective"]["median"]
     assert two == (ranked[0]["optimal_move_rate"] + ranked[1]["optimal_move_rate"]) / 2
 
 
 def test_population_json_has_the_issue_schema(rows, tmp_path):
-    agg = pop.aggregate(rows, "o")
-    pop.write_population_json(tmp_path / "population.json", list(reversed(rows)), agg)
+    agg = results.aggregate(rows, "o")
+    results.write_population_json(tmp_path / "population.json", list(reversed(rows)), agg)
     data = json.loads((tmp_path / "population.json").read_text())
     assert set(data) == {"members", "aggregate"} and data["aggregate"] == json.loads(json.dumps(agg))
     assert [m["index"] for m in data["members"]] == [0, 1, 2, 3]
-    assert all(list(m) == list(pop.ROW_KEYS) for m in data["members"])
+    assert all(list(m) == list(results.ROW_KEYS) for m in data["members"])
     assert data["members"][1]["eval"] == json.loads(json.dumps(rows[1]["eval"]))
     assert [m["first_unbeatable_games"] for m in data["members"]] == [None, 600, None, None]
     assert data["members"][3]["stopped"] == "non-finite loss at update 3"
     with pytest.raises(ValueError, match="lacks stopped"):
-        pop.write_population_json(tmp_path / "bad.json", [{k: 0 for k in pop.ROW_KEYS[:-1]}], agg)
+        results.write_population_json(tmp_path / "bad.json", [{k: 0 for k in results.ROW_KEYS[:-1]}], agg)
 
 
 def test_population_csv_has_one_row_per_member(rows, tmp_path):
-    pop.write_population_csv(tmp_path / "population.csv", rows, "both")
+    results.write_population_csv(tmp_path / "population.csv", rows, "both")
     with open(tmp_path / "population.csv") as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == ["index", "seed", "algo.lr", "games", *EVAL_NAMES, "unbeatable",

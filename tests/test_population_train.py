@@ -15,13 +15,15 @@ import torch
 
 from configs import make_cfg
 from test_reliability import Crash, crash_after_first_checkpoint, metric_rows
-from ttt_research import evaluate as ev
-from ttt_research import population
-from ttt_research import report as report_cli
-from ttt_research.config import ConfigError, validate
+from ttt_research.analysis.runs import find_runs
+from ttt_research.analysis.summary import records, summarise
 from ttt_research.contract import unbeatable
-from ttt_research.policy_file import load_policy
-from ttt_research.train import build, train
+from ttt_research.errors import ConfigError
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.policy_file import load_policy
+from ttt_research.population import spec as population
+from ttt_research.train.run import build, train
+from ttt_research.train.validate import validate
 
 ONE_UPDATE = ["budget.games=512"]  # debug=tiny plays 512 games per update
 
@@ -129,8 +131,8 @@ def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path
     assert float(last["eval/o_random_win"]) == pytest.approx(wins[1], abs=1e-12)
     assert float(last["eval/o_random_win_min"]) == pytest.approx(wins[0], abs=1e-12)
     # report reads the folder as one configuration of three seeds, each a member's final report
-    keys, groups, _ = report_cli.summarise(report_cli.find_runs(tmp_path), reps=200)
-    (row,) = report_cli.records(keys, groups)
+    keys, groups, _ = summarise(find_runs(tmp_path), reps=200)
+    (row,) = records(keys, groups)
     assert (row["seeds"], row["jobs"]) == (3, 1)
     assert row["o_random_win_iqm"] == pytest.approx(sum(wins) / 3, abs=1e-12)  # 3 seeds: nothing cut
     assert row["o_random_win_median"] == pytest.approx(wins[1], abs=1e-12)

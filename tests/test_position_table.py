@@ -4,10 +4,11 @@ import pytest
 import torch
 
 from ttt_research.algos.reinforce import Reinforce, antirez_loss, antirez_targets
-from ttt_research.game import view_code
-from ttt_research.nets import MLP
-from ttt_research.opponents import RandomOpponent, SelfPlay
-from ttt_research.rollout import Reward, play_batch
+from ttt_research.env.game import view_code
+from ttt_research.env.opponents import RandomOpponent, SelfPlay
+from ttt_research.env.reward import Reward
+from ttt_research.env.rollout import play_batch
+from ttt_research.models.nets import MLP
 
 ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
 

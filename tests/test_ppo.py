@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from ttt_research import game
 from ttt_research.algos.ppo import (
     PPO,
     explained_variance,
@@ -15,10 +14,12 @@ from ttt_research.algos.ppo import (
     policy_loss,
     value_loss,
 )
-from ttt_research.nets import MASKED, MLP
-from ttt_research.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
-from ttt_research.rollout import Reward, play_batch
-from ttt_research.streams import Streams
+from ttt_research.env import game
+from ttt_research.env.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
+from ttt_research.env.reward import Reward
+from ttt_research.env.rollout import play_batch
+from ttt_research.env.streams import Streams
+from ttt_research.models.nets import MASKED, MLP
 
 
 def test_gae_over_one_sides_moves_by_hand():

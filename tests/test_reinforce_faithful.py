@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from ttt_research import evaluate as ev
-from ttt_research import game
-from ttt_research.algos import faithful
+from ttt_research.algos import reinforce_faithful as faithful
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets
 from ttt_research.algos.reinforce_faithful import ReinforceFaithful
-from ttt_research.confdir import compose
-from ttt_research.nets import MLP
-from ttt_research.opponents import Opponent, RandomOpponent
-from ttt_research.rollout import Reward
-from ttt_research.streams import Streams
-from ttt_research.train import build, train
+from ttt_research.env import game
+from ttt_research.env.opponents import Opponent, RandomOpponent
+from ttt_research.env.reward import Reward
+from ttt_research.env.streams import Streams
+from ttt_research.evaluation import exact as ev
+from ttt_research.models.nets import MLP
+from ttt_research.train.confdir import compose
+from ttt_research.train.run import build, train
 
 ANTIREZ = Reward(1.0, 0.3, -2.0, -2.0)
 

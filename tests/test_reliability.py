@@ -10,13 +10,14 @@ import textwrap
 import pytest
 import torch
 
-from ttt_research import evaluate as ev
 from ttt_research.algos.base import RLModule
-from ttt_research.callbacks import PeriodicCheckpoint
-from ttt_research.confdir import compose
-from ttt_research.config import ConfigError, validate
-from ttt_research.policy_file import load_policy
-from ttt_research.train import train
+from ttt_research.errors import ConfigError
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.policy_file import load_policy
+from ttt_research.train.callbacks import PeriodicCheckpoint
+from ttt_research.train.confdir import compose
+from ttt_research.train.run import train
+from ttt_research.train.validate import validate
 
 # 10 updates of 256 games, one minibatch pass each: a second or two per run.
 SMALL = ["budget.games=2560", "algo.games_per_update=256", "eval_every=3", "checkpoint_every=5",
@@ -228,7 +229,7 @@ def test_the_checkpoint_callback_refuses_non_finite_weights(tmp_path):
     """The second line of defence: even if a module skipped its own check, no NaN weights
     reach last.ckpt."""
     from ttt_research.errors import NonFiniteError
-    from ttt_research.train import build
+    from ttt_research.train.run import build
 
     module = build(make_cfg())
     with torch.no_grad():

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from ttt_research import report
+from ttt_research.analysis.runs import ReportError, scan_runs
 
 SECRET = "tok-9f3e71c2-do-not-leak"
 # A tiny run's eval.json (debug=tiny, seed 0), as train.py writes it.
@@ -105,7 +106,7 @@ def test_a_malformed_eval_json_skips_its_run_naming_the_field(tmp_path, bad, mes
         write_run(tmp_path / str(seed), seed)
     write_run(tmp_path / "bad", 7)
     (tmp_path / "bad" / "eval.json").write_text(bad if isinstance(bad, str) else json.dumps(bad))
-    runs, skipped = report.scan_runs(tmp_path)
+    runs, skipped = scan_runs(tmp_path)
     assert [r.seed for r in runs] == [0, 1]
     (s,) = skipped
     assert s.path == tmp_path / "bad" and not s.incomplete and s.why.startswith(message), s.why
@@ -137,7 +138,7 @@ def test_a_malformed_config_or_metrics_file_skips_its_run(tmp_path, monkeypatch,
     write_run(tmp_path / "bad", 7)
     path = tmp_path / "bad" / file
     path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
-    runs, (s,) = report.scan_runs(tmp_path)
+    runs, (s,) = scan_runs(tmp_path)
     assert [r.seed for r in runs] == [0] and s.why.startswith(message), s.why
     assert not (tmp_path / "PWNED").exists()
 
@@ -169,19 +170,19 @@ def test_a_broken_population_is_skipped_whole(tmp_path, spoil, message):
     data = json.loads((pop / "population.json").read_text())
     spoil(data)
     (pop / "population.json").write_text(json.dumps(data))
-    runs, (s,) = report.scan_runs(tmp_path)
+    runs, (s,) = scan_runs(tmp_path)
     assert [(r.seed, r.member) for r in runs] == [(0, None)] and s.why.startswith(message), s.why
 
 
 def test_a_population_evals_csv_with_a_nan_is_named_by_its_line(tmp_path):
     pop = write_population(tmp_path / "pop")
-    assert [r.member for r in report.scan_runs(tmp_path)[0]] == [0, 1, 2]
+    assert [r.member for r in scan_runs(tmp_path)[0]] == [0, 1, 2]
     with open(pop / "population_evals.csv", "a", newline="") as f:
         csv.writer(f).writerow([4096, 1, 101, "nan", 0.0])
-    with pytest.raises(report.ReportError, match="no complete run under .*: 1 malformed"):
-        report.scan_runs(tmp_path)
+    with pytest.raises(ReportError, match="no complete run under .*: 1 malformed"):
+        scan_runs(tmp_path)
     write_run(tmp_path / "single", 0)
-    _, (s,) = report.scan_runs(tmp_path)
+    _, (s,) = scan_runs(tmp_path)
     assert s.why == ("population_evals.csv: line 5: eval/o_random_win is nan at 4096 games, "
                      "not a rate in [0, 1]")
 
@@ -233,7 +234,7 @@ def test_a_fifo_or_a_device_behind_a_run_file_is_refused_not_read(tmp_path):
     (tmp_path / "zero" / "metrics.csv").unlink()
     (tmp_path / "zero" / "metrics.csv").symlink_to("/dev/zero")  # a read that never ends
     found = []  # in a thread: a report that opens the FIFO would hang the suite, not fail it
-    reader = threading.Thread(target=lambda: found.append(report.scan_runs(tmp_path)), daemon=True)
+    reader = threading.Thread(target=lambda: found.append(scan_runs(tmp_path)), daemon=True)
     reader.start()
     reader.join(timeout=30)
     assert found, "scan_runs still reading after 30 s"
@@ -249,7 +250,7 @@ def test_a_real_run_folder_passes_every_check(tmp_path):
     from omegaconf import OmegaConf
 
     from configs import make_cfg
-    from ttt_research.train import train
+    from ttt_research.train.run import train
 
     overrides = ["threads=1", "seat=o", "seed=3"]
     cfg = make_cfg(*overrides)
@@ -257,7 +258,7 @@ def test_a_real_run_folder_passes_every_check(tmp_path):
     (tmp_path / "run" / ".hydra").mkdir()
     OmegaConf.save(cfg, tmp_path / "run" / ".hydra" / "config.yaml")
     (tmp_path / "run" / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    runs, skipped = report.scan_runs(tmp_path)
+    runs, skipped = scan_runs(tmp_path)
     assert skipped == [] and [(r.seed, r.seat) for r in runs] == [(3, "o")]
     assert runs[0].report == written and runs[0].value("net.encoding") == "planes18"
     assert [g for g, _ in runs[0].series["eval/o_random_win"]] == [1024.0, 2048.0]

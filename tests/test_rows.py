@@ -21,10 +21,10 @@ import pytest
 import torch
 
 from configs import make_cfg
-from ttt_research.atomic import OutputError
-from ttt_research.callbacks import PeriodicCheckpoint
-from ttt_research.tracking import make_loggers
-from ttt_research.train import train
+from ttt_research.files.atomic import OutputError
+from ttt_research.train.callbacks import PeriodicCheckpoint
+from ttt_research.train.run import train
+from ttt_research.train.tracking import make_loggers
 
 HEADER = "a,step,train/games\r\n"
 
@@ -65,7 +65,7 @@ def test_a_new_column_is_never_a_truncation_of_metrics_csv(tmp_path, monkeypatch
 
 
 def test_a_resume_keeps_the_rows_up_to_its_checkpoint_and_drops_a_torn_line(tmp_path):
-    from ttt_research import csvlog
+    from ttt_research.train import csvlog
 
     path = tmp_path / "metrics.csv"
     path.write_bytes(f"{HEADER}1.0,0,512.0\r\n2.0,1,1024.0\r\n3.0,2,1536.0\r\n4.0,3,20".encode())  # torn
@@ -79,7 +79,7 @@ def test_a_resume_keeps_the_rows_up_to_its_checkpoint_and_drops_a_torn_line(tmp_
 
 
 def test_a_resumed_logger_cuts_a_torn_last_line_before_appending(tmp_path):
-    from ttt_research import csvlog
+    from ttt_research.train import csvlog
 
     path = tmp_path / "metrics.csv"
     path.write_bytes(f"{HEADER}1.0,0,512.0\r\n2.0,1,10".encode())
@@ -90,7 +90,7 @@ def test_a_resumed_logger_cuts_a_torn_last_line_before_appending(tmp_path):
 
 
 def test_a_read_only_disk_under_metrics_csv_is_one_line_and_no_temporary_file(tmp_path, monkeypatch):
-    from ttt_research import csvlog
+    from ttt_research.train import csvlog
 
     logger = csvlog.MetricsCSV(tmp_path)
 

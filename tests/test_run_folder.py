@@ -22,10 +22,10 @@ import torch
 from omegaconf import OmegaConf
 
 from configs import make_cfg
-from ttt_research import runfolder
-from ttt_research.confdir import compose
-from ttt_research.config import ConfigError
-from ttt_research.train import train
+from ttt_research.errors import ConfigError
+from ttt_research.train import runfolder
+from ttt_research.train.confdir import compose
+from ttt_research.train.run import train
 
 TINY = ["debug=tiny", "progress=false", "threads=1"]
 

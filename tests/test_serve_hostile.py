@@ -17,9 +17,9 @@ from contextlib import contextmanager
 import pytest
 
 from onnx_models import preference_model
-from ttt_research import serve
 from ttt_research.play import main as play_main
-from ttt_research.serve import make_server
+from ttt_research.web import server as serve
+from ttt_research.web.server import make_server
 
 HIGHEST_FIRST = list(range(9))
 BOARD = json.dumps({"board": [0] * 9}).encode()

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 from configs import make_cfg
-from ttt_research.callbacks import ExactEvaluation
-from ttt_research.config import ConfigError
-from ttt_research.population_run import PopulationEvaluation
-from ttt_research.signals import Stopped
-from ttt_research.train import train
+from ttt_research.errors import ConfigError
+from ttt_research.train.callbacks import ExactEvaluation
+from ttt_research.train.population import PopulationEvaluation
+from ttt_research.train.run import train
+from ttt_research.train.signals import Stopped
 
 FAST = ["threads=1", "checkpoint_every=100"]  # 4 updates of 512 games; the checkpoint only at the end
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from ttt_research import stats
+from ttt_research.evaluation import stats
 
 Z = 1.959963984540054  # the normal quantile of 0.975
 

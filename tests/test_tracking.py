@@ -15,12 +15,14 @@ import torch
 import yaml
 
 from configs import TINY, make_cfg
-from ttt_research import evaluate as ev
-from ttt_research import game, report
-from ttt_research.config import ConfigError, validate
-from ttt_research.objectives import NAMES, direction, objective
-from ttt_research.solver import best_response, random_probs, solve
-from ttt_research.train import train
+from ttt_research import report
+from ttt_research.env import game
+from ttt_research.env.solver import best_response, random_probs, solve
+from ttt_research.errors import ConfigError
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.objectives import NAMES, direction, objective
+from ttt_research.train.run import train
+from ttt_research.train.validate import validate
 from wandb_files import history, key, no_wandb_account, of_kind, run_config, step_metrics, wandb_records
 
 ROOT = Path(__file__).parents[1]
@@ -44,7 +46,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     for k in [k for k in os.environ if k.startswith("WANDB_")]:
         monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc: no key
-    from ttt_research import tracking
+    from ttt_research.train import tracking
 
     assert tracking.wandb_mode("auto") == "offline"
     run_dir = tmp_path / "run"
@@ -104,7 +106,7 @@ def test_two_runs_with_different_games_per_update_line_up_on_games(tmp_path, mon
 
 
 def test_wandb_mode_is_offline_without_key_or_server(monkeypatch, tmp_path):
-    from ttt_research import tracking
+    from ttt_research.train import tracking
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("WANDB_MODE", raising=False)
@@ -149,7 +151,7 @@ def test_tensorboard_run_holds_exact_metrics_hparams_and_curves(tmp_path):
 
 
 def test_missing_or_bad_logger_settings_are_one_line_config_errors(tmp_path):
-    from ttt_research.tracking import make_loggers
+    from ttt_research.train.tracking import make_loggers
 
     with pytest.raises(ConfigError, match="logger.wandb.mode must be one of auto, online, offline"):
         make_loggers(make_cfg("logger=wandb", "logger.wandb.mode=maybe"), tmp_path)

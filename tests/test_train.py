@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from configs import make_cfg
-from ttt_research import evaluate as ev
-from ttt_research import game
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, move_importance
-from ttt_research.confdir import config_dir
-from ttt_research.config import ConfigError, validate
-from ttt_research.policy_file import load_policy
-from ttt_research.train import build, train
+from ttt_research.env import game
+from ttt_research.errors import ConfigError
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.policy_file import load_policy
+from ttt_research.train.confdir import config_dir
+from ttt_research.train.run import build, train
+from ttt_research.train.validate import validate
 
 CONF = config_dir()
 
@@ -50,7 +51,7 @@ def test_every_experiment_composes_and_trains(tmp_path, name):
 
 
 def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
-    from ttt_research.rollout import play_batch
+    from ttt_research.env.rollout import play_batch
 
     cfg = make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo")
     module = build(cfg)
@@ -201,7 +202,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     module.generator = torch.Generator().manual_seed(0)
     w = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
     # Play the game the module will learn from, with the same generator state.
-    from ttt_research.rollout import play_batch
+    from ttt_research.env.rollout import play_batch
 
     state = module.generator.get_state()
     ep = play_batch(1, module.act, module.opponent, "o", "cpu", module.generator)

@@ -26,11 +26,11 @@ import pytest
 import torch
 
 from trained import tiny_run
-from ttt_research import evaluate as ev
-from ttt_research import game
+from ttt_research.env import game
+from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation.policy_file import load_policy
 from ttt_research.play import decide
-from ttt_research.policy_file import load_policy
-from ttt_research.serve import find_node_modules, make_server
+from ttt_research.web.server import find_node_modules, make_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -15,7 +15,7 @@ import pytest
 
 from onnx_models import preference_model
 from test_web import browser, in_thread, open_game, ort_installed, page  # noqa: F401 (fixtures)
-from ttt_research.serve import PAGE_DIR, Handler, Server, find_node_modules
+from ttt_research.web.server import PAGE_DIR, Handler, Server, find_node_modules
 
 HIGHEST_FIRST = list(range(9))
 

@@ -9,6 +9,6 @@ from configs import make_cfg
 
 def tiny_run(run_dir: Path, *overrides: str) -> dict:
     """Train 2,048 games (about 2 s) into ``run_dir``; returns the run's eval.json report."""
-    from ttt_research.train import train
+    from ttt_research.train.run import train
 
     return train(make_cfg(*overrides), run_dir)

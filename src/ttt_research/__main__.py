@@ -18,9 +18,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from . import hydra_errors
-from .confdir import config_dir, made_by_this_run, plain_overrides
-from .config import ConfigError, discard_run_dir, validate
+from ttt_research.errors import ConfigError
+from ttt_research.train import hydra_errors
+from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
+from ttt_research.train.validate import discard_run_dir, validate
 
 
 def refuse(error: Exception, discard: bool = True) -> None:
@@ -44,14 +45,13 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    from .cli import UserError
-    from .errors import NonFiniteError
-    from .evaluate import IllegalMoveError
-    from .objectives import objective
-    from .runfolder import FolderInUse, secondary
-    from .signals import Stopped
-    from .tracking import finish
-    from .train import train
+    from ttt_research.errors import NonFiniteError, UserError
+    from ttt_research.evaluation.exact import IllegalMoveError
+    from ttt_research.evaluation.objectives import objective
+    from ttt_research.train.run import train
+    from ttt_research.train.runfolder import FolderInUse, secondary
+    from ttt_research.train.signals import Stopped
+    from ttt_research.train.tracking import finish
 
     try:
         report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True)
@@ -72,7 +72,7 @@ def app(cfg: DictConfig) -> float:
             e.chain(e.signum, None)
         sys.exit(e.code)
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
-        from .cli import reader_gone  # the last checkpoint stays, resume=true goes on from it
+        from ttt_research.errors import reader_gone  # the last checkpoint stays, resume=true goes on from it
 
         sys.exit(reader_gone())
     finally:
@@ -89,7 +89,7 @@ def main() -> None:
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
-        from .cli import reader_gone
+        from ttt_research.errors import reader_gone
 
         sys.exit(reader_gone())
 

@@ -48,13 +48,15 @@ from pathlib import Path
 import lightning as L
 import torch
 
-from . import __version__, bench_antirez, game
-from .cli import UserError, command
-from .confdir import compose
-from .console import cpu_model
-from .contract import unbeatable
-from .evaluate import evaluate_policy
-from .nets import MLP
+from ttt_research import __version__
+from ttt_research.baselines import antirez as bench_antirez
+from ttt_research.contract import unbeatable
+from ttt_research.env import game
+from ttt_research.errors import UserError, command
+from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.models.nets import MLP
+from ttt_research.train.confdir import compose
+from ttt_research.train.console import cpu_model
 
 # Constants for orientation only: another host's figures, never divided by ours.
 MEASURED_ON = "measured on the project's 2-core development host, 2026-11-30"
@@ -184,7 +186,7 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     """Train the config of ``overrides`` without a run folder; returns (module, clock)."""
     from hydra.utils import instantiate
 
-    from .train import build, quiet_lightning
+    from ttt_research.train.run import build, quiet_lightning
 
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
@@ -276,7 +278,7 @@ def bench_latency(repeats: int, calls: int = 2000) -> dict:
     import numpy as np
     import onnxruntime as ort
 
-    from .export import export
+    from ttt_research.evaluation.onnx import export
 
     net = MLP([128, 128], "signed9").eval()
     board = torch.zeros(1, 9)
@@ -306,7 +308,7 @@ def bench_latency(repeats: int, calls: int = 2000) -> dict:
 
 
 def bench_sb3(steps: int, threads: int | None, ours: dict) -> dict:
-    from .compare_sb3 import run_sb3
+    from ttt_research.baselines.sb3 import run_sb3
 
     r = run_sb3(steps, seed=0, threads=threads or 1, log=_say)
     out = {"steps": r["steps"], "steps_per_s": r["steps_per_s"],
@@ -511,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     if "antirez" not in compare and (args.antirez_bin or args.antirez_src):
         raise UserError("--antirez-bin and --antirez-src are used only with --compare antirez")
     if "sb3" in compare:
-        from .compare_sb3 import _require_sb3
+        from ttt_research.baselines.sb3 import _require_sb3
 
         _require_sb3()  # MissingExtra, a UserError, if the extra is not installed
     with tempfile.TemporaryDirectory(prefix="ttt-bench-") as tmp:

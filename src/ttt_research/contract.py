@@ -1,5 +1,6 @@
 """The metric contract in one place: names of seats, of ``eval.json`` keys and ``eval/*``
-metrics, and what "unbeatable" means. Every other module imports these; none redefines them.
+metrics, what "unbeatable" means, and the limits of what the code can hold. Every other
+module imports these; none redefines them.
 
 Standard library only, so the config validation, the report and the sweep objective can
 use it without importing torch.
@@ -84,3 +85,25 @@ def unbeatable(report: dict, seat: str = "both") -> bool:
 def learner_loss(report: dict, seat: str) -> float:
     """The exact loss rate vs random of the training seat ``seat`` (the worse of two)."""
     return max(float(report[k]["vs_random"]["loss"]) for k in SEAT_KEYS[seat])
+
+
+# What the code can hold. Seeds go to ``L.seed_everything`` (numpy's range: 32 bits); a
+# population's members take ``seed + k``, so the last member's seed must fit too.
+SEED_MAX = 2**32 - 1
+
+# Games: counters are int64 and a resumed run's random streams are seeded from
+# ``games_played << 20`` (64 bits: base.py), so 2**44 games is the hard limit; 10**13 keeps
+# clear of it (about 230 days at 500k games/s) and of float64's exact integers (2**53).
+GAMES_MAX = 10**13
+
+# Learning rates, coefficients and rewards enter float32 training (max ~3.4e38): 1e30 is held
+# exactly enough, with headroom. A value that large can still make training diverge (a batch
+# sums over ~10**7 moves, PPO squares returns); that is the numerical guard's to stop in one
+# line (algos/base.py: exit 3, or the member alone in a population), not a crash.
+VALUE_MAX = 1e30
+
+GAMES_WHY = " (64-bit game counters and random seeds derived from them)"
+
+# Members of one population: each has its own random stream and rows in every tensor; the
+# memory estimate (population.memory_estimate) refuses most populations long before this.
+MEMBERS_MAX = 1_000_000

@@ -28,8 +28,7 @@ import re
 import sys
 from pathlib import Path
 
-from .cli import MissingExtra, UserError, command
-from .contract import (
+from ttt_research.contract import (
     EVAL_NAMES,
     EVAL_SEATS,
     GAMES,
@@ -39,6 +38,7 @@ from .contract import (
     band,
     eval_name,
 )
+from ttt_research.errors import MissingExtra, UserError, command
 
 # A value of an override that makes Hydra sweep it: a list (a,b), or a sweep function.
 SWEEP_VALUE = re.compile(r"^(range|choice|interval|tag|glob)\(|,")
@@ -142,7 +142,7 @@ def swept_params(sweep: Path) -> list[str]:
 
     The file is read as plain YAML (``untrusted.py``): an interpolation in it is text, never
     resolved, so no environment value can reach W&B through a key's name."""
-    from .untrusted import Malformed, load_yaml, select
+    from ttt_research.files.untrusted import Malformed, load_yaml, select
 
     path = sweep / "multirun.yaml"
     if not path.exists():
@@ -207,7 +207,7 @@ def describe(workspace) -> dict:
 
 def _check_reachable() -> None:
     """One line if saving cannot work: no API key, or the server does not answer."""
-    from .tracking import _has_api_key, _reachable, wandb_server
+    from ttt_research.train.tracking import _has_api_key, _reachable, wandb_server
 
     host, port = wandb_server()
     if not _has_api_key(host):

@@ -1,13 +1,121 @@
-"""Errors that stop a training run and that callers report in one line.
+"""Every error type a user can meet, and how a command reports one: one line, no traceback.
 
-``NonFiniteError`` is raised by the numerical guard of the algorithms (``algos/base.py``)
-and by the checkpoint callback (``callbacks.py``); the command line (``__main__.py``)
-turns it into one line on stderr and exit status 3. It lives here, below all three, so
-that none of them imports upwards.
+A bad file, a bad argument or a missing optional extra is not a bug: the user sees
+``error: <what is wrong>`` on stderr and the command exits with ``USER_ERROR`` (2, as
+argparse does for bad usage). Exceptions that mean such a mistake derive from ``UserError``
+(``PolicyFileError``, ``ExportError``, ``ReportError``, ``MissingExtra``) or are named to
+``command``; anything else is a bug and keeps its traceback.
+
+    @command(OSError)
+    def main(argv: list[str] | None = None) -> int:
+        ...
+        raise UserError("--steps must be a positive integer")
+
+``ConfigError`` (a config value out of range) comes with the small checks that raise it,
+used by every layer that reads a config (``train/validate.py`` holds the rules).
+``NonFiniteError`` is raised by the numerical guard of the training shell and by the
+checkpoint callback; ``__main__`` turns it into one line and exit status 3.
+
+The bottom of the package: standard library and omegaconf only, so every module may import it.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import sys
+from collections.abc import Callable
+from numbers import Real
+
+from omegaconf import DictConfig, OmegaConf
+
+USER_ERROR = 2
+Main = Callable[[list[str] | None], int]
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message is the one line they see."""
+
+
+class MissingExtra(UserError):
+    """An optional extra of the package is not installed."""
+
+    def __init__(self, extra: str, what: str, error: ImportError):
+        super().__init__(f"{what} needs the '{extra}' extra ({error.name or error} is missing): "
+                         f"pip install 'ttt_research[{extra}]'")
+
+
+def fail(message: object) -> int:
+    """Print ``error: message`` on stderr; return the exit code for a user's mistake."""
+    print(f"error: {message}", file=sys.stderr)
+    return USER_ERROR
+
+
+def reader_gone() -> int:
+    """The output's reader left (``... --help | head``): no traceback, nothing more to write.
+    stdout goes to /dev/null so that Python's own flush at exit cannot fail again."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141  # what a shell reports for a command ended by SIGPIPE
+
+
+def command(*also: type[BaseException]) -> Callable[[Main], Main]:
+    """Decorate a command's ``main(argv) -> int``: ``UserError`` and the ``also`` exception
+    types become one ``error:`` line on stderr and exit code ``USER_ERROR``."""
+    caught = (UserError, *also)
+
+    def wrap(main: Main) -> Main:
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None) -> int:
+            try:
+                return main(argv)
+            except BrokenPipeError:  # first: it is an OSError, which a command may name in ``also``
+                return reader_gone()
+            except caught as e:
+                return fail(e)
+
+        return run
+
+    return wrap
+
+
+# A config value out of range, and the checks that say so.
+
+class ConfigError(ValueError):
+    """A config value is out of its allowed range; the message names key and range."""
+
+
+def _get(cfg: DictConfig, key: str):
+    return OmegaConf.select(cfg, key, default=None)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _need(ok: bool, key: str, allowed: str, value) -> None:
+    if not ok:
+        raise ConfigError(f"{key} must be {allowed}, got {value!r}")
+
+
+def positive_int(cfg, key, most: int | None = None, why: str = ""):
+    v = _get(cfg, key)
+    _need(_is_int(v) and v > 0, key, "a positive integer", v)
+    if most is not None:
+        _need(v <= most, key, f"at most {most:,}{why}", v)
+
+
+def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
+    """A finite number in [lo, hi] ((lo, hi] with ``low_open``)."""
+    return _is_number(v) and (lo < v if low_open else lo <= v) and v <= hi
+
+
+# A run that cannot go on.
 
 class NonFiniteError(RuntimeError):
     """A loss term or a parameter became NaN or infinite: the run stops at this update."""

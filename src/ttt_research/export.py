@@ -17,88 +17,24 @@ the argmax on an empty cell); otherwise nothing is written. The file is written 
 The command adds the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation
 of the exported policy (``eval.json``'s report).
 """
-
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
-import numpy as np
-import torch
-
-from . import game
-from .atomic import atomic_path
-from .cli import UserError, command
-from .evaluate import IllegalMoveError, check_logits, decision_codes, evaluate_policy, unbeatable_line
-
-
-class ExportError(UserError):
-    """The export failed or its parity check did not hold."""
-
-
-def _write_graph(net: torch.nn.Module, path: Path) -> None:
-    example = torch.zeros(2, 9)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # The TorchScript-based exporter: fast (~0.1 s) and dependency-free for an MLP.
-        torch.onnx.export(net, (example,), str(path), dynamo=False, input_names=["board"],
-                          output_names=["logits"], opset_version=17,
-                          dynamic_axes={"board": {0: "N"}, "logits": {0: "N"}})
-
-
-def export(net: torch.nn.Module, path: str | Path, metadata: dict | None = None) -> dict:
-    """Write ``net`` (view -> masked logits) to ``path`` as ONNX, atomically, once its parity
-    check holds; return the parity figures."""
-    import onnx
-
-    path = Path(path)
-    net = net.to("cpu").eval()
-    with atomic_path(path) as tmp:  # renamed over ``path`` only if everything below succeeds
-        _write_graph(net, tmp)
-        model = onnx.load(str(tmp))
-        for key, value in (metadata or {}).items():
-            prop = model.metadata_props.add()
-            prop.key = key
-            prop.value = value if isinstance(value, str) else json.dumps(value)
-        onnx.save(model, str(tmp))
-        return parity(net, tmp, name=path)
-
-
-def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = None) -> dict:
-    """Compare torch and onnxruntime on every decision position; raise if moves differ or
-    if either gives some position no legal greedy move. ``name``: the file to name in
-    errors (``path`` may be its temporary file)."""
-    import onnxruntime as ort
-
-    name = name or path
-    t = game.tables()
-    codes = decision_codes()
-    views = t.view[codes].float()
-    with torch.no_grad():
-        ref = net(views).float()
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = session.run(["logits"], {"board": views.numpy()})[0]
-    for side, logits in (("the network", ref), ("the exported graph", torch.from_numpy(got))):
-        try:
-            check_logits(logits, codes, strict=True)
-        except IllegalMoveError as e:
-            raise ExportError(f"{name}: not written, {side}: {e}") from None
-    ref = ref.numpy()
-    legal = t.legal[codes].numpy()
-    max_diff = float(np.abs(np.where(legal, ref - got, 0.0)).max())
-    same = bool((ref.argmax(-1) == got.argmax(-1)).all())
-    if not same:
-        raise ExportError(f"{name}: onnxruntime's greedy moves differ from torch's "
-                          f"(max |diff| {max_diff:.2e})")
-    return {"positions": int(codes.numel()), "max_abs_diff": max_diff, "greedy_identical": same}
+from ttt_research.errors import command
+from ttt_research.evaluation.exact import (
+    evaluate_policy,
+    unbeatable_line,
+)
+from ttt_research.evaluation.onnx import ExportError, export
 
 
 @command(OSError)
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from .policy_file import load_checkpoint
+    from ttt_research.evaluation.policy_file import load_checkpoint
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.export",
                                 description="Export a checkpoint's greedy policy to ONNX, with its "

@@ -24,10 +24,10 @@ from collections.abc import Callable
 
 import torch
 
-from . import game
-from .cli import command
-from .contract import EVAL_SEATS, SEAT_PIECE
-from .evaluate import PolicyFn, check_logits
+from ttt_research.contract import EVAL_SEATS, SEAT_PIECE
+from ttt_research.env import game
+from ttt_research.errors import command
+from ttt_research.evaluation.exact import PolicyFn, check_logits
 
 SYMBOL = {game.X: "X", game.O: "O", game.EMPTY: "."}
 
@@ -165,7 +165,9 @@ def play_session(policy: PolicyFn, seat: int, read: Callable[[str], str] = input
 
 @command()
 def main(argv: list[str] | None = None) -> int:
-    from .policy_file import load_policy  # its PolicyFileError is a UserError: one line, exit 2
+    from ttt_research.evaluation.policy_file import (
+        load_policy,  # its PolicyFileError is a UserError: one line, exit 2
+    )
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.play",
                                 description="Play against a trained agent (greedy policy).")
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.web:
-            from .serve import port_number, serve
+            from ttt_research.web.server import port_number, serve
 
             return serve(args.path, port_number(args.port))
         policy, _ = load_policy(args.path)

@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 import lightning as L
 import torch
 
-from .. import game
-from ..config import ConfigError
-from ..contract import TRAINING_SEATS
-from ..errors import NonFiniteError
-from ..nets import MLP, MLPStack
-from ..opponents import Opponent, SelfPlay
-from ..rollout import Reward
-from ..streams import Streams
+from ttt_research.contract import TRAINING_SEATS
+from ttt_research.env import game
+from ttt_research.env.opponents import Opponent, SelfPlay
+from ttt_research.env.reward import Reward
+from ttt_research.env.streams import Streams
+from ttt_research.errors import ConfigError, NonFiniteError
+from ttt_research.models.nets import MLP, MLPStack
 
 
 @dataclass

@@ -31,11 +31,11 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from .. import game
-from ..member_optim import MemberAdam, clip_member_grad_norm
-from ..nets import MLP, sample
-from ..rollout import Episodes, play_batch
-from .base import RLModule, Update
+from ttt_research.algos.base import RLModule, Update
+from ttt_research.env import game
+from ttt_research.env.rollout import Episodes, play_batch
+from ttt_research.models.member_optim import MemberAdam, clip_member_grad_norm
+from ttt_research.models.nets import MLP, sample
 
 # ----------------------------------------------------------------------------- the terms
 
@@ -413,7 +413,7 @@ class PPO(RLModule):
     def raw_illegal_rate(self) -> float:
         """Share of decision positions where the unmasked argmax is an occupied cell."""
 
-        from ..evaluate import greedy_actions
+        from ttt_research.evaluation.exact import greedy_actions
 
         _, raw_illegal = greedy_actions(lambda v: self.net.raw_logits(v.to(self.device)))
         codes = game.tables().reachable & ~game.tables().done

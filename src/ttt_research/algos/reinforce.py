@@ -49,13 +49,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .. import game
-from ..game import view_code
-from ..member_optim import MemberSGD
-from ..nets import MASKED, sample
-from ..rollout import Episodes, Reward, play_batch, rates
-from ..streams import uniform
-from .base import RLModule, Update
+from ttt_research.algos.base import RLModule, Update
+from ttt_research.env import game
+from ttt_research.env.game import view_code
+from ttt_research.env.reward import Reward
+from ttt_research.env.rollout import Episodes, play_batch, rates
+from ttt_research.env.streams import uniform
+from ttt_research.models.member_optim import MemberSGD
+from ttt_research.models.nets import MASKED, sample
 
 
 def move_importance(ply: torch.Tensor, plies: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,431 @@
+"""``python -m ttt_research.report DIR``: statistics across seeds for a sweep, a population, or both.
+
+Every folder under DIR that holds an ``eval.json`` is a run; a population's folder
+(``population.json``) counts as one run per member, with the member's seed and its varied
+hyperparameters as overrides. Runs are grouped into *configurations* by their Hydra
+overrides (``.hydra/overrides.yaml``) and member hyperparameters, minus ``seed`` and the
+``population.*`` keys; only the keys that differ between runs become columns.
+
+Per configuration and per exact metric M (default: win and loss vs random for each trained
+seat, and the optimal-move rate; ``--metrics`` picks others from the metric contract, e.g.
+``o_perfect_loss``): the interquartile mean with its 95% stratified bootstrap interval, the
+median and the mean; and the share of seeds that cannot be beaten with its Wilson interval
+(``stats.py`` says why these). Also the training games after which a seed first was, and
+then stayed, unbeatable (from the exact evaluations during training) and the sweep objective.
+
+Writes, into DIR (or ``--out``): ``report.md`` (also printed), ``report.csv`` (one row per
+configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M_mean``, ...,
+``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
+``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
+with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
+above each score; for a loss, at or below). ``--json`` prints report.csv's rows as JSON
+instead of the table. ``--compare A B`` prints the probability that configuration A improves
+on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
+a side has fewer than ``FEW_SEEDS`` seeds.
+
+DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
+resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
+file a run writes: still running, or killed) and a folder whose files are malformed are
+skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ttt_research.analysis.curves import read_metrics
+from ttt_research.contract import (
+    EVAL_NAMES,
+    JUDGED_SEATS,
+    TRAINING_SEATS,
+    eval_metrics,
+    eval_name,
+    unbeatable,
+)
+from ttt_research.errors import UserError
+from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
+from ttt_research.evaluation.objectives import member_name, objective
+from ttt_research.files import untrusted
+from ttt_research.files.untrusted import Malformed
+
+NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
+
+
+@dataclass
+class Run:
+    path: Path
+    overrides: dict[str, str]
+    seed: int | None
+    seat: str                       # the trained seat(s): x, o or both
+    metric: str                     # optimized_metric
+    report: dict
+    series: dict = field(default_factory=dict)  # metrics.csv: {name: [(games, value), ...]}
+    config: Any = None                          # .hydra/config.yaml as plain data (nothing resolved)
+    choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
+    member: int | None = None                    # a population member's index (None: a run)
+
+    def value(self, key: str) -> str:
+        """The run's value of an override key; a key it did not override is read from what
+        it ran with (its group choice or config value), so ``net.encoding`` shows
+        ``planes18`` rather than a blank when only other runs set it."""
+        if key in self.overrides:
+            return self.overrides[key]
+        if key in self.choices:
+            return str(self.choices[key])
+        v = untrusted.select(self.config, key)
+        if v is not None and not isinstance(v, (dict, list)):
+            return str(v)  # an interpolation shows as its own text: nothing is resolved
+        return ""
+
+    @property
+    def trained(self) -> tuple[str, ...]:
+        """The evaluated seats the run is judged on: ``x``, ``o`` or both."""
+        return JUDGED_SEATS[self.seat]
+
+    @property
+    def objective(self) -> float | None:
+        """The seed's own value of the objective (the per-member name under a population
+        aggregate: ``score`` under ``population_median_score``)."""
+        return None if self.report is None else objective(self.report, self.seat, member_name(self.metric))
+
+    @property
+    def unbeatable(self) -> bool:
+        return self.report is not None and unbeatable(self.report, self.seat)
+
+    def metric_value(self, name: str) -> float | None:
+        """An exact metric of the final evaluation (``o_random_win``; None: no report)."""
+        return None if self.report is None else eval_metrics(self.report)[f"eval/{name}"]
+
+    @property
+    def games(self) -> float | None:
+        pts = self.series.get("eval/optimal_move_rate") or []
+        return pts[-1][0] if pts else None
+
+    @property
+    def seconds(self) -> float | None:
+        """The job's wall time: from Hydra's record of its config to its last output file."""
+        start = self.path / ".hydra" / "config.yaml"
+        ends = [p.stat().st_mtime for p in (self.path / n for n in ("eval.json", "policy.onnx", "curves.png"))
+                if p.is_file()]
+        return max(ends) - start.stat().st_mtime if start.is_file() and ends else None
+
+    def _safe_at(self) -> list[tuple[float, bool]]:
+        """(games, unbeatable from every trained seat) at each exact evaluation."""
+        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in self.trained]
+        points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
+        return [(g, all(w[g] >= 0 for w in worst)) for g in points]
+
+    @property
+    def first_unbeatable(self) -> float | None:
+        """Games at the first exact evaluation that finds the agent unbeatable."""
+        return next((g for g, safe in self._safe_at() if safe), None)
+
+    @property
+    def unbeatable_since(self) -> float | None:
+        """Games at the first exact evaluation after which every evaluation is unbeatable."""
+        since = None
+        for g, safe in self._safe_at():
+            since = (since if since is not None else g) if safe else None
+        return since
+
+
+class ReportError(UserError):
+    """DIR holds nothing to report on; the message is the one line the user sees."""
+
+
+@dataclass
+class Skipped:
+    """A run folder left out of the report, and why (``incomplete``: no eval.json yet)."""
+    path: Path
+    why: str
+    incomplete: bool = False
+
+
+def _parse_override(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    return key.lstrip("+~"), value
+
+
+def _overrides(hydra: Path) -> dict[str, str]:
+    """``.hydra/overrides.yaml``: the command line's ``key=value`` strings, as text."""
+    found = untrusted.load_yaml(hydra / "overrides.yaml", ".hydra/overrides.yaml")
+    if found is None:
+        return {}
+    if not isinstance(found, list) or not all(isinstance(o, str) for o in found):
+        raise Malformed(f".hydra/overrides.yaml is {untrusted.kind(found)}, not a list of key=value strings")
+    return dict(_parse_override(o) for o in found)
+
+
+def _config(hydra: Path) -> tuple[dict, str, str, int | None]:
+    """(config, seat, optimized metric, seed) of ``.hydra/config.yaml``, each checked: the
+    report computes with these, so a text where a name or a number belongs skips the run."""
+    cfg = untrusted.load_yaml(hydra / "config.yaml", ".hydra/config.yaml")
+    cfg = {} if cfg is None else untrusted.mapping(cfg, ".hydra/config.yaml")
+    seat = untrusted.select(cfg, "seat.side", "both")
+    if seat not in TRAINING_SEATS:
+        raise Malformed(f".hydra/config.yaml: seat.side is {untrusted.kind(seat)}, not one of "
+                        f"{', '.join(TRAINING_SEATS)}")
+    metric = untrusted.select(cfg, "optimized_metric", "score")
+    if metric not in OBJECTIVES:
+        raise Malformed(f".hydra/config.yaml: optimized_metric is {untrusted.kind(metric)}, not an "
+                        "objective of the project (docs/tracking-and-sweeps.md)")
+    seed = untrusted.select(cfg, "seed")
+    if seed is not None:
+        untrusted.integer(seed, ".hydra/config.yaml: seed")
+    return cfg, seat, metric, seed
+
+
+def _choices(hydra: Path) -> dict[str, str]:
+    """Hydra's group choices (``net: mlp100``) from ``.hydra/hydra.yaml``; only strings."""
+    found = untrusted.select(untrusted.load_yaml(hydra / "hydra.yaml", ".hydra/hydra.yaml"),
+                             "hydra.runtime.choices", {})
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(found, dict) else {}
+
+
+def _series(path: Path) -> dict:
+    """metrics.csv's series, the exact evaluations checked (rates in [0, 1], worst cases
+    within [-1, 1]: a population's median of two members can be -0.5): they draw the curves
+    and say when a seed became unbeatable. Columns the report does not read are not checked."""
+    untrusted.read_text(path, "metrics.csv")  # a regular file of a sane size, UTF-8
+    try:
+        series = read_metrics(path)
+    except (ValueError, csv.Error) as e:
+        raise Malformed(f"metrics.csv: {e}") from e
+    for name, points in series.items():
+        if name in CHECKED_SERIES:
+            _check_points(points, name, "metrics.csv", exact_worst=False)
+    return series
+
+
+# The eval/* series report reads, and a population's band of each (its members' min and max).
+CHECKED_SERIES = {*EVAL_NAMES, *(f"{n}{end}" for n in EVAL_NAMES for end in ("_min", "_max"))}
+
+
+def _check_points(points: list[tuple[float, float]], name: str, file: str, exact_worst: bool = True) -> None:
+    worst = "_worst_case" in name
+    for games, v in points:
+        if not math.isfinite(games) or games < 0:
+            raise Malformed(f"{file}: the games are {games}, not a count of games")
+        if worst:
+            bad = v not in (-1.0, 0.0, 1.0) if exact_worst else not -1.0 <= v <= 1.0  # NaN fails both
+        else:
+            bad = not 0.0 <= v <= 1.0
+        if bad:
+            want = ("-1, 0 or 1" if exact_worst else "within [-1, 1]") if worst else "a rate in [0, 1]"
+            raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not {want}")
+
+
+def load_run(path: Path) -> Run:
+    """The run in ``path`` (complete: it has an eval.json), or ``Malformed``."""
+    report = untrusted.check_report(untrusted.load_json(path / "eval.json"))
+    hydra = path / ".hydra"
+    overrides: dict[str, str] = {}
+    cfg, seat, metric, seed, choices = None, "both", "score", None, {}
+    if (hydra / "overrides.yaml").exists():
+        overrides = _overrides(hydra)
+    if (hydra / "config.yaml").exists():
+        cfg, seat, metric, seed = _config(hydra)
+    if (hydra / "hydra.yaml").exists():
+        choices = _choices(hydra)
+    if not hydra.is_dir():  # a run folder without Hydra's record: its name is its identity
+        overrides = {"run": path.name}
+    series = _series(path / "metrics.csv") if (path / "metrics.csv").exists() else {}
+    run = Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    _check_objective(run, "eval.json")
+    return run
+
+
+def _check_objective(run: Run, where: str) -> None:
+    """The seed's objective is a finite number (a population's block in eval.json may hold one)."""
+    try:
+        value = run.objective
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Malformed(f"{where}: the objective {run.metric} cannot be computed ({type(e).__name__})") from e
+    if value is not None and not (untrusted.is_number(value) and math.isfinite(value)):
+        raise Malformed(f"{where}: the objective {run.metric} is {untrusted.kind(value)}")
+
+
+def _natural(path: Path) -> list:
+    """Job folders in number order (2 before 10); a name and a number at the same depth
+    (``sweep/0`` beside ``sweep/b/0``) compare as numbers first, never int against str."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
+
+
+def run_folders(root: Path) -> list[Path]:
+    """Every folder under ``root`` that holds a run, finished or not: an ``eval.json``, Hydra's
+    record (``.hydra/config.yaml``) or a ``checkpoints`` folder. Links to folders are not
+    followed (a link to a parent would never end)."""
+    found = []
+    for here, dirs, files in os.walk(root):
+        if "eval.json" in files or "checkpoints" in dirs or (
+                ".hydra" in dirs and os.path.exists(os.path.join(here, ".hydra", "config.yaml"))):
+            found.append(Path(here))
+        dirs[:] = [d for d in dirs if d not in (".hydra", "checkpoints", "wandb", ".submitit")]
+    return sorted(found, key=_natural)
+
+
+def scan_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
+    """The complete, well-formed runs under ``root`` (a population's folder: one Run per
+    member), and the folders skipped: incomplete (no ``eval.json``: still running, or
+    killed before its end) or malformed."""
+    if not root.is_dir():
+        raise ReportError(f"no such directory: {root}")
+    paths = run_folders(root)
+    if not paths:
+        raise ReportError(f"no runs under {root} (no eval.json found)")
+    runs, skipped = [], []
+    for p in paths:
+        if not (p / "eval.json").exists():  # eval.json is the last file a run writes
+            skipped.append(Skipped(p, "incomplete: no eval.json (still running, or stopped before its end)",
+                                   incomplete=True))
+            continue
+        try:
+            run = load_run(p)
+            runs += load_population(run) if (p / "population.json").exists() else [run]
+        except Malformed as e:
+            skipped.append(Skipped(p, str(e)))
+    if not runs:
+        raise ReportError(f"no complete run under {root}: {_skipped_counts(skipped)}")
+    return runs, skipped
+
+
+def find_runs(root: Path) -> list[Run]:
+    """``scan_runs``' runs, the folders it skipped said on stderr (``warn_skipped``)."""
+    runs, skipped = scan_runs(root)
+    warn_skipped(skipped, root)
+    return runs
+
+
+def _skipped_counts(skipped: list[Skipped]) -> str:
+    """``2 incomplete (no eval.json), 1 malformed``."""
+    n_inc = sum(s.incomplete for s in skipped)
+    parts = [f"{n_inc} incomplete (no eval.json)" if n_inc else "",
+             f"{len(skipped) - n_inc} malformed" if len(skipped) > n_inc else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def warn_skipped(skipped: list[Skipped], root: Path) -> None:
+    """One line per malformed run (the file and the field), one for the incomplete ones, and
+    the count, on stderr."""
+    if not skipped:
+        return
+    for s in skipped:
+        if not s.incomplete:
+            print(f"warning: skipped {s.path}: {s.why}", file=sys.stderr)
+    waiting = [s.path for s in skipped if s.incomplete]
+    if waiting:
+        shown = ", ".join(str(p.relative_to(root)) if p != root else "." for p in waiting[:5])
+        print(f"warning: skipped {len(waiting)} incomplete run folder(s) (no eval.json: still running, "
+              f"or stopped before the end; resume=true finishes one): {shown}"
+              + (", ..." if len(waiting) > 5 else ""), file=sys.stderr)
+    print(f"warning: report skipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}",
+          file=sys.stderr)
+
+
+def skipped_markdown(skipped: list[Skipped], root: Path) -> str:
+    """report.md's line on the folders left out (and, for up to 20, which and why)."""
+    if not skipped:
+        return ""
+    lines = [f"\nSkipped {len(skipped)} run folder(s): {_skipped_counts(skipped)}. A run counts once its "
+             "eval.json (the last file it writes) is there and every file reads as training writes it.\n"]
+    for s in skipped[:20]:
+        lines.append(f"- `{s.path.relative_to(root) if s.path != root else '.'}`: {s.why}")
+    if len(skipped) > 20:
+        lines.append(f"- ... and {len(skipped) - 20} more (all on stderr)")
+    return "\n".join(lines) + "\n"
+
+
+def load_population(job: Run) -> list[Run]:
+    """One Run per member of the population whose folder ``job`` is: the member's seed, its
+    varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``).
+    Every member's row is checked; one bad row skips the whole population (its members
+    are one job's results)."""
+    pop = untrusted.mapping(untrusted.load_json(job.path / "population.json"), "population.json")
+    members = pop.get("members")
+    if not isinstance(members, list) or not members:
+        raise Malformed(f"population.json: members is {untrusted.kind(members)}, not a list of members")
+    seen: set[int] = set()
+    for i, m in enumerate(members):
+        where = f"population.json: members[{i}]"
+        untrusted.mapping(m, where)
+        index = untrusted.integer(m.get("index"), f"{where}.index")
+        if index in seen:
+            raise Malformed(f"{where}.index {index} appears twice")
+        seen.add(index)
+        untrusted.integer(m.get("seed"), f"{where}.seed")
+        hparams = untrusted.mapping(m.get("hparams", {}), f"{where}.hparams")
+        for k, v in hparams.items():
+            if not (untrusted.is_number(v) and math.isfinite(v)) and not isinstance(v, str):
+                raise Malformed(f"{where}.hparams.{k} is {untrusted.kind(v)}, not a value")
+        if m.get("eval") is not None:
+            untrusted.check_report(m["eval"], f"{where}.eval")
+    series = _population_series(job.path / "population_evals.csv") \
+        if (job.path / "population_evals.csv").exists() else {}
+    overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
+    runs = [Run(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}}, m["seed"],
+                job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config, job.choices,
+                member=m["index"])
+            for m in members]
+    for i, r in enumerate(runs):
+        _check_objective(r, f"population.json: members[{i}].eval")
+    return runs
+
+
+def _population_series(path: Path) -> dict[int, dict]:
+    """population_evals.csv: {member: {eval/* name: [(games, value), ...]}}, checked."""
+    series: dict[int, dict] = {}
+    text = untrusted.read_text(path, "population_evals.csv")
+    try:
+        for n, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+            try:
+                member, games = int(row["member"]), float(row["games"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise Malformed(f"population_evals.csv: line {n}: member and games must be numbers") from e
+            mine = series.setdefault(member, {})
+            for name, value in row.items():
+                if name in CHECKED_SERIES and value not in ("", None):
+                    try:
+                        v = float(value)
+                    except (TypeError, ValueError) as e:
+                        raise Malformed(f"population_evals.csv: line {n}: {name} is not a number") from e
+                    _check_points([(games, v)], name, f"population_evals.csv: line {n}")
+                    mine.setdefault(name, []).append((games, v))
+    except csv.Error as e:
+        raise Malformed(f"population_evals.csv: not CSV ({e})") from e
+    return series
+
+
+def varying_keys(runs: list[Run]) -> list[str]:
+    """Override keys whose value is not the same in every run (``seed`` aside)."""
+    keys = list(dict.fromkeys(k for r in runs for k in r.overrides
+                              if k not in NOISE and not k.startswith("population.")))
+    return [k for k in keys if len({r.value(k) for r in runs}) > 1]
+
+
+def group_runs(runs: list[Run], keys: list[str]) -> list[tuple[dict[str, str], list[Run]]]:
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(tuple(r.value(k) for k in keys), []).append(r)
+    return [(dict(zip(keys, label, strict=True)), rs) for label, rs in groups.items()]
+
+
+def _seed_list(seeds: list) -> str:
+    """``0, 1, 2`` for a few seeds; ``100: 1000–1099`` (count, then runs of consecutive
+    seeds) for many."""
+    known = sorted({s for s in seeds if s is not None})
+    if len(seeds) <= 6:
+        return ", ".join("-" if s is None else str(s) for s in seeds)
+    spans, start = [], None
+    for i, s in enumerate(known):
+        start = s if start is None else start
+        if i + 1 == len(known) or known[i + 1] != s + 1:
+            spans.append(str(start) if start == s else f"{start}–{s}")
+            start = None
+    return f"{len(seeds)}: " + ", ".join(spans)

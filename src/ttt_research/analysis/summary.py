@@ -1,0 +1,312 @@
+"""``python -m ttt_research.report DIR``: statistics across seeds for a sweep, a population, or both.
+
+Every folder under DIR that holds an ``eval.json`` is a run; a population's folder
+(``population.json``) counts as one run per member, with the member's seed and its varied
+hyperparameters as overrides. Runs are grouped into *configurations* by their Hydra
+overrides (``.hydra/overrides.yaml``) and member hyperparameters, minus ``seed`` and the
+``population.*`` keys; only the keys that differ between runs become columns.
+
+Per configuration and per exact metric M (default: win and loss vs random for each trained
+seat, and the optimal-move rate; ``--metrics`` picks others from the metric contract, e.g.
+``o_perfect_loss``): the interquartile mean with its 95% stratified bootstrap interval, the
+median and the mean; and the share of seeds that cannot be beaten with its Wilson interval
+(``stats.py`` says why these). Also the training games after which a seed first was, and
+then stayed, unbeatable (from the exact evaluations during training) and the sweep objective.
+
+Writes, into DIR (or ``--out``): ``report.md`` (also printed), ``report.csv`` (one row per
+configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M_mean``, ...,
+``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
+``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
+with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
+above each score; for a loss, at or below). ``--json`` prints report.csv's rows as JSON
+instead of the table. ``--compare A B`` prints the probability that configuration A improves
+on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
+a side has fewer than ``FEW_SEEDS`` seeds.
+
+DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
+resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
+file a run writes: still running, or killed) and a folder whose files are malformed are
+skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttt_research.analysis.runs import ReportError, Run, _parse_override, _seed_list, group_runs, varying_keys
+from ttt_research.contract import (
+    EVAL_NAMES,
+    EVAL_SEATS,
+    OUTCOMES,
+    REPORT_KEY,
+    eval_metrics,
+    eval_name,
+)
+from ttt_research.evaluation import stats
+from ttt_research.evaluation.objectives import direction
+from ttt_research.files import untrusted
+from ttt_research.files.atomic import write_atomic
+from ttt_research.files.untrusted import Malformed
+
+# Below this many seeds a side, P(A improves on B) takes few values (2 x 2 seeds: 0, 1/4, ... 1)
+# and its bootstrap interval can collapse to a point ("0.000 [0.000, 0.000]" from 2 seeds):
+# compare says so rather than look certain.
+FEW_SEEDS = 5
+
+
+METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
+
+
+def default_metrics(seats) -> list[str]:
+    """Win and loss vs random for each trained seat, then the optimal-move rate."""
+    per_seat = [f"{s}_random_{o}" for s in EVAL_SEATS if s in seats for o in ("win", "loss")]
+    return [*per_seat, "optimal_move_rate"]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, str):
+        try:
+            v = float(v) if "." in v or "e" in v.lower() else v
+        except ValueError:
+            return v
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _games(g: float | None) -> str:
+    if g is None:
+        return "never"
+    return f"{g / 1000:,.0f}k" if g >= 10_000 else f"{g / 1000:.1f}k" if g >= 1000 else f"{g:,.0f}"
+
+
+@dataclass
+class Summary:
+    """The statistics of one configuration's values of one metric over its seeds."""
+    iqm: float
+    ci_low: float
+    ci_high: float
+    median: float
+    mean: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: list[float], reps: int, seed: int) -> Summary:
+        mid, low, high = stats.iqm_ci(values, reps=reps, seed=seed)
+        return cls(mid, low, high, statistics.median(values), statistics.fmean(values),
+                   min(values), max(values))
+
+
+def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = stats.REPS,
+              seed: int = 0) -> tuple[list[str], list[dict], list[dict]]:
+    """(varying keys, one row per configuration, one row per seed): numbers, formatted later.
+
+    A row holds, per metric M, ``values[M]`` (per seed with a report) and ``summary[M]``."""
+    keys = varying_keys(runs)
+    seats = [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
+    metrics = list(metrics or default_metrics(seats))
+    rows, per_run = [], []
+    for label, rs in group_runs(runs, keys):
+        row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs], "metrics": metrics,
+                     "values": {}, "summary": {}}
+        for m in metrics:
+            judged = m.split("_")[0] not in EVAL_SEATS or any(m.startswith(f"{s}_") for s in seats)
+            vals = [v for r in rs if (v := r.metric_value(m)) is not None] if judged else []
+            row["values"][m] = vals
+            row["summary"][m] = Summary.of(vals, reps, seed) if vals else None
+        k, n = sum(r.unbeatable for r in rs), len(rs)
+        row["unbeatable"], row["unbeatable_ci"] = k, stats.wilson(k, n)
+        row["first"] = [r.first_unbeatable for r in rs]
+        row["since"] = [r.unbeatable_since for r in rs]
+        objectives = [o for r in rs if (o := r.objective) is not None]
+        row["objective"] = Summary.of(objectives, reps, seed) if objectives else None
+        jobs = {r.path: r.seconds for r in rs}  # a population's members share one job
+        row["jobs"], row["seconds"] = len(jobs), [t for t in jobs.values() if t is not None]
+        row["metric"] = rs[0].metric
+        rows.append(row)
+        for r in rs:
+            rep = eval_metrics(r.report) if r.report is not None else {}
+            per_run.append({"run": str(r.path), "member": "" if r.member is None else r.member,
+                            **{k: r.value(k) for k in keys}, "seed": r.seed,
+                            **{f"{s}_{o}": rep.get(eval_name(s, f"random_{o}"), "")
+                               for s in seats for o in OUTCOMES},
+                            **{f"{s}_worst_case": r.report[REPORT_KEY[s]]["worst_case"] if r.report else ""
+                               for s in seats},
+                            "unbeatable": r.unbeatable, "first_unbeatable_games": r.first_unbeatable,
+                            "unbeatable_since_games": r.unbeatable_since,
+                            "games": r.games, "optimal_move_rate": rep.get("eval/optimal_move_rate", ""),
+                            "objective": r.objective, "optimized_metric": r.metric, "seconds": r.seconds})
+    return keys, rows, per_run
+
+
+def records(keys: list[str], rows: list[dict]) -> list[dict]:
+    """report.csv's rows (and ``--json``'s): the columns docs/contracts.md lists."""
+    out = []
+    for row in rows:
+        rec: dict = {k: row["label"][k] for k in keys}
+        for m in row["metrics"]:
+            s = row["summary"][m]
+            if s is None:
+                continue
+            rec.update({f"{m}_iqm": s.iqm, f"{m}_iqm_ci_low": s.ci_low, f"{m}_iqm_ci_high": s.ci_high,
+                        f"{m}_median": s.median, f"{m}_mean": s.mean, f"{m}_min": s.min, f"{m}_max": s.max})
+        n = len(row["runs"])
+        rec["seeds"], rec["unbeatable"] = n, row["unbeatable"]
+        rec["unbeatable_fraction"] = row["unbeatable"] / n
+        rec["unbeatable_ci_low"], rec["unbeatable_ci_high"] = row["unbeatable_ci"]
+        for name, key in (("first", "first_unbeatable_games_median"),
+                          ("since", "unbeatable_since_games_median")):
+            reached = [g for g in row[name] if g is not None]
+            rec[key] = statistics.median(reached) if reached else None
+        if row["objective"] is not None:
+            o = row["objective"]
+            rec.update({"objective_iqm": o.iqm, "objective_iqm_ci_low": o.ci_low,
+                        "objective_iqm_ci_high": o.ci_high, "objective_median": o.median,
+                        "objective_mean": o.mean})
+        rec["optimized_metric"] = row["metric"]
+        rec["jobs"] = row["jobs"]
+        rec["job_seconds_mean"] = statistics.fmean(row["seconds"]) if row["seconds"] else None
+        out.append(rec)
+    return out
+
+
+def metric_title(m: str) -> str:
+    """``o_random_win`` -> ``O win vs random``; ``optimal_move_rate`` -> ``optimal moves``."""
+    if m == "optimal_move_rate":
+        return "optimal moves"
+    seat, *rest = m.split("_")
+    if rest[-1] == "case":
+        return f"{seat.upper()} worst case"
+    return f"{seat.upper()} {rest[-1]} vs {rest[0]}"
+
+
+def _ci(lo: float, hi: float, digits: int = 4) -> str:
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _reached(gs: list) -> str:
+    reached = [g for g in gs if g is not None]
+    if not reached:
+        return "never"
+    if len(gs) == 1:
+        return _games(reached[0])
+    return f"{_games(statistics.median(reached))} ({len(reached)} of {len(gs)})"
+
+
+def markdown(keys: list[str], rows: list[dict]) -> str:
+    metrics = [m for m in rows[0]["metrics"] if any(r["summary"][m] for r in rows)]
+    head = [*(keys or ["runs"]), "seeds", *(metric_title(m) for m in metrics)]
+    head += ["unbeatable (Wilson 95%)", "first unbeatable (median games)", "unbeatable for good from",
+             f"objective ({rows[0]['metric']})", "job s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        n = len(row["runs"])
+        cells = [_fmt(row["label"][k]) or "(default)" for k in keys] or [str(n)]
+        cells.append(_seed_list(row["seeds"]))
+        for m in metrics:
+            s = row["summary"][m]
+            cells.append("" if s is None else f"{s.iqm:.4f}" if n == 1 or s.min == s.max
+                         else f"{s.iqm:.4f} {_ci(s.ci_low, s.ci_high)}")
+        k, (lo, hi) = row["unbeatable"], row["unbeatable_ci"]
+        cells.append(f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")  # 0 of 2 is still "up to 0.66"
+        cells.append(_reached(row["first"]))
+        cells.append(_reached(row["since"]))
+        o = row["objective"]
+        cells.append("" if o is None else f"{o.iqm:.4f}")
+        secs = row["seconds"]
+        cells.append("" if not secs else f"{statistics.fmean(secs):.0f}" if len(secs) == 1
+                     else f"{len(secs)} x {statistics.fmean(secs):.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    header = list(dict.fromkeys(k for r in rows for k in r))
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=header)
+    writer.writeheader()
+    writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    write_atomic(path, text.getvalue())
+
+
+def find_group(keys: list[str], rows: list[dict], spec: str) -> dict:
+    """The configuration ``spec`` names: ``key=value[,key=value]`` (its values of the varying
+    keys; unnamed keys may take any value, but exactly one configuration must match) or its
+    1-based row number in the table."""
+    names = ["; ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()) or "all runs" for row in rows]
+    if spec.isdigit() and 1 <= int(spec) <= len(rows):
+        return rows[int(spec) - 1]
+    pairs = [_parse_override(p.strip()) for p in spec.replace(";", ",").split(",") if p.strip()]
+    unknown = [k for k, _ in pairs if k not in keys]
+    if not pairs or unknown:
+        raise ReportError(f"--compare: {spec!r} names no configuration (use key=value with the keys "
+                          f"that vary: {', '.join(keys) or 'none'}; or a row number 1..{len(rows)})")
+    found = [row for row in rows if all(_same(row["label"][k], v) for k, v in pairs)]
+    if len(found) != 1:
+        raise ReportError(f"--compare: {spec!r} matches {len(found)} configurations, not one "
+                          f"(the configurations: {' | '.join(names)})")
+    return found[0]
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: int = 0) -> list[dict]:
+    """P(A improves on B) per metric with its 95% interval (the seeds of A and of B resampled
+    separately). Improving on a loss rate is being lower; on the objective, what its sweep
+    direction says."""
+    out = []
+    for m in [*metrics, "objective"]:
+        if m == "objective":
+            xa = [o for r in a["runs"] if (o := r.objective) is not None]
+            xb = [o for r in b["runs"] if (o := r.objective) is not None]
+            lower = direction(a["metric"]) == "minimize"
+            name = f"objective ({a['metric']})"
+        else:
+            xa, xb = a["values"][m], b["values"][m]
+            lower, name = m.endswith("_loss"), m
+        if not xa or not xb:
+            continue
+        sign = -1.0 if lower else 1.0
+        p, lo, hi = stats.probability_of_improvement_ci([sign * x for x in xa], [sign * x for x in xb],
+                                                        reps=reps, seed=seed)
+        out.append({"metric": name, "better": "lower" if lower else "higher", "p_improvement": p,
+                    "ci_low": lo, "ci_high": hi, "seeds_a": len(xa), "seeds_b": len(xb),
+                    "few_seeds": min(len(xa), len(xb)) < FEW_SEEDS})
+    return out
+
+
+def best_trial(root: Path) -> str:
+    """Optuna's verdict, when DIR is an Optuna sweep (``optimization_results.yaml``)."""
+    path = root / "optimization_results.yaml"
+    if not path.exists():
+        return ""
+    try:
+        res = untrusted.mapping(untrusted.load_yaml(path), path.name)
+        best, params = res.get("best_value"), untrusted.mapping(res.get("best_params") or {},
+                                                                f"{path.name}: best_params")
+        if not (untrusted.is_number(best) and math.isfinite(best)):
+            raise Malformed(f"{path.name}: best_value is {untrusted.kind(best)}, not a number")
+    except Malformed as e:
+        print(f"warning: Optuna's verdict left out: {e}", file=sys.stderr)
+        return ""
+    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
+    return f"\nOptuna best: {best} with {shown}\n"
+
+
+def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
+    """Every run of a folder as one configuration (for ``--compare`` of two folders)."""
+    for r in runs:
+        r.overrides = {}
+    _, (row, *more), _ = summarise(runs, metrics, reps=100)
+    assert not more
+    row["label"] = {"folder": name}
+    return row

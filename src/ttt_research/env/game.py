@@ -1,0 +1,280 @@
+"""Tic-tac-toe rules as batched tensor operations.
+
+This module owns the rules and nothing else: boards, legal moves, the winner, whose turn
+it is, and stepping B games at once (B from 1 to millions) on CPU or CUDA, with no
+Python loop over games.
+
+Two layers, as in pgx:
+
+* **Pure rules on boards** (``winner``, ``legal_mask``, ``to_move``, ``encode``,
+  ``decode``): a board is a ``(B, 9)`` integer tensor with ``+1`` for X, ``-1`` for O and
+  ``0`` for an empty cell, laid out row by row::
+
+        0 | 1 | 2
+       ---+---+---
+        3 | 4 | 5
+       ---+---+---
+        6 | 7 | 8
+
+  X always moves first, so the player to move follows from the board: X when the
+  pieces are level, O otherwise.
+
+* **Lookup tables over all 3^9 = 19,683 board codes** (``tables``). A board's code is
+  ``sum(digit_i * 3**i)`` with digit 0 empty, 1 X, 2 O. The tables are built once from
+  the pure rules (the winner through the 8-line table) and then every rule is a gather:
+  ``next[code, cell]`` is the code after the mover plays ``cell``, ``winner[code]`` and
+  ``done[code]`` say how it ended. ``Games`` keeps B codes and steps them with auto-reset.
+
+Edge cases are fixed rules, not errors (so a batched step never branches per game):
+
+* **A move on an occupied cell, or outside 0..8, forfeits**: the board is unchanged, the
+  game ends (``done``), ``illegal`` is set and the mover loses (``winner = -mover``).
+  With action masking on, learners never trigger it; with masking off (PPO's
+  ``algo.masking=false``) this is the seed's "illegal move ends the game" rule. The
+  forfeit lives in the step's result, not in the code (a forfeited board looks unfinished),
+  so whoever steps must restart that game: ``Games`` does.
+* **A move on a finished board changes nothing**: the code, its winner and its done flag
+  stay as they were, ``illegal`` is not set, and the step reports no new ending
+  (``ended`` is False). ``Games`` never holds a finished board: it resets them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+from ttt_research.env.streams import uniform
+
+CELLS = 9
+N_CODES = 3**CELLS  # 19,683 codes, of which 5,478 are reachable from the empty board
+X, O, EMPTY = 1, -1, 0
+EMPTY_CODE = 0
+
+# The 8 lines that win: 3 rows, 3 columns, 2 diagonals. (8, 3) cell indices.
+LINES = torch.tensor(
+    [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]]
+)
+POW3 = 3 ** torch.arange(CELLS)  # (9,) place value of each cell in a code
+
+
+# --------------------------------------------------------------------------- pure rules
+
+
+def winner(boards: torch.Tensor) -> torch.Tensor:
+    """(B, 9) boards -> (B,) int8: +1 X has a line, -1 O has a line, 0 neither.
+
+    One gather of the 8 lines, one sum, two comparisons; no branch per game. A legal
+    game never has both players on a line, so the two tests cannot both be true.
+    """
+    line_sums = boards[:, LINES.to(boards.device)].sum(-1)  # (B, 8) in -3..3
+    x_won = (line_sums == 3).any(-1)
+    o_won = (line_sums == -3).any(-1)
+    return (x_won.to(torch.int8) - o_won.to(torch.int8))
+
+
+def legal_mask(boards: torch.Tensor) -> torch.Tensor:
+    """(B, 9) boards -> (B, 9) bool: the empty cells (ignores whether the game is over)."""
+    return boards == EMPTY
+
+
+def to_move(boards: torch.Tensor) -> torch.Tensor:
+    """(B, 9) boards -> (B,) int8: X (+1) when the pieces are level, else O (-1)."""
+    return torch.where(boards.sum(-1) == 0, X, O).to(torch.int8)
+
+
+def encode(boards: torch.Tensor) -> torch.Tensor:
+    """(B, 9) boards in {-1, 0, 1} -> (B,) int64 codes (O's -1 becomes digit 2)."""
+    digits = torch.remainder(boards.long(), 3)
+    return (digits * POW3.to(boards.device)).sum(-1)
+
+
+_EMPTY_VIEW_CODE = (3**CELLS - 1) // 2  # 9,841 = sum of 3^i: the code of the empty view
+
+
+def view_code(view: torch.Tensor) -> torch.Tensor:
+    """(..., 9) mover's views -> (...,) base-3 codes (digits: 0 opponent, 1 empty, 2 own);
+    equal codes, equal views. Not ``encode``'s digits (those are X/O, not own/opponent).
+    ``sum((v + 1) 3^i) = v . 3^i + sum(3^i)``: one matrix-vector product (exact in float32:
+    |v . 3^i| <= 9,841) instead of four (B, 9) operations."""
+    return (view.float() @ POW3.to(view.device, torch.float32)).long() + _EMPTY_VIEW_CODE
+
+
+def decode(codes: torch.Tensor) -> torch.Tensor:
+    """(B,) codes -> (B, 9) int8 boards."""
+    digits = torch.div(codes.long()[:, None], POW3.to(codes.device), rounding_mode="floor") % 3
+    return torch.where(digits == 2, -1, digits).to(torch.int8)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Every rule, precomputed for all 19,683 codes (unreachable codes included: they are
+    harmless and keep indexing trivial). All tensors live on one device."""
+
+    board: torch.Tensor  # (N, 9) int8, +1 X / -1 O / 0 empty
+    view: torch.Tensor  # (N, 9) int8, the mover's view: +1 own / -1 opponent / 0 empty
+    mover: torch.Tensor  # (N,) int8, +1 X to move, -1 O to move
+    ply: torch.Tensor  # (N,) int64, pieces on the board
+    winner: torch.Tensor  # (N,) int8, +1 X won, -1 O won, 0 nobody (yet)
+    done: torch.Tensor  # (N,) bool, somebody won or the board is full
+    legal: torch.Tensor  # (N, 9) bool, empty cells of unfinished boards
+    n_legal: torch.Tensor  # (N,) int64
+    kth_legal: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + k] is the k-th legal cell
+    next: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + cell] is the code after the move
+    reachable: torch.Tensor  # (N,) bool, reachable from the empty board by legal play
+
+    @property
+    def next2d(self) -> torch.Tensor:
+        """(N, 9) view of ``next``."""
+        return self.next.view(N_CODES, CELLS)
+
+
+def _build_tables() -> Tables:
+    codes = torch.arange(N_CODES)
+    board = decode(codes)  # (N, 9)
+    mover = to_move(board)
+    win = winner(board)
+    full = (board != EMPTY).all(-1)
+    done = (win != 0) | full
+    legal = legal_mask(board) & ~done[:, None]
+
+    # Playing an empty cell adds mover's digit (1 for X, 2 for O) times the cell's place value.
+    mover_digit = torch.where(mover == X, 1, 2).long()  # (N,)
+    nxt = codes[:, None] + mover_digit[:, None] * POW3[None, :]  # (N, 9)
+    nxt = torch.where(legal, nxt, codes[:, None])  # illegal / finished: unchanged
+
+    # k-th legal cell: sort cells so that legal ones come first, in cell order.
+    order = torch.argsort((~legal).to(torch.int8) * CELLS + torch.arange(CELLS), dim=-1)
+
+    # Reachability: breadth-first from the empty board, one ply at a time.
+    reachable = torch.zeros(N_CODES, dtype=torch.bool)
+    frontier = torch.tensor([EMPTY_CODE])
+    reachable[frontier] = True
+    while frontier.numel():
+        children = nxt[frontier][legal[frontier]].unique()
+        frontier = children[~reachable[children]]
+        reachable[frontier] = True
+
+    return Tables(
+        board=board,
+        view=(board * mover[:, None]).to(torch.int8),
+        mover=mover,
+        ply=(board != EMPTY).sum(-1),
+        winner=win,
+        done=done,
+        legal=legal,
+        n_legal=legal.sum(-1),
+        kth_legal=order.reshape(-1).contiguous(),
+        next=nxt.reshape(-1).contiguous(),
+        reachable=reachable,
+    )
+
+
+@functools.cache
+def _tables_on(device: str) -> Tables:
+    cpu = _tables_cpu()
+    if device == "cpu":
+        return cpu
+    return Tables(**{k: v.to(device) for k, v in vars(cpu).items()})
+
+
+@functools.lru_cache(maxsize=1)
+def _tables_cpu() -> Tables:
+    return _build_tables()
+
+
+def tables(device: torch.device | str = "cpu") -> Tables:
+    """The rule tables on ``device``, built once per process and cached per device."""
+    return _tables_on(str(torch.device(device)))
+
+
+# --------------------------------------------------------------------------- stepping
+
+
+class Step(NamedTuple):
+    """What one move did to B games. All (B,) tensors."""
+
+    code: torch.Tensor  # int64 code after the move (before any reset)
+    ended: torch.Tensor  # bool, the game ended with this move (win, full board or forfeit)
+    winner: torch.Tensor  # int8, +1 X / -1 O / 0 for games that ended; 0 for the others
+    illegal: torch.Tensor  # bool, the move forfeited (occupied cell or index outside 0..8)
+
+
+def at(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index]`` for a table of per-code rows: ``index_select`` when the index is
+    one-dimensional (about 3x faster than advanced indexing on the CPU for a batch of a
+    few thousand: it skips the general indexing machinery), advanced indexing otherwise."""
+    return table.index_select(0, index) if index.dim() == 1 else table[index]
+
+
+def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> Step:
+    """Play ``action`` (B,) on boards ``code`` (B,) for whoever is to move. Pure: no reset.
+
+    Follows the module's edge-case rules: an occupied or out-of-range cell forfeits; a
+    finished board is left alone.
+    """
+    t = t or tables(code.device)
+    cell = action.clamp(0, CELLS - 1)
+    flat = code * CELLS + cell
+    was_done = at(t.done, code)
+    illegal = ~(at(t.legal.view(-1), flat) | was_done) | (cell != action) & ~was_done
+    new = torch.where(illegal, code, at(t.next, flat))  # the table already keeps occupied cells
+    ended = (at(t.done, new) & ~was_done) | illegal
+    won = torch.where(illegal, -at(t.mover, code), at(t.winner, new))
+    return Step(new, ended, torch.where(ended, won, 0).to(torch.int8), illegal)
+
+
+def random_moves(code: torch.Tensor, generator=None, t: Tables | None = None) -> torch.Tensor:
+    """(B,) codes -> (B,) uniformly random legal cells (cell 0 for finished boards); with
+    ``streams.Streams`` as the generator, (N, B) codes of a population, row k drawn from
+    member k's stream.
+
+    Draws k uniform in [0, n_legal) and looks up the k-th legal cell: three gathers and
+    no (B, 9) tensor, which is what makes random play cheap.
+    """
+    t = t or tables(code.device)
+    flat = code.reshape(-1)
+    n = at(t.n_legal, flat)
+    u = uniform(code.shape, code.device, generator).reshape(-1)
+    k = (u * n).long().clamp_max(CELLS - 1)
+    return at(t.kth_legal, flat * CELLS + k).view(code.shape)
+
+
+class Games:
+    """B games in flight, stepped together, each restarted on the empty board when it ends.
+
+    ``code`` (B,) is the whole state; everything else (boards, views, masks, the mover)
+    is a gather from ``tables``. ``step`` returns what the move did, including how the
+    games that just ended finished, and then resets those games in place.
+    """
+
+    def __init__(self, batch: int, device: torch.device | str = "cpu"):
+        self.t = tables(device)
+        self.code = torch.full((batch,), EMPTY_CODE, dtype=torch.long, device=device)
+
+    @property
+    def batch(self) -> int:
+        return self.code.numel()
+
+    def view(self) -> torch.Tensor:
+        """(B, 9) int8: each board from the view of the player to move."""
+        return self.t.view[self.code]
+
+    def legal(self) -> torch.Tensor:
+        """(B, 9) bool legal-move masks."""
+        return self.t.legal[self.code]
+
+    def mover(self) -> torch.Tensor:
+        """(B,) int8: +1 when X is to move, -1 for O."""
+        return self.t.mover[self.code]
+
+    def step(self, action: torch.Tensor) -> Step:
+        """Play one move in every game; games that end are reset to the empty board."""
+        s = step(self.code, action, self.t)
+        self.code = torch.where(s.ended, EMPTY_CODE, s.code)
+        return s

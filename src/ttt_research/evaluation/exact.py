@@ -1,0 +1,497 @@
+"""Exact evaluation of a greedy policy: the numbers in ``eval.json``, never sampled.
+
+The evaluated agent is the greedy policy: argmax of the masked logits, ties to the
+lowest cell. One batched forward pass over the 4,520 reachable positions where somebody
+is to move gives the agent's move everywhere (an ``(N,)`` action table over all codes);
+then each figure is a dynamic programme over plies, from full boards back to the empty
+one, in float64:
+
+* ``vs_random`` / ``vs_perfect``: outcome probabilities when the opponent draws uniformly
+  from its legal / minimax-optimal moves (``solver.outcome_probs``: a sum over the game tree).
+* ``worst_case``: the result against a best-response opponent that knows the policy
+  (``worst_case``: min over the opponent's moves, the agent's own move at its positions).
+* ``optimal_move_rate``: over the agent's decision points reachable from either seat
+  against any opponent, the share of moves that keep the minimax value.
+
+Why exact: sampling 100 games against a rule-based player is how the PPO seed came to
+claim it "never loses"; the tree says it loses 73% of games as O to a minimax player.
+
+Exactness at the edges: a number is only exact if the policy it describes has a legal
+greedy move everywhere. ``check_logits`` refuses (``IllegalMoveError``, one line naming
+the board) logits with no such move: NaN, or nothing finite to prefer (all -inf, where
+an argmax lands on cell 1 whether it is taken or not). Its strict rule, for policy files
+(``policy_file``, ``export``, ``play``, the web page), also refuses an argmax on an
+occupied cell: the ONNX contract's greedy move is "the argmax" of logits the model has
+masked, and a reader of the file that does not mask again would play the taken cell.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+
+from ttt_research.contract import EVAL_SEATS, JUDGED_SEATS, REPORT_KEY, SEAT_PIECE, WORST_NAME, unbeatable
+from ttt_research.env import game
+from ttt_research.env.solver import (
+    one_hot,
+    outcome_probs,
+    perfect_probs,
+    plies_backwards,
+    random_probs,
+    solve,
+)
+from ttt_research.errors import UserError
+
+PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def decision_codes() -> torch.Tensor:
+    """(M,) the reachable codes where somebody is to move (M = 4,520), in code order."""
+    t = game.tables()
+    return (t.reachable & ~t.done).nonzero().squeeze(-1)
+
+
+def decision_logits(policy: PolicyFn) -> torch.Tensor:
+    """(M, 9) float32 logits of ``policy`` at ``decision_codes()``, on the CPU: one call."""
+    views = game.tables().view[decision_codes()].float()
+    with torch.no_grad():
+        return policy(views).detach().to("cpu", torch.float32)
+
+
+def greedy_actions(policy: PolicyFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run ``policy`` once on every decision position and take its greedy moves.
+
+    Returns ``(actions, raw_illegal)``: (N,) int64 masked-argmax moves over all codes (0
+    where nobody moves), and (N,) bool marking where the unmasked argmax was an occupied
+    cell (the raw policy's illegal choices). Nothing is refused here (PPO without masking
+    counts its raw illegal choices with it); ``evaluate_policy`` checks first.
+    """
+    return _greedy(decision_logits(policy))
+
+
+def _greedy(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` from the (M, 9) logits at ``decision_codes()``."""
+    t = game.tables()
+    codes = decision_codes()
+    legal = t.legal[codes]
+    # torch.argmax returns the first maximal index: ties go to the lowest cell.
+    masked = torch.where(legal, logits, -torch.inf)
+    actions = torch.zeros(game.N_CODES, dtype=torch.long)
+    actions[codes] = masked.argmax(-1)
+    raw_illegal = torch.zeros(game.N_CODES, dtype=torch.bool)
+    raw_illegal[codes] = ~legal.gather(1, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    return actions, raw_illegal
+
+
+# --------------------------------------------------------------------------- exactness at the edges
+
+
+class IllegalMoveError(UserError):
+    """A policy without a legal greedy move at some position: refused, never scored."""
+
+
+def board_text(code: int) -> str:
+    """A board in one word, rows split by '/': ``X.O/.X./...`` (and who is to move)."""
+    t = game.tables()
+    marks = "".join({game.X: "X", game.O: "O", game.EMPTY: "."}[v] for v in t.board[code].tolist())
+    mover = "X" if int(t.mover[code]) == game.X else "O"
+    return f"{marks[:3]}/{marks[3:6]}/{marks[6:]} ({mover} to move)"
+
+
+def _why(row: torch.Tensor, legal: torch.Tensor, strict: bool) -> str | None:
+    """Why the (9,) logits ``row`` give no legal greedy move where ``legal`` (9,) holds
+    (the rule of ``check_logits``), or None when they do. Cells are named 1-9, as in ``play``."""
+    def cells(mask: torch.Tensor) -> str:
+        return " ".join(str(i + 1) for i in mask.nonzero().flatten().tolist())
+
+    nan = row.isnan() & (True if strict else legal)
+    if bool(nan.any()):
+        return f"its logits are NaN at cell(s) {cells(nan)}"
+    free = torch.where(legal, row, -torch.inf)
+    best = int((row if strict else free).argmax())  # the greedy move: the first maximum
+    top = float(row[best])
+    if not bool(legal[best]):
+        alt = int(free.argmax())
+        if top == -torch.inf:
+            return f"every logit is -inf, so its argmax is the occupied cell {best + 1}"
+        return (f"it picks the occupied cell {best + 1} (logit {top:.4g}; the best empty cell, "
+                f"{alt + 1}, has {float(row[alt]):.4g})")
+    if top == -torch.inf:
+        return f"every empty cell's logit is -inf ({cells(legal)}): it prefers none of them"
+    if top == torch.inf:
+        return f"its largest logit is inf (cell {best + 1}): no move probabilities"
+    return None
+
+
+def check_logits(logits: torch.Tensor, codes: torch.Tensor | None = None, where: str = "",
+                 strict: bool = False, first: int = 0) -> None:
+    """Refuse logits that give some position no legal greedy move (``IllegalMoveError``).
+
+    Args:
+        logits: (M, 9), or (N, M, 9) for N policies (members ``first``, ``first + 1``, ...),
+            float logits at the positions ``codes`` (M,) (default: ``decision_codes()``);
+            on any device (only a refusal leaves it).
+        where: what the message starts with (``"policy.onnx: "``).
+        strict: the rule for a policy file, whose logits the ONNX contract says are
+            masked already and whose greedy move is "the argmax": then a NaN anywhere, an
+            argmax on an occupied cell or an infinite largest logit is refused. Otherwise
+            (the evaluator's own rule: it masks occupied cells itself) a NaN on an empty
+            cell, or an infinite largest logit among the empty cells (all -inf: nothing
+            to choose; +inf: no probabilities).
+
+    The message names how many positions fail, the first one's board and what it picks.
+    """
+    device = logits.device
+    codes = (decision_codes() if codes is None else codes).to(device)
+    x = logits.detach().float()
+    x = x if x.dim() == 3 else x[None]  # (N, M, 9)
+    legal = game.tables(device).legal[codes].expand_as(x)  # (N, M, 9)
+    nan = x.isnan()
+    if strict:
+        best = x.argmax(-1, keepdim=True)  # NaN counts as the maximum
+        bad = nan.any(-1) | ~legal.gather(-1, best).squeeze(-1)
+    else:
+        best = torch.where(legal, x, -torch.inf).argmax(-1, keepdim=True)
+        bad = (nan & legal).any(-1)
+    bad |= x.gather(-1, best).squeeze(-1).isinf()  # (N, M)
+    if not bool(bad.any()):  # the one sync with the device
+        return
+    member, row = (int(i) for i in bad.nonzero()[0])
+    who = f"member {first + member}: " if logits.dim() == 3 else ""
+    count = int(bad[member].sum())
+    why = _why(x[member, row].cpu(), legal[member, row].cpu(), strict)
+    raise IllegalMoveError(
+        f"{where}{who}the policy has no legal greedy move at {count} of {codes.numel()} positions "
+        f"where it moves, first at {board_text(int(codes[row]))}: {why}; refused, not scored")
+
+
+def check_policy(policy: PolicyFn, where: str = "", strict: bool = False) -> torch.Tensor:
+    """Run ``policy`` on every decision position and ``check_logits``; returns the (M, 9) logits."""
+    logits = decision_logits(policy)
+    check_logits(logits, where=where, strict=strict)
+    return logits
+
+
+# --------------------------------------------------------------------------- the DPs
+
+
+def worst_case(actions: torch.Tensor, seat: int) -> int:
+    """The agent's result (+1 win, 0 draw, -1 loss) from the empty board when it plays
+    ``actions`` as ``seat`` against an opponent that knows the policy and plays its best."""
+    t = game.tables()
+    value = (t.winner * seat).long()  # from the agent's side
+    nxt = t.next2d
+    for rows in plies_backwards():
+        child = value[nxt[rows]]  # (R, 9)
+        mine = child.gather(1, actions[rows, None]).squeeze(-1)
+        theirs = torch.where(t.legal[rows], child, 2).amin(-1)
+        value[rows] = torch.where(t.mover[rows] == seat, mine, theirs)
+    return int(value[game.EMPTY_CODE])
+
+
+def decision_points(actions: torch.Tensor, seat: int) -> torch.Tensor:
+    """(N,) bool: positions where the agent (as ``seat``, playing ``actions``) is to move and
+    that some opponent can lead it to. Forward over plies from the empty board."""
+    t = game.tables()
+    reach = torch.zeros(game.N_CODES, dtype=torch.bool)
+    reach[game.EMPTY_CODE] = True
+    nxt = t.next2d
+    for ply in range(game.CELLS):
+        rows = ((t.ply == ply) & reach & ~t.done).nonzero().squeeze(-1)
+        mine = t.mover[rows] == seat
+        # The agent follows its own move; the opponent may play any legal move.
+        follow = torch.where(mine[:, None], torch.nn.functional.one_hot(actions[rows], game.CELLS)
+                             .bool(), t.legal[rows])
+        reach[nxt[rows][follow]] = True
+    return reach & ~t.done & (t.mover == seat)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _wlt(probs: torch.Tensor, seat: int) -> dict[str, float]:
+    return _wlt_row(probs[game.EMPTY_CODE], seat)
+
+
+def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
+    # Rounded to 12 places: the sums are exact rationals, float64 only adds noise below that.
+    x, o, tie = (round(float(p), 12) + 0.0 for p in row)
+    win, loss = (x, o) if seat == game.X else (o, x)
+    return {"win": win, "loss": loss, "tie": tie}
+
+
+def evaluate_actions(actions: torch.Tensor) -> dict:
+    """The ``eval.json`` report for a deterministic policy given as an (N,) action table."""
+    sol = solve()
+    agent, rnd, perfect = one_hot(actions), random_probs(), perfect_probs()
+    report: dict = {}
+    points = torch.zeros(game.N_CODES, dtype=torch.bool)
+    for side in EVAL_SEATS:
+        seat = SEAT_PIECE[side]
+        px, po = (agent, rnd) if seat == game.X else (rnd, agent)
+        qx, qo = (agent, perfect) if seat == game.X else (perfect, agent)
+        report[REPORT_KEY[side]] = {
+            "vs_random": _wlt(outcome_probs(px, po), seat),
+            "vs_perfect": _wlt(outcome_probs(qx, qo), seat),
+            "worst_case": WORST_NAME[worst_case(actions, seat)],
+        }
+        points |= decision_points(actions, seat)
+    codes = points.nonzero().squeeze(-1)
+    kept = sol.optimal[codes, actions[codes]]
+    report["optimal_move_rate"] = float(kept.double().mean()) if codes.numel() else 1.0
+    report["decision_points"] = int(codes.numel())
+    return report
+
+
+def evaluate_policy(policy: PolicyFn) -> dict:
+    """The ``eval.json`` report for a policy given as a batched logits function; a policy
+    without a legal greedy move somewhere is refused (``check_logits``), never scored."""
+    actions, _ = _greedy(check_policy(policy))
+    return evaluate_actions(actions)
+
+
+# --------------------------------------------------------------------------- populations
+#
+# The same report for N policies at once (a population of agents): one forward over the
+# decision positions for all members, then every DP above with a member axis. The DPs keep
+# only the 5,478 reachable codes (children of reachable positions are reachable, so nothing
+# else is ever read) and lay tables out as (codes, members, ...), so that following a move
+# gathers whole rows of members; members go through in chunks to bound memory. They run on
+# the device of the logits (CPU or GPU). The figures are those of ``evaluate_actions`` on
+# each member alone: the same operations per position, in the same order
+# (tests/test_population_core.py checks that the reports are equal dicts).
+
+StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
+# Members per DP pass. On the CPU small chunks keep the (5,478, chunk, 3) float64 tables
+# in cache (64 was faster than 256 or 1,024 at N=1,024); a GPU wants them all at once.
+CHUNK = {"cpu": 64}
+GPU_CHUNK = 4096
+# Members per forward pass of an MLPStack: on the CPU, 16 keeps the (16, 4,520, H)
+# activations near the cache (8-16 beat 64 by 1.5-2x at N=1,024); a GPU wants wide batches.
+FORWARD_CHUNK = {"cpu": 16}
+GPU_FORWARD_CHUNK = 1024
+
+
+class _Compact:
+    """The reachable codes as rows 0..R-1, with the tables the DPs need in that indexing,
+    on one device (built on the CPU, then moved)."""
+
+    def __init__(self, device: str) -> None:
+        t = game.tables()
+        self.codes = t.reachable.nonzero().squeeze(-1)  # (R,) codes, R = 5,478, code order
+        index = torch.full((game.N_CODES,), -1, dtype=torch.long)
+        index[self.codes] = torch.arange(self.codes.numel())
+        # Occupied cells "lead" to the same board (game.tables), so every entry is reachable.
+        self.next = index[t.next2d[self.codes]]  # (R, 9) rows after each move
+        self.legal = t.legal[self.codes]  # (R, 9)
+        self.mover = t.mover[self.codes]  # (R,)
+        self.winner = t.winner[self.codes]  # (R,)
+        self.done = t.done[self.codes]  # (R,)
+        self.empty = int(index[game.EMPTY_CODE])
+        # Unfinished rows per ply, from ply 8 down to 0 (as solver.plies_backwards).
+        ply = t.ply[self.codes]
+        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(game.CELLS)]
+        # Who moves at each ply (X at even plies, O at odd ones), as Python ints: no device sync.
+        self.ply_mover = [int(t.mover[self.codes[rows[0]]]) for rows in self.plies]
+        self.optimal = solve().optimal[self.codes]  # (R, 9)
+        self.random = random_probs()[self.codes]  # (R, 9) float64
+        self.perfect = perfect_probs()[self.codes]  # (R, 9) float64
+        for name, value in vars(self).items():
+            if isinstance(value, torch.Tensor):
+                setattr(self, name, value.to(device))
+        self.plies = [rows.to(device) for rows in self.plies]
+
+
+@functools.cache
+def _compact(device: str) -> _Compact:
+    return _Compact(device)
+
+
+def greedy_actions_stack(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` for N policies given their logits on the decision positions.
+
+    Args:
+        logits: (N, M, 9) logits at ``decision_codes()`` (M = 4,520), masked or not.
+
+    Returns:
+        ``(actions, raw_illegal)``: (N, 19683) int64 masked-argmax moves (0 where nobody
+        moves, ties to the lowest cell) and (N, 19683) bool unmasked argmax on an occupied cell.
+    """
+    logits = logits.detach().float()
+    device = logits.device
+    codes = decision_codes().to(device)
+    n = logits.shape[0]
+    legal = game.tables(device).legal[codes]  # (M, 9)
+    masked = torch.where(legal, logits, -torch.inf)  # (N, M, 9)
+    actions = torch.zeros(n, game.N_CODES, dtype=torch.long, device=device)
+    actions[:, codes] = masked.argmax(-1)
+    raw_illegal = torch.zeros(n, game.N_CODES, dtype=torch.bool, device=device)
+    raw_illegal[:, codes] = ~legal.expand(n, -1, -1).gather(2, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    return actions, raw_illegal
+
+
+def _outcomes(c: _Compact, act: torch.Tensor, opponent: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n, 3) P(X wins), P(O wins), P(tie) from the empty board: n agents (act: (R, n)
+    deterministic moves) as ``seat`` against ``opponent`` ((R, 9) float64 move probabilities).
+
+    ``outcome_probs`` with a member axis after the code axis, so that a gather of child rows
+    moves whole (n, 3) blocks. At the agent's rows the single version's one-hot sum is
+    exactly the chosen child's row (x * 1 + 0 * y + ... is x), so we gather it; at the
+    opponent's rows we add p_c * child_c cell by cell from 0, the order in which the
+    single version's small (1 x 9) @ (9 x 3) products add them."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device)
+    result = torch.stack([c.winner == game.X, c.winner == game.O, c.done & (c.winner == 0)],
+                         -1).double()[:, None].expand(-1, n, -1).clone()  # (R, n, 3)
+    for ply in reversed(range(game.CELLS)):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        if c.ply_mover[ply] == seat:
+            result[rows] = result[nxt.gather(1, act[rows]), members]  # (r, n, 3)
+        else:
+            pi = opponent[rows]  # (r, 9)
+            acc = torch.zeros(rows.numel(), n, 3, dtype=torch.float64, device=act.device)
+            for cell in range(game.CELLS):
+                acc = acc + pi[:, cell, None, None] * result.index_select(0, nxt[:, cell])
+            result[rows] = acc
+    return result[c.empty]
+
+
+def _worst_case(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(n,) ``worst_case`` of n agents (act: (R, n)) as ``seat``: +1 win, 0 draw, -1 loss."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device)
+    value = (c.winner * seat).to(torch.int8)[:, None].expand(-1, n).clone()  # (R, n), agent's side
+    for ply in reversed(range(game.CELLS)):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        if c.ply_mover[ply] == seat:
+            value[rows] = value[nxt.gather(1, act[rows]), members]
+        else:  # the opponent's best reply: the smallest legal child
+            value[rows] = torch.where(c.legal[rows, :, None], value[nxt], 2).amin(1)
+    return value[c.empty]
+
+
+def _decision_points(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+    """(R, n) bool ``decision_points`` of n agents (act: (R, n)) as ``seat``."""
+    n = act.shape[1]
+    members = torch.arange(n, device=act.device).expand(act.shape)
+    reach = torch.zeros(c.codes.numel(), n, dtype=torch.uint8, device=act.device)  # 0/1, for index_add_
+    reach[c.empty] = 1
+    for ply in range(game.CELLS):
+        rows = c.plies[ply]
+        nxt = c.next[rows]  # (r, 9)
+        here = reach[rows].bool()  # (r, n)
+        if c.ply_mover[ply] == seat:  # the agent follows its own move
+            reach[nxt.gather(1, act[rows])[here], members[: rows.numel()][here]] = 1
+        else:  # the opponent may play any legal move: OR the parents into each child
+            parent, cell = c.legal[rows].nonzero(as_tuple=True)
+            reach.index_add_(0, nxt[parent, cell], here[parent].to(torch.uint8))
+    return reach.bool() & (~c.done & (c.mover == seat))[:, None]
+
+
+def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None) -> list[dict]:
+    """``evaluate_actions`` for N deterministic policies: (N, 19683) action tables -> N reports.
+    The DPs run on the actions' device, ``chunk`` members at a time."""
+    c = _compact(str(actions.device))
+    chunk = chunk or CHUNK.get(actions.device.type, GPU_CHUNK)
+    reports: list[dict] = []
+    for start in range(0, actions.shape[0], chunk):
+        act = actions[start:start + chunk, c.codes].T.contiguous()  # (R, n)
+        n = act.shape[1]
+        blocks: list[dict] = [{} for _ in range(n)]
+        points = torch.zeros(c.codes.numel(), n, dtype=torch.bool, device=actions.device)
+        for side in EVAL_SEATS:
+            seat = SEAT_PIECE[side]
+            vs_random = _outcomes(c, act, c.random, seat).tolist()
+            vs_perfect = _outcomes(c, act, c.perfect, seat).tolist()
+            worst = _worst_case(c, act, seat).tolist()
+            for k in range(n):  # building the dicts, not the hot path
+                blocks[k][REPORT_KEY[side]] = {
+                    "vs_random": _wlt_row(vs_random[k], seat),
+                    "vs_perfect": _wlt_row(vs_perfect[k], seat),
+                    "worst_case": WORST_NAME[worst[k]],
+                }
+            points |= _decision_points(c, act, seat)
+        kept = c.optimal.gather(1, act) & points  # (R, n)
+        count = points.sum(0)
+        # An integer count over an integer count: the same float as the single version's mean.
+        rate = (kept.sum(0).double() / count.clamp_min(1).double()).tolist()
+        count = count.tolist()
+        for k in range(n):
+            blocks[k]["optimal_move_rate"] = rate[k] if count[k] else 1.0
+            blocks[k]["decision_points"] = count[k]
+        reports += blocks
+    return reports
+
+
+def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
+                   chunk: int | None = None) -> list[dict]:
+    """The ``eval.json`` report of each of N policies, as a list of N dicts.
+
+    ``policy`` is one of:
+
+    * an ``nets.MLPStack``: run on the 4,520 decision positions ``chunk`` members at a time
+      (bounds the (chunk, 4,520, H) activations; ``n`` defaults to its size);
+    * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
+    * the (N, M, 9) logits at ``decision_codes()`` themselves.
+
+    A member without a legal greedy move somewhere is refused (``check_logits``).
+    """
+    from ttt_research.models.nets import MLPStack  # evaluate needs no networks otherwise
+
+    views = game.tables().view[decision_codes()].float()  # (M, 9)
+    if isinstance(policy, MLPStack):
+        views = views.to(policy.weights[0].device)
+        chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
+        parts = []
+        with torch.no_grad():
+            for lo in range(0, policy.n, chunk):
+                logits = policy(views, slice(lo, lo + chunk))  # (chunk, M, 9)
+                check_logits(logits, first=lo)
+                parts.append(greedy_actions_stack(logits)[0])
+        actions = torch.cat(parts)
+    else:
+        if callable(policy):
+            if n is None:
+                raise ValueError("evaluate_stack needs n, the number of members, with a policy function")
+            with torch.no_grad():
+                policy = policy(views.expand(n, -1, -1))
+        check_logits(policy)
+        actions, _ = greedy_actions_stack(policy)
+    return evaluate_actions_stack(actions)
+
+
+# --------------------------------------------------------------------------- as text
+
+
+def unbeatable_line(report: dict, seat: str = "both") -> str:
+    """Whether the agent is unbeatable (``contract.unbeatable``: no opponent, however it
+    plays, beats it) from each seat the training seat ``seat`` is judged on, in words:
+    ``unbeatable as X: yes; as O: no (some opponent beats it)``."""
+    said = {True: "yes", False: "no (some opponent beats it)"}
+    return "unbeatable " + "; ".join(f"as {side.upper()}: {said[unbeatable(report, side)]}"
+                                     for side in JUDGED_SEATS[seat])
+
+
+def eval_table(report: dict, seat: str = "both") -> str:
+    """An ``eval.json`` report as a small text table (what ``evaluate`` prints without
+    ``--json``), ending with whether it is unbeatable from the seats ``seat`` is judged on."""
+    rows = ["seat  opponent   win      loss     tie      worst case"]
+    for side in EVAL_SEATS:
+        block = report[REPORT_KEY[side]]
+        for opp in ("vs_random", "vs_perfect"):
+            r = block[opp]
+            worst = block["worst_case"] if opp == "vs_random" else ""
+            rows.append(f"{side.upper():<5} {opp[3:]:<10} {r['win']:<8.4f} {r['loss']:<8.4f} "
+                        f"{r['tie']:<8.4f} {worst}")
+    rows.append(f"optimal moves: {report['optimal_move_rate']:.4f} of "
+                f"{report['decision_points']} decision points")
+    rows.append(unbeatable_line(report, seat))
+    return "\n".join(rows)
+

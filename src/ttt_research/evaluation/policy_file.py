@@ -1,0 +1,211 @@
+"""Load a trained policy from a file, with one-line errors for bad files.
+
+A policy file is either an ONNX model that follows the contract (input ``board`` float32
+``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``) or a Lightning
+checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec``, what it
+takes to rebuild the network). Loading returns a batched logits function
+(``evaluate.PolicyFn``) and metadata. Anything wrong with the file raises
+``PolicyFileError`` whose message is the one line a user sees.
+
+Every loaded policy is run once on all 4,520 positions where somebody moves and checked
+with the strict rule of ``evaluate.check_logits`` (no NaN, the argmax on an empty cell,
+a finite largest logit), so that no command scores, plays or exports a policy that picks
+an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
+before it is built: the sizes are bounded and every tensor must have the shape the spec
+implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ttt_research.errors import UserError
+from ttt_research.models.encodings import WIDTH
+
+# Bounds on a checkpoint's network, far beyond what is trained here (mlp128 is [128, 128]):
+# what a hostile or corrupt net_spec may ask for before anything is allocated.
+MAX_LAYERS = 16
+MAX_WIDTH = 16_384
+
+
+class PolicyFileError(UserError):
+    """A policy file is missing, unreadable or does not follow the contract."""
+
+
+def _checked(path: Path, logits) -> None:
+    """The strict check of every decision position (``evaluate.check_logits``), as a
+    ``PolicyFileError`` that names the file."""
+    from ttt_research.evaluation.exact import IllegalMoveError, check_policy
+
+    try:
+        check_policy(logits, where=f"{path}: ", strict=True)
+    except IllegalMoveError as e:
+        raise PolicyFileError(str(e)) from None
+
+
+def _unreadable(e: Exception) -> str:
+    """torch.load's error, as a few words a user can act on (its own messages run to
+    paragraphs, with terminal colour codes)."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
+    code = re.search(r"(?:Unsupported global: |unsupported )GLOBAL ([\w.]+)", text)
+    if code:  # weights_only=True stopped a pickle that would import (and could run) code
+        return f"it asks to load the Python object {code.group(1)}; refused, a checkpoint holds tensors only"
+    if isinstance(e, EOFError | OSError) or "zip archive" in text or "central directory" in text:
+        return "empty, truncated or not a PyTorch file"
+    if isinstance(e, KeyError) or "Weights only load failed" in text:
+        return "not a PyTorch checkpoint"
+    first = (text.strip().splitlines() or [type(e).__name__])[0]
+    return first[:160]
+
+
+def _check_io(name: str, arg, kind: str) -> None:
+    """The contract: float32 with a last dimension of 9 and a free (or any) batch dimension."""
+    shape = list(arg.shape)
+    if arg.type != "tensor(float)" or len(shape) != 2 or shape[1] != 9:
+        raise PolicyFileError(
+            f"{name}: model {kind} {arg.name!r} is {arg.type} {shape}; "
+            f"the contract wants float32 [N, 9]"
+        )
+
+
+def load_onnx(path: str | Path):
+    """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one."""
+    import onnxruntime as ort
+
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such file")
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4  # errors come back to us as exceptions, not log spam
+    try:
+        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises several private exception types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    if len(inputs) != 1:
+        raise PolicyFileError(f"{path}: model has {len(inputs)} inputs; the contract wants one, 'board'")
+    _check_io(str(path), inputs[0], "input")
+    _check_io(str(path), outputs[0], "output")
+    in_name, out_name = inputs[0].name, outputs[0].name
+
+    def logits(view: torch.Tensor) -> torch.Tensor:
+        x = view.detach().cpu().numpy().astype(np.float32)
+        try:
+            out = session.run([out_name], {in_name: x})[0]
+        except Exception as e:
+            raise PolicyFileError(
+                f"{path}: the model failed to run on a [N, 9] batch ({str(e)[:160]})") from None
+        if out.shape != x.shape:
+            raise PolicyFileError(
+                f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
+        return torch.from_numpy(out)
+
+    _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
+    meta = dict(session.get_modelmeta().custom_metadata_map)
+    return logits, meta
+
+
+def _spec_shapes(path: Path, spec) -> dict[str, tuple[int, ...]]:
+    """The state-dict shapes the network of ``spec`` has (``nets.MLP``'s ``body.I.weight``
+    / ``.bias``), after checking the spec's sizes; ``PolicyFileError`` otherwise."""
+    hidden = spec.get("hidden") if isinstance(spec, dict) else None
+    encoding = spec.get("encoding") if isinstance(spec, dict) else None
+    if not isinstance(encoding, str) or encoding not in WIDTH:
+        raise PolicyFileError(f"{path}: net_spec encoding is {str(encoding)[:40]!r}; "
+                              f"expected one of {', '.join(sorted(WIDTH))}")
+    if not (isinstance(hidden, list) and 1 <= len(hidden) <= MAX_LAYERS
+            and all(type(h) is int and 1 <= h <= MAX_WIDTH for h in hidden)):
+        raise PolicyFileError(f"{path}: net_spec hidden is {str(hidden)[:60]}; expected 1 to "
+                              f"{MAX_LAYERS} layer sizes, each an integer from 1 to {MAX_WIDTH:,}")
+    sizes = [WIDTH[encoding], *hidden, 9]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        shapes[f"body.{2 * i}.weight"] = (fan_out, fan_in)  # Linear layers at 0, 2, ... (ReLUs between)
+        shapes[f"body.{2 * i}.bias"] = (fan_out,)
+    return shapes
+
+
+def _check_weights(path: Path, spec, weights: dict) -> None:
+    """Every tensor of the network present, of the spec's shape, float and finite."""
+    shapes = _spec_shapes(path, spec)
+    if set(weights) != set(shapes):
+        odd = sorted(set(weights) ^ set(shapes))
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network (net_spec; "
+                              f"missing or unexpected: {', '.join(odd)[:120]})")
+    for name, shape in shapes.items():
+        w = weights[name]
+        if not isinstance(w, torch.Tensor) or tuple(w.shape) != shape or not w.is_floating_point():
+            got = list(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
+            raise PolicyFileError(f"{path}: checkpoint weights do not fit its network "
+                                  f"({name} is {got}, net_spec says {list(shape)})")
+        if not bool(torch.isfinite(w).all()):  # e.g. a diverged run
+            raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
+
+
+def load_checkpoint(path: str | Path):
+    """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one."""
+    from ttt_research.models.nets import MLP
+
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such file")
+    try:
+        with warnings.catch_warnings():  # torch warns about odd pickles; the error line says it
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise PolicyFileError(f"{path}: not a readable checkpoint ({_unreadable(e)})") from None
+    if not isinstance(ckpt, dict) or "net_spec" not in ckpt or "state_dict" not in ckpt:
+        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (no network description)")
+    if "population" in ckpt:  # many agents' weights stacked: no single policy to load
+        shares = [s["population"] for s in ckpt.get("member_shards") or [ckpt]]  # trainer=ddp: one a process
+        n = sum(len(s["member_games"]) for s in shares)
+        raise PolicyFileError(
+            f"{path}: a population's checkpoint ({n} members in this file): use a member's "
+            "policy.onnx (the run folder's is its best member's; population.export=all writes "
+            "every member's under members/NNN/)")
+    spec, state = ckpt["net_spec"], ckpt["state_dict"]
+    if not isinstance(state, dict):
+        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (its state_dict is not a dict)")
+    weights = {k[len("net."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("net.")}
+    _check_weights(path, spec, weights)  # before MLP(...) allocates anything
+    try:
+        net = MLP(hidden=spec["hidden"], encoding=spec["encoding"])
+        net.load_state_dict(weights)
+    except Exception as e:
+        why = " ".join(str(e).split())  # one line: torch's message spans several
+        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({why[:160]})") from None
+    net.eval()
+    _checked(path, net)
+    hp = ckpt.get("hyper_parameters", {})
+    meta = {
+        "algo": str(ckpt.get("algo", hp.get("algo", ""))),
+        "net": json.dumps(spec),
+        "seed": str(hp.get("seed", "")),
+        "games_trained": str(ckpt.get("games_played", "")),
+    }
+    return net, meta
+
+
+def load_policy(path: str | Path):
+    """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt)."""
+    path = Path(path)
+    if path.suffix == ".ckpt":
+        net, meta = load_checkpoint(path)
+
+        def logits(view: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():
+                return net(view)
+
+        return logits, meta
+    if path.suffix == ".onnx" or not path.suffix:
+        return load_onnx(path)
+    raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")

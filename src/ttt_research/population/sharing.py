@@ -1,0 +1,44 @@
+"""How a population is shared out between training processes (``trainer=ddp``, SLURM): how
+many processes a trainer config asks for, which rank this process is, and which members
+each rank trains. Plain Python over the config and the environment: no torch, so the config
+check can use it before anything heavy loads.
+"""
+from __future__ import annotations
+
+import os
+
+from omegaconf import DictConfig, OmegaConf
+
+from ttt_research.errors import _get, _is_int
+from ttt_research.population.spec import Member
+
+
+def processes(cfg: DictConfig) -> int:
+    """How many training processes the trainer config asks for (devices x nodes; 1 when
+    the device count is only known at run time, e.g. auto)."""
+    devices = _get(cfg, "trainer.devices")
+    if OmegaConf.is_list(devices):
+        per_node = len(devices)
+    else:
+        per_node = devices if _is_int(devices) and devices > 0 else 1
+    nodes = _get(cfg, "trainer.num_nodes") or 1
+    return per_node * nodes
+
+
+def shard(members: list[Member], rank: int, processes: int) -> list[Member]:
+    """The members process ``rank`` of ``processes`` trains (``trainer=ddp``): consecutive
+    shares, as even as they go (the first ``N % processes`` processes one more), so that the
+    processes' members joined in rank order are the population in order."""
+    size, extra = divmod(len(members), processes)
+    start = rank * size + min(rank, extra)
+    return members[start:start + size + (rank < extra)]
+
+
+def process_rank(devices_per_node: int) -> int:
+    """This process's global rank, read where Lightning's launchers put it before any
+    Trainer exists: SLURM's task id under SLURM, else ``NODE_RANK * devices + LOCAL_RANK``
+    (0 in the process a user started)."""
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ:
+        return int(os.environ["SLURM_PROCID"])
+    node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", 0)))
+    return node * devices_per_node + int(os.environ.get("LOCAL_RANK", 0))

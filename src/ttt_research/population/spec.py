@@ -1,0 +1,322 @@
+"""What a population is, before any tensor: its members (seed and hyperparameters each) read
+from the ``population:`` block of the config, and the files that report on them.
+
+A member is one independent agent. The population is a **grid** of hyperparameter values
+(``population.vary``) crossed with **seeds** (``population.size`` of them, or
+``population.seeds`` named); each member may also **draw** values of its own
+(``population.sample``). Only continuous values that keep every tensor's shape can differ
+between members (``VARIABLE``); the net, the games per update and the algorithm stay a
+Hydra multirun: ``-m net=mlp25,mlp100 population.size=64`` is one process per net, 64
+agents each.
+
+Spellings (the same on the command line and in a config file)::
+
+    python -m ttt_research population.size=64                 # seeds 0..63 (seed + k)
+    python -m ttt_research seed=100 population.size=64        # seeds 100..163
+    python -m ttt_research population.seeds=[3,5,8]           # three members, these seeds
+    python -m ttt_research population.vary.algo.lr=[0.5,1,2] population.size=16
+                                                              # 3 grid points x 16 seeds = 48
+    python -m ttt_research population.sample.algo.lr={low:0.1,high:4,log:true} population.size=32
+                                                              # 32 members, each its own lr
+    python -m ttt_research algo=ppo population.vary.algo.ent_coef=[0.01,0.08] \\
+        population.sample.reward.tie={low:0,high:0.5} population.size=8
+
+``config.yaml`` declares every key that can vary, as ``null`` (not varied), under both
+``vary`` and ``sample``, so these spellings need no ``+``; with a ``+`` they work as well
+(Hydra adds a list or a dict over a ``null``). A key that cannot vary is not declared, so
+Hydra refuses it without a ``+`` ("Key 'net' is not in struct"); with the ``+`` the config
+check names the keys that can. A dict of dotted keys works too, on the command line
+(``'+population.vary={algo.lr:[0.5,1,2]}'``, quoted for the shell) and in a file::
+
+    population:                     # e.g. in conf/experiment/NAME.yaml (# @package _global_)
+      size: 16
+      vary:
+        algo: {lr: [0.5, 1, 2]}     # or, the same:  algo.lr: [0.5, 1, 2]
+      sample:
+        reward.tie: {low: 0.0, high: 0.5, log: false}
+
+Rules (``config.validate`` refuses anything else, in one line naming the key):
+
+- ``vary.<key>``: a non-empty list of distinct numbers, each valid for the key. Grid points
+  are the product of the lists, keys in alphabetical order, the last key changing fastest.
+- ``sample.<key>``: ``{low, high, log}``, ``low < high``, both valid for the key; ``log``
+  (default false) draws log-uniformly and needs ``low > 0``, else uniformly. A key is
+  varied or sampled, not both. Draws are seeded by ``seed``: the same config gives the
+  same draws; member (grid point g, seed position s) draws from its own stream named by
+  ``seed``, g, s and the key, so a larger ``size`` keeps the earlier members' draws.
+- ``size``: seeds *per grid point*, so the population has (grid points) x ``size`` members
+  (no grid: ``size`` members). Seeds default to ``seed + k``, k = 0..size-1. Every grid
+  point runs the same seeds: a comparison of values is paired, seed for seed.
+- ``seeds``: distinct non-negative integers; they fix the number of seeds, so ``size``
+  must then be 1 (its default) or their number.
+- Member order: grid points slowest, seeds fastest: member ``g * S + s`` is grid point
+  ``g`` with the ``s``-th seed (S seeds per grid point).
+- A key must exist in the composed config: ``algo.temperature`` and ``algo.momentum`` are
+  REINFORCE's, ``algo.ent_coef`` PPO's, ``opponent.p_perfect`` is ``opponent=mixed``'s.
+
+Files of a population run (pure functions over plain dicts, so a test or a report can
+write and read them without torch): ``population.json`` (``write_population_json``: a row
+per member and the ``aggregate``) and ``population.csv`` (``write_population_csv``).
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig, OmegaConf
+
+from ttt_research.contract import VALUE_MAX
+from ttt_research.errors import ConfigError
+
+# The keys a member may set for itself, with the values each may take (the same rules and
+# bounds as the single-run check in config.py: VALUE_MAX keeps float32 training finite). Each
+# is a scalar read where a run is built, so a population can hold it as an (N,) tensor
+# without changing any shape.
+_M = VALUE_MAX
+
+
+VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
+    "algo.lr": (lambda v: 0 < v <= _M, f"a positive number up to {_M:g}"),
+    "algo.lr_final": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
+    "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "algo.ent_coef": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
+    "algo.temperature": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
+    "algo.temperature_final": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
+    "algo.epsilon": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+    "reward.win": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.tie": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "reward.loss": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
+    "opponent.p_perfect": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+}
+
+
+# Where a key lives when the default config lacks it (for the error that refuses it).
+HOME = {"algo.temperature": "algo=reinforce", "algo.temperature_final": "algo=reinforce",
+        "algo.epsilon": "algo=reinforce",
+        "algo.momentum": "algo=reinforce",
+        "algo.ent_coef": "algo=ppo", "opponent.p_perfect": "opponent=mixed"}
+
+
+EXPORTS = ("best", "all")  # population.export: policy.onnx of the best member, or of all
+
+
+SAMPLE_FIELDS = ("low", "high", "log")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One agent of a population: its place, its seed, and the values it sets for itself
+    (only the varied and sampled keys; every other value is the config's)."""
+
+    index: int
+    seed: int
+    hparams: dict[str, float] = field(default_factory=dict)
+
+
+def declared() -> dict:
+    """The ``vary`` and ``sample`` skeleton of ``config.yaml``: every key of ``VARIABLE``,
+    nested by its dots, as ``None`` (not varied)."""
+    tree: dict = {}
+    for key in VARIABLE:
+        group, leaf = key.split(".")
+        tree.setdefault(group, {})[leaf] = None
+    return tree
+
+
+def _flatten(node, prefix: str, is_leaf: Callable[[object], bool], out: dict, where: str) -> dict:
+    # Nested dicts and dotted keys name the same key: {algo: {lr: ...}} and {algo.lr: ...}.
+    for k, v in node.items():
+        key = f"{prefix}{k}"
+        if v is None:
+            continue
+        if isinstance(v, dict) and not is_leaf(v):
+            _flatten(v, f"{key}.", is_leaf, out, where)
+            continue
+        if key in out:
+            raise ConfigError(f"{where}.{key} is given twice (as nested keys and as a dotted key)")
+        out[key] = v
+    return out
+
+
+def _is_range(v: dict) -> bool:
+    return bool(set(v) & set(SAMPLE_FIELDS))
+
+
+def _block(cfg: DictConfig, part: str):
+    node = OmegaConf.select(cfg, f"population.{part}", default=None)
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def _spec(cfg: DictConfig, part: str, example: str) -> dict[str, object]:
+    """``population.<part>`` as ``{dotted key: value}`` (unvalidated; keys left null dropped).
+    A dict that names low, high or log is one key's range, not a level of nesting (in
+    ``vary`` it is a wrong value, refused by the validation)."""
+    node = _block(cfg, part)
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ConfigError(f"population.{part} must be {example}, got {node!r}")
+    return _flatten(node, "", _is_range, {}, f"population.{part}")
+
+
+def grid_spec(cfg: DictConfig) -> dict[str, object]:
+    """``population.vary`` as ``{dotted key: its list}`` (unvalidated; not-varied keys left out)."""
+    return _spec(cfg, "vary", "keys with lists of values, e.g. {algo.lr: [0.5, 1, 2]}")
+
+
+def sample_spec(cfg: DictConfig) -> dict[str, object]:
+    """``population.sample`` as ``{dotted key: {low, high, log}}`` (unvalidated)."""
+    return _spec(cfg, "sample", "keys with ranges, e.g. {algo.lr: {low: 0.1, high: 4, log: true}}")
+
+
+def seeds(cfg: DictConfig) -> list[int]:
+    """The seeds each grid point runs: ``population.seeds``, else ``seed + k`` for k < size."""
+    named = OmegaConf.select(cfg, "population.seeds", default=None)
+    if named is not None:
+        return [int(s) for s in named]
+    size = OmegaConf.select(cfg, "population.size", default=1)
+    return [int(cfg.seed) + k for k in range(size)]
+
+
+def grid_points(cfg: DictConfig) -> list[dict[str, float]]:
+    """The grid of ``population.vary``: one dict per point, keys in alphabetical order,
+    the last key changing fastest (``[{}]`` without a grid)."""
+    spec = grid_spec(cfg)
+    keys = sorted(spec)
+    return [dict(zip(keys, (float(v) for v in values), strict=True))
+            for values in itertools.product(*(spec[k] for k in keys))]
+
+
+def draw(seed: int, point: int, position: int, key: str, low: float, high: float, log: bool) -> float:
+    """One member's value of a sampled ``key``: uniform (or log-uniform) in [low, high], from
+    a stream of its own (Python's ``random`` seeded by a string hashes it with SHA-512, so
+    the value is the same on every machine and Python 3 version)."""
+    u = random.Random(f"ttt_research.population/{seed}/{point}/{position}/{key}").random()
+    if log:
+        v = math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+    else:
+        v = low + u * (high - low)
+    return min(max(v, low), high)  # exp/log may round a hair past a bound
+
+
+def members(cfg: DictConfig) -> list[Member]:
+    """Every member of the population, in order (grid points slowest, seeds fastest), of a
+    config that passed ``train.validate.validate`` (which refuses a bad block in one line)."""
+    seed_list = seeds(cfg)
+    sampled = sample_spec(cfg)
+    out = []
+    for g, point in enumerate(grid_points(cfg)):
+        for s, seed in enumerate(seed_list):
+            hp = dict(point)
+            for key in sorted(sampled):
+                r = sampled[key]
+                hp[key] = draw(int(cfg.seed), g, s, key, float(r["low"]), float(r["high"]),
+                               bool(r.get("log", False)))
+            out.append(Member(len(out), seed, dict(sorted(hp.items()))))
+    return out
+
+
+def phrase(members: list[Member]) -> str:
+    """A population in a few words: ``64 agents, seeds 0..63`` or ``48 agents (3 grid points
+    x 16 seeds 0..15)``."""
+    seeds = sorted({m.seed for m in members})
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        span = f"{seeds[0]}..{seeds[-1]}"
+    else:
+        span = ", ".join(map(str, seeds)) if len(seeds) <= 4 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
+    points = len(members) // len(seeds)
+    if points > 1:
+        return f"{len(members)} agents ({points} grid points x {len(seeds)} seeds {span})"
+    return f"{len(members)} agents, seeds {span}"
+
+
+def count(cfg: DictConfig) -> int:
+    """How many members the block asks for: grid points x seeds (no validation)."""
+    return len(grid_points(cfg)) * len(seeds(cfg))
+
+
+def member_config(cfg: DictConfig, member: Member) -> DictConfig:
+    """The single-run config of ``member``: its seed and values applied, and the population
+    block back to one agent (``size=1``, no seeds, nothing varied), so that the member can be
+    run alone: ``python -m ttt_research seed=S algo.lr=V ...`` composes the same config."""
+    c = copy.deepcopy(cfg)
+    c.seed = member.seed
+    for key, value in member.hparams.items():
+        OmegaConf.update(c, key, value, merge=False)
+    c.population.size = 1
+    c.population.seeds = None
+    c.population.vary = declared()
+    c.population.sample = declared()
+    return c
+
+
+# Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
+# baseline for Python, torch and Lightning, plus per member
+#     games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H + weights x PER_PARAM
+# where games are the games one batch plays (REINFORCE: games_per_update / rollouts; PPO:
+# games_per_update), H the hidden units summed over layers and positions the learner's
+# decision positions (the position table both algorithms act from). Fitted to ru_maxrss of
+# one update (populations of 1 to 128 members, batches of 512 to 8,192 games, mlp25, mlp100
+# and mlp128, seat o and both; torch 2.13 on CPU): each measurement within 8% of the fit.
+BASE_BYTES = 480 * 2**20
+
+
+PER_GAME = {"reinforce": 2600, "ppo": 1540}  # bytes per game of a batch
+
+
+PER_GAME_UNIT = {"reinforce": 3, "ppo": 13}  # ... per hidden unit
+
+
+PER_TABLE_UNIT = {"reinforce": 13, "ppo": 1.3}  # bytes per position and hidden unit
+
+
+POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
+
+
+# Each weight: itself, its gradient and two optimiser slots (Adam's moments; SGD's momentum).
+PER_PARAM = 16
+
+
+INPUTS = {"planes18": 18, "signed9": 9}  # the encodings' input widths
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What a run will hold at its peak: ``processes`` x ``base`` + ``members`` x ``per_member``."""
+
+    members: int
+    per_member: float  # bytes
+    base: float  # bytes, per process
+    processes: int = 1
+
+    @property
+    def total(self) -> float:
+        return self.processes * self.base + self.members * self.per_member
+
+
+def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
+    """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this
+    machine, each with its own baseline and, for one agent, its own batch of games)."""
+    algo = str(OmegaConf.select(cfg, "algo._target_", default="")).rsplit(".", 1)[-1].lower()
+    key = "ppo" if algo == "ppo" else "reinforce"  # reinforce_faithful: one game at a time
+    layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
+    hidden = sum(layers)
+    games = int(cfg.algo.games_per_update)
+    if algo == "reinforce":
+        games = -(-games // int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1))
+    elif algo == "reinforcefaithful":
+        games = 1
+    positions = POSITIONS.get(str(OmegaConf.select(cfg, "seat.side", default="both")), POSITIONS["both"])
+    # The weights themselves: small for the shipped nets, the whole story for a huge one.
+    widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
+    params = sum(a * b + b for a, b in itertools.pairwise(widths))
+    per_member = (games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
+                  + positions * PER_TABLE_UNIT[key] * hidden
+                  + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too
+    n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
+    # One agent under DDP: every process plays its own batch; a population is shared out.
+    return MemoryEstimate(n if n > 1 else processes, per_member, BASE_BYTES, processes)

@@ -1,0 +1,173 @@
+"""Lightning callbacks: exact evaluation during training, and crash-safe checkpoints.
+
+``ExactEvaluation`` runs the exact evaluator (``evaluate.py``: the whole game tree, no
+sampling) every ``every`` updates and after the last one, logs the ``eval/*`` metrics of
+the contract, and keeps the history that ``plots.py`` draws. It costs ~15 ms, so an
+evaluation every few dozen updates is nearly free.
+
+``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, renames
+it into place only once the ``metrics.csv`` rows it covers are on disk, and never replaces a
+good checkpoint with a non-finite one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import lightning as L
+import torch
+
+from ttt_research.contract import eval_metrics, learner_loss
+from ttt_research.errors import NonFiniteError
+from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
+
+
+class ExactEvaluation(L.Callback):
+    """Evaluate the greedy policy exactly every ``every`` updates and at the end."""
+
+    def __init__(self, every: int = 25):
+        self.every = int(every)
+        self.history: list[tuple[int, dict]] = []  # (games played, report)
+
+    def evaluate(self, trainer: L.Trainer, module) -> dict:
+        was_training = module.training
+        module.eval()
+        report = evaluate_policy(module.policy_logits)
+        module.train(was_training)
+        self.history.append((module.games_played, report))
+        return report
+
+    def due(self, trainer, batch_idx: int) -> bool:
+        """Whether update ``batch_idx`` (0-based) ends with an evaluation: every ``every``
+        updates, and the last."""
+        return (batch_idx + 1) % self.every == 0 or batch_idx + 1 >= trainer.num_training_batches
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        if not self.due(trainer, batch_idx):
+            return
+        report = self.evaluate(trainer, module)
+        # Straight to the loggers, in float64 and once: values logged with self.log from a
+        # callback are rounded to float32 and repeated on later rows until logged again.
+        metrics = {**eval_metrics(report), "train/games": float(module.games_played)}
+        for logger in trainer.loggers:
+            logger.log_metrics(metrics, step=batch_idx)
+        module.log("exact_loss", learner_loss(report, module.seat), prog_bar=True, logger=False,
+                   on_step=True, on_epoch=False)
+
+    def state_dict(self) -> dict:
+        return {"history": self.history}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.history = list(state_dict.get("history", []))
+
+
+class PeriodicCheckpoint(L.Callback):
+    """``checkpoints/last.ckpt`` every ``every`` updates and after the last one.
+
+    Counted in updates (training steps), not optimiser steps: an algorithm may take many
+    optimiser steps per update. Written to a temporary file and renamed over the old one,
+    so a kill at any moment leaves either the previous checkpoint or the new one, never a
+    torn file (``os.replace`` is atomic on POSIX and Windows). A full or read-only disk is
+    one line (``OutputError``) and leaves no temporary file.
+
+    The state is taken at the end of the update (``on_train_batch_end``, where Lightning's
+    loop resumes from), but the rename waits for the next hook after Lightning has logged
+    that update's row (``on_train_batch_start`` of the next update, or the end of the
+    epoch): a checkpoint is in place only when every row it covers is in ``metrics.csv``
+    (flushed and synced), so a kill at any moment loses no row and a resume repeats none.
+
+    A module whose parameters are not all finite is never saved (the module's own guard
+    normally stops the run first, at the update that went wrong); when a run stops on
+    ``NonFiniteError``, the error is told which checkpoint is the last good one.
+    """
+
+    def __init__(self, dirpath: str, every: int = 100, filename: str = "last.ckpt"):
+        self.dirpath = dirpath
+        self.every = int(every)
+        self.filename = filename
+        self.saved_update: int | None = None  # 1-based update of the checkpoint on disk
+        self._pending: tuple[str, int | None, object] | None = None  # (temporary, update, trainer)
+        self._deferred = False
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.dirpath, self.filename)
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        last = batch_idx + 1 >= trainer.num_training_batches
+        if (batch_idx + 1) % self.every and not last:
+            return
+        self.take(trainer, batch_idx + 1)
+
+    def take(self, trainer, update: int) -> None:
+        """The checkpoint of ``update``, taken at its end and renamed once its row is logged
+        (``commit``, below); nothing if it is taken already (a stop signal asks again)."""
+        if update in (self.saved_update, self._pending and self._pending[1]):
+            return
+        self._deferred = True
+        try:
+            self.save(trainer, update)
+        finally:
+            self._deferred = False
+
+    # The first hooks after Lightning logged the update's row: the rename happens here.
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self.commit()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        self.commit()
+
+    def on_train_end(self, trainer, module) -> None:
+        self.commit()
+
+    def save(self, trainer, update: int | None = None) -> None:
+        """Write the checkpoint of the module as it is now and rename it into place; called
+        from ``on_train_batch_end``, the rename waits for ``commit()``, after the row."""
+        module = trainer.lightning_module
+        if not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            raise NonFiniteError(f"non-finite parameters at update {update}: checkpoint not written")
+        self.discard()
+        tmp = str(temporary(self.path))
+        with removed_on_error(tmp, self.path):
+            os.makedirs(self.dirpath, exist_ok=True)
+            trainer.save_checkpoint(tmp)
+        self._pending = (tmp, update, trainer)
+        if not self._deferred:
+            self.commit()
+
+    def commit(self) -> None:
+        """Rename the pending checkpoint into place, after making it and the loggers' rows
+        durable (``fsync``: a crash of the host cannot leave a checkpoint ahead of its rows)."""
+        if self._pending is None:
+            return
+        tmp, update, trainer = self._pending
+        self._pending = None
+        if not trainer.is_global_zero:  # Lightning wrote the file from rank 0 only
+            self.saved_update = update
+            return
+        with removed_on_error(tmp, self.path):
+            for logger in getattr(trainer, "loggers", []):
+                if hasattr(logger, "sync"):
+                    logger.sync()
+            sync_and_replace(tmp, self.path)
+        self.saved_update = update
+
+    def discard(self) -> None:
+        """Drop a checkpoint written but not renamed (the run stopped before its row)."""
+        if self._pending is not None:
+            self._remove(self._pending[0])
+            self._pending = None
+
+    @staticmethod
+    def _remove(tmp: str) -> None:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+
+    def on_exception(self, trainer, module, exception: BaseException) -> None:
+        self.discard()
+        if isinstance(exception, NonFiniteError) and os.path.isfile(self.path):
+            where = f" (update {self.saved_update})" if self.saved_update else ""
+            exception.checkpoint = f"{self.path}{where}"

@@ -1,0 +1,130 @@
+"""Where the Hydra config tree lives: ``conf/`` at the top of a checkout, or inside the
+package (``ttt_research/conf``) in a wheel.
+
+A wheel ships the tree as the package ``ttt_research.conf`` (``pyproject.toml`` maps it to
+the top-level ``conf/`` at build time); a checkout, installed editable or run with
+``PYTHONPATH=src``, reads the top-level folder directly. Both are plain folders, so the
+same absolute path serves ``@hydra.main``, the compose API in tests and the benchmark.
+
+The tree uses two resolvers of its own, which ``config_dir()`` registers, so whoever finds
+the tree can compose and resolve it: ``${ttt.direction:METRIC}`` (the Optuna presets'
+``direction``: ``minimize`` for a metric to minimise, else ``maximize``) and
+``${ttt.fresh:PATH}`` (the default run and sweep folders: ``PATH`` made now, or ``PATH-2``,
+``PATH-3``... when a run started in the same second already made it, so two runs never
+share a default folder).
+
+``experiment`` and ``hparams_search`` have a ``null`` default in ``config.yaml``, so
+``experiment=NAME`` picks one; Hydra then refuses ``+experiment=NAME`` (a second value for
+the group), so ``python -m ttt_research`` and ``compose`` here read it as ``experiment=NAME``
+(``plain_overrides``). Hydra's own ``compose`` takes only ``experiment=NAME``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+NULL_DEFAULT_GROUPS = ("experiment", "hparams_search")
+
+
+def plain_overrides(overrides: list[str]) -> list[str]:
+    """``+experiment=NAME`` -> ``experiment=NAME`` (same for ``hparams_search``); others as given."""
+    plus = tuple(f"+{group}=" for group in NULL_DEFAULT_GROUPS)
+    return [o[1:] if o.startswith(plus) else o for o in overrides]
+
+
+_made: dict[str, str] = {}  # PATH -> the folder this process made for it
+
+
+def fresh_folder(path: str) -> str:
+    """``${ttt.fresh:PATH}``: a folder no other run has, made here with an exclusive
+    ``mkdir`` (atomic: of two processes asking at once, one gets ``PATH``, the other
+    ``PATH-2``). A process makes one folder per ``PATH``, however often Hydra resolves it
+    (``use_cache`` keeps the answer in the config, which Hydra copies to a sweep's jobs;
+    ``_made`` keeps it for the process)."""
+    if path in _made:
+        return _made[path]
+    base = Path(path)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        _made[path] = str(candidate)
+        return _made[path]
+    raise AssertionError("unreachable")
+
+
+class LogsBefore:
+    """A Hydra callback (``hydra.callbacks`` in ``config.yaml``): Hydra opens the job's log
+    (``train.log``) in the run folder before the job runs, so a refused job would leave an
+    empty log in a folder it must leave as it found it. This notes, before Hydra makes
+    anything, which logs were there already; ``made_by_this_run`` tells the others.
+
+    (Duck-typed as ``hydra.experimental.callback.Callback``, and importable without torch:
+    Hydra builds it at every start.)"""
+
+    def on_run_start(self, config, **kwargs) -> None:
+        _note_logs(Path(str(config.hydra.run.dir)), config.hydra.job.name, "")
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        _note_logs(Path(str(config.hydra.sweep.dir)), config.hydra.job.name, "*/")
+
+    def on_job_start(self, config, **kwargs) -> None:
+        pass
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        pass
+
+    def on_run_end(self, config, **kwargs) -> None:
+        pass
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        pass
+
+
+_logs_before: set[str] = set()
+
+
+def _note_logs(folder: Path, job_name: str, pattern: str) -> None:
+    _logs_before.update(str(p.resolve()) for p in folder.glob(f"{pattern}{job_name}.log"))
+
+
+def made_by_this_run(log: Path) -> bool:
+    """Whether ``log`` is an empty job log that Hydra made for this process's job."""
+    return (str(log.resolve()) not in _logs_before and log.is_file() and log.stat().st_size == 0)
+
+
+def register_resolvers() -> None:
+    """Register the resolvers the config tree uses (idempotent)."""
+    from omegaconf import OmegaConf
+
+    from ttt_research.evaluation.objectives import direction
+
+    if not OmegaConf.has_resolver("ttt.direction"):
+        OmegaConf.register_new_resolver("ttt.direction", direction)
+    if not OmegaConf.has_resolver("ttt.fresh"):
+        OmegaConf.register_new_resolver("ttt.fresh", fresh_folder, use_cache=True)
+
+
+def config_dir() -> Path:
+    """The folder holding ``config.yaml`` and the config groups (and its resolvers registered)."""
+    register_resolvers()
+    package = Path(__file__).resolve().parents[1]  # src/ttt_research (this file is train/confdir.py)
+    for candidate in (package / "conf", package.parents[1] / "conf"):  # wheel, then checkout
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"no Hydra config tree (conf/config.yaml) in {package} or in its checkout")
+
+
+def compose(overrides: list[str] | tuple[str, ...] = (), hydra: bool = False):
+    """The config of ``python -m ttt_research OVERRIDES``, composed without running it
+    (``hydra=True``: with Hydra's own ``hydra`` node, e.g. the sweeper's settings)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        return hydra_compose("config", overrides=plain_overrides(list(overrides)),
+                             return_hydra_config=hydra)

@@ -1,0 +1,147 @@
+"""What a training run tells the person watching it, and what it records of its host.
+
+* ``opening_line``: the run's first line: what is trained, and the budget *as played*
+  (whole updates, so a budget that is not a multiple of an update's games is rounded up,
+  and the line says so).
+* ``ProgressLines``: off a terminal (piped, CI, a log file) there is no progress bar, so
+  one short line per exact evaluation says how far the run is, how fast it goes, where
+  the exact evaluation stands and how long is left. Flushed at once: a reader of the log
+  sees the run move. Printed once the update's row is in ``metrics.csv`` and its checkpoint
+  in place, so a reader that stops reading (``| head -n 4``) ends the run with every row
+  it saw kept.
+* ``host_info``: the CPU, its SIMD level and the thread count, for ``run.json``. Float
+  sums depend on SIMD width, so two results compare bit for bit only on the same kind
+  of host with the same threads; this says which host a result came from.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+
+import lightning as L
+import torch
+
+from ttt_research.contract import JUDGED_SEATS, REPORT_KEY
+
+
+def opening_line(what: str, budget: int, updates: int, per_update: int, members: int = 1) -> str:
+    """``what``, then the budget as played: ``updates`` updates of ``per_update`` games (each,
+    for a population of ``members``)."""
+    played = updates * per_update
+    each = f" each ({played * members:,} in all)" if members > 1 else ""
+    line = f"training {what}: {played:,} games{each} in {updates:,} updates of {per_update:,}"
+    if played != budget:
+        line += f" (budget.games={budget:,} rounded up to whole updates)"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+class OpeningLine(L.Callback):
+    """Print ``opening_line`` once the Trainer is known (DDP: the updates of all processes)."""
+
+    def __init__(self, what: str, budget: int):
+        self.what, self.budget = what, int(budget)
+
+    def on_fit_start(self, trainer, module) -> None:
+        if trainer.is_global_zero:
+            line = opening_line(self.what, self.budget, module.total_updates,
+                                module.games_per_update * module.budget_processes,
+                                module.population_size)
+            if module.games_played:  # restored from checkpoints/last.ckpt (resume=true)
+                line += f"; resumed after {module.games_played:,} games"
+            print(line, flush=True)
+
+
+class ProgressLines(L.Callback):
+    """One line per exact evaluation, read from ``evaluation.history`` (so it prints exactly
+    what the ``eval/*`` metrics hold), e.g.::
+
+        [ 50/367]  819,200 games  14%  41.2k games/s  exact vs random: O win 0.8812 loss 0.0213  ETA 2m02s
+    """
+
+    def __init__(self, evaluation, seat: str, stream=None):
+        self.evaluation = evaluation
+        self.seats = JUDGED_SEATS[seat]
+        self.stream = stream
+        self._seen = 0
+        self._start: tuple[float, int] | None = None  # (time, games) when this fit began
+        self._line: str | None = None  # made at the update's end, printed after its row
+
+    # Lightning logs an update's row after every callback's on_train_batch_end, and the
+    # checkpoint goes into place at the next hook (callbacks.PeriodicCheckpoint, which comes
+    # first in the callback list): the line waits for the same hooks.
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._print()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        self._print()
+
+    def on_train_end(self, trainer, module) -> None:
+        self._print()
+
+    def _print(self) -> None:
+        line, self._line = self._line, None
+        if line is not None:
+            print(line, file=self.stream or sys.stdout, flush=True)
+
+    def on_train_start(self, trainer, module) -> None:
+        self._start = (time.perf_counter(), module.games_played)
+        self._seen = len(self.evaluation.history)
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        history = self.evaluation.history
+        if len(history) == self._seen or not trainer.is_global_zero:
+            return
+        self._seen = len(history)
+        games, report = history[-1]
+        t0, g0 = self._start
+        elapsed = time.perf_counter() - t0
+        rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
+        total = trainer.num_training_batches
+        budget = module.games_per_update * module.budget_processes * total
+        if hasattr(self.evaluation, "summary"):  # a population's: medians over its members
+            exact = self.evaluation.summary()
+        else:
+            exact = "  ".join(
+                f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
+                f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
+        eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
+        rate *= int(module.active_all.sum())  # the speed of the whole population
+        width = len(str(total))
+        self._line = (f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
+                      f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def host_info() -> dict:
+    """The host a run ran on: CPU model and SIMD level (torch's kernels), threads, versions,
+    and the GPU when one is used."""
+    info = {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "torch": torch.__version__, "lightning": L.__version__}
+    if torch.cuda.is_available():
+        info["cuda_device"] = torch.cuda.get_device_name()
+    return info

@@ -1,0 +1,311 @@
+"""One training run, as a short plain sequence (``python -m ttt_research`` calls ``train``).
+
+validate the config -> claim the run folder (``runfolder.py``: its lock, and every check of
+the folder and of a resume, before anything is written) -> build net, opponent, reward,
+algorithm (``_target_``) -> callbacks and loggers -> Trainer -> fit (stopped cleanly by a
+signal: ``signals.py``) -> exact evaluation -> run folder: ``eval.json``,
+``policy.onnx``, ``curves.png`` beside Lightning's ``checkpoints/last.ckpt`` and
+``metrics.csv`` -> the evaluation as a table on the console.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from ttt_research.analysis.curves import plot_curves
+from ttt_research.evaluation.exact import eval_table, evaluate_policy
+from ttt_research.evaluation.onnx import export
+from ttt_research.files.atomic import atomic_path, write_atomic
+from ttt_research.population import sharing
+from ttt_research.population import spec as population
+from ttt_research.population.sharing import processes
+from ttt_research.train import population as population_run
+from ttt_research.train import runfolder
+from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint
+from ttt_research.train.console import OpeningLine, ProgressLines, host_info
+from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
+from ttt_research.train.population import PopulationEvaluation
+from ttt_research.train.signals import StopOnSignal, stop_on_signals
+from ttt_research.train.tracking import make_loggers, publish, replay
+from ttt_research.train.validate import validate
+
+
+def quiet_lightning() -> None:
+    """Keep the console for what matters: Lightning's start-up chatter and the warning about
+    dataloader workers (our data is made on the device, there is nothing to load) go."""
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for pattern in (".*does not have many workers.*", ".*litlogger.*", ".*LitLogger.*",
+                    ".*smaller than the logging interval.*", ".*TorchScript-based ONNX.*",
+                    ".*LeafSpec.*"):
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: str) -> bool:
+    """``progress``: a Rich progress bar on a terminal (``auto``) or when asked (``true``);
+    off a terminal (``auto``) or when asked (``lines``), a line per exact evaluation;
+    ``false``: neither. Returns whether the bar is on."""
+    tty = sys.stdout.isatty()
+    bar = setting is True or (setting == "auto" and tty)
+    if bar:
+        from lightning.pytorch.callbacks import RichProgressBar
+
+        callbacks.append(RichProgressBar(leave=True))
+    elif setting == "lines" or (setting == "auto" and not tty):
+        callbacks.append(ProgressLines(evaluation, seat))
+    return bar
+
+
+def build(cfg: DictConfig):
+    """The LightningModule of the config, with its net, opponent and reward: one agent, or
+    a population of them (``population.size`` and friends), all in one module."""
+    members = population.members(cfg)
+    if len(members) > 1:
+        return build_population(cfg, members)
+    net = instantiate(cfg.net)
+    opponent = instantiate(cfg.opponent)
+    reward = instantiate(cfg.reward)
+    # A partial, called with the built objects: instantiate() would turn them into configs.
+    algo = instantiate(cfg.algo, _partial_=True)
+    return algo(net=net, opponent=opponent, reward=reward, seat=cfg.seat.side,
+                budget_games=cfg.budget.games, seed=cfg.seed)
+
+
+def build_population(cfg: DictConfig, members: list, size: int | None = None):
+    """One module for N members: each member's networks are built under its own seed, as
+    its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
+    then stacked (``nets.MLPStack``); the values members set for themselves become (N,)
+    tensors in the module (``RLModule.member_value``), the reward table and the mixed
+    opponent's ``p_perfect`` (N, 1) ones."""
+    import dataclasses
+
+    from hydra.utils import get_class
+
+    from ttt_research.models.nets import MLPStack
+
+    companions = get_class(cfg.algo._target_).companion_nets
+    nets, extra = [], {}
+    for m in members:
+        L.seed_everything(m.seed, verbose=False)
+        net = instantiate(cfg.net)
+        nets.append(net)
+        for name, companion in companions(net).items():
+            extra.setdefault(name, []).append(companion)
+    L.seed_everything(cfg.seed, verbose=False)
+    stack = MLPStack.from_members(nets)
+    member_nets = {name: MLPStack.from_members(group) for name, group in extra.items()}
+
+    def column(key: str) -> torch.Tensor:  # (N, 1): one value per member, broadcast over games
+        return torch.tensor([[float(m.hparams[key])] for m in members])
+
+    keys = members[0].hparams
+    reward = instantiate(cfg.reward)
+    reward = dataclasses.replace(reward, **{k.split(".")[1]: column(k) for k in keys
+                                            if k.startswith("reward.")})
+    opponent = instantiate(cfg.opponent)
+    if "opponent.p_perfect" in keys:
+        opponent.p_perfect = column("opponent.p_perfect")
+    algo = instantiate(cfg.algo, _partial_=True)
+    return algo(net=stack, opponent=opponent, reward=reward, seat=cfg.seat.side,
+                budget_games=cfg.budget.games, seed=cfg.seed, members=members,
+                member_nets=member_nets, population_size=size or len(members))
+
+
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> dict:
+    """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
+
+    The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
+    check of the folder, the resume and the checkpoint), and nothing in it is written before
+    every check passed: then ``.hydra/`` (``hydra_files``: the command's, not the compose
+    API's), ``run.json`` and the metrics kept from before a resume. A stop signal ends the
+    run after the update it arrived in, with a checkpoint (``signals.Stopped``)."""
+    validate(cfg)
+    job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
+    members = population.members(cfg)
+    if len(members) == 1:  # a population of one is the single run of its seed and values
+        cfg = population.member_config(cfg, members[0])
+    quiet_lightning()
+    run_dir = Path(run_dir)
+    ckpt_dir = run_dir / "checkpoints"
+    with runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop:
+        report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
+        if stop.signum:  # noted while the outputs were written: they are whole, the run is done
+            raise stop.stopped(stop.games, complete=True)
+        return report
+
+
+def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
+           hydra_files: bool) -> dict:
+    resume_from = folder.resume_from
+    if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
+        cfg = OmegaConf.merge(cfg, {"resume": True})
+    if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
+        cfg = OmegaConf.merge(cfg, {"resume": False})
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    L.seed_everything(cfg.seed, verbose=False)
+    many = len(members) > 1
+    world = processes(cfg)
+    extra = {}
+    if many and world > 1:  # trainer=ddp: each process trains its share of the members
+        rank = sharing.process_rank(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
+        module = build_population(cfg, sharing.shard(members, rank, world), len(members))
+        module._shard_rank = rank
+        extra["strategy"] = population_run.SplitMembers()
+    else:
+        module = build(cfg)
+    folder.check_fits(module)  # the last check: the checkpoint's tensors against the module's
+    evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
+                  else ExactEvaluation(cfg.eval_every))
+    checkpoint = PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)
+    callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
+                       evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
+    show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
+    callbacks.append(StopOnSignal(stop, checkpoint))  # last: after the update's evaluation and checkpoint
+    loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
+    # The number of updates is the length of the module's data (algos/base.py), sized from
+    # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
+    trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
+                          enable_checkpointing=False, enable_progress_bar=show_bar, **extra)
+    # Every check passed: the first writes into the folder.
+    folder.commit(job_cfg, hydra_files)
+    if folder.requeued and trainer.is_global_zero:
+        print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
+    if folder.restart and trainer.is_global_zero:
+        remove_stale_temporaries(run_dir)  # what the stopped session was writing when it died
+        print(f"no checkpoint in {run_dir} yet: the run starts again from its beginning")
+    if trainer.is_global_zero:
+        record_run(cfg, run_dir, resumed=resume_from is not None)
+    if resume_from is not None and trainer.is_global_zero:
+        resume_metrics(run_dir, resume_from, loggers)  # metrics.csv back to the checkpoint's rows
+    trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
+    stop.games = module.games_played
+    if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
+        raise stop.stopped(stop.games)
+
+    if many:  # population.json and friends; eval.json and policy.onnx of the best member
+        report, content = population_run.summarise(cfg, module, evaluation)
+        if trainer.is_global_zero:
+            title = describe(cfg, module, opponent=False, members=members)
+            population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
+            publish(cfg, loggers, run_dir, report, population=content)
+        return report
+    report = evaluate_policy(module.policy_logits)
+    report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
+    if trainer.is_global_zero:
+        write_outputs(cfg, run_dir, module, report)
+        publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
+    return report
+
+
+def describe(cfg: DictConfig, module, opponent: bool = True, members: list | None = None) -> str:
+    """One phrase for the run: algorithm, net, seat (and the opponent chosen, when Hydra runs
+    the job and ``opponent``), seed."""
+    spec = module.net.spec()
+    against = _choice("opponent") if opponent else None
+    members = members or module.members
+    who = population.phrase(members) if members and len(members) > 1 else f"seed {cfg.seed}"
+    return (f"{module.name} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
+            f"{f' vs {against}' if against else ''}, {who}")
+
+
+def _choice(group: str) -> str | None:
+    """The option chosen for a config group, when Hydra runs the job (None in tests)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        return HydraConfig.get().runtime.choices.get(group)
+    except ValueError:  # not inside a Hydra job (the compose API)
+        return None
+
+
+def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
+    """``run.json``: the command, the host (CPU model, SIMD level, threads, versions) and
+    when each session of the run started, so two results can be compared knowingly (float
+    order, hence exact numbers, can differ between kinds of CPU)."""
+    path = run_dir / "run.json"
+    sessions = []
+    if resumed and path.is_file():
+        try:
+            sessions = json.loads(path.read_text()).get("sessions", [])
+        except (ValueError, AttributeError):
+            sessions = []
+    sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
+                     "argv": sys.argv[1:], "host": host_info()})
+    write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
+                                   "sessions": sessions}, indent=2) + "\n")
+
+
+def resume_metrics(run_dir: Path, checkpoint: Path, loggers: list | None = None) -> None:
+    """Before a resumed fit: ``metrics.csv`` keeps its rows up to the games of ``checkpoint``
+    (one atomic rewrite, ``csvlog.keep_rows_until``); the resumed session plays the later
+    updates again and appends their rows, so each update has its row once. The kept rows
+    that the killed session logged but W&B never recorded are sent to W&B again
+    (``tracking.replay``; ``loggers``: the run's, made by ``make_loggers``)."""
+    path = run_dir / METRICS_FILE
+    remove_stale_temporaries(run_dir)
+    keep_rows_until(path, _checkpoint_games(checkpoint))
+    if loggers:
+        replay(loggers, run_dir, read_rows(path)[1])
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Remove the temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a killed
+    process left in the run folder, its ``checkpoints/`` and ``members/NNN/``; a file of a
+    process still alive is kept. Returns the files removed."""
+    pattern = re.compile(r"^\..+\.(\d+)\.tmp$")
+    removed = []
+    for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
+        for path in folder.glob(".*.tmp") if folder.is_dir() else []:
+            match = pattern.match(path.name)
+            if not match or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+                continue
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def _checkpoint_games(checkpoint: Path) -> int:
+    """Games played when ``checkpoint`` was written."""
+    return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
+
+
+def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
+    """policy.onnx (with its parity check), curves.png, then eval.json, and the console table.
+
+    Each file is written whole or not at all (a temporary file renamed, ``atomic``), and
+    ``eval.json``, which marks the run complete, comes last: a kill before it leaves a run
+    that ``report`` knows is unfinished, never a finished-looking one with a torn model."""
+    meta = {"algo": module.name,
+            "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
+            "games_trained": str(module.games_played), "eval": json.dumps(report)}
+    with atomic_path(run_dir / "policy.onnx") as tmp:
+        parity = export(module.net, tmp, meta)
+    title = describe(cfg, module, opponent=False)
+    plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
+    write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
+    print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
+    print(eval_table(report, cfg.seat.side))
+    print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")

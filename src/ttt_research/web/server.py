@@ -1,0 +1,364 @@
+"""Serve the browser game and one model on localhost: ``play PATH --web``.
+
+The page (``index.html``, ``app.js``, ``rules.js``, ``style.css``) is package data
+(``ttt_research/web/``), so a wheel serves it too. Routes (everything else is a static file of
+the page; directory listings off):
+
+* ``/policy.onnx``: the model. An ONNX file is served as it is; a checkpoint is exported
+  once at start-up (with the export's parity check), so the page always runs the
+  contract's graph.
+* ``/model.json``: ``{"name", "meta", "error", "engine"}``. When the model is missing or
+  broken, ``error`` is the same one line the terminal commands print, and the page shows it:
+  the server still starts, so a person who only looks at the browser learns why. ``engine``
+  says where the page runs the model (below).
+* ``/node_modules/onnxruntime-web/dist/...``: onnxruntime-web, from a checkout's
+  ``web/node_modules`` (``npm ci`` in ``web/``). With it the page runs the model in the
+  browser (``engine: "browser"``): nothing comes from a CDN, and the game works offline.
+* ``POST /logits`` with ``{"board": [9 cells: 1 X, -1 O, 0 empty]}``: ``{"logits": [9]}``,
+  the model's logits for the player to move, ``null`` on occupied cells and wherever the
+  logit is -infinity (JSON has none). Without onnxruntime-web (an installed wheel: no
+  ``web/node_modules``) the page asks this route for every move (``engine: "server"``), run
+  by onnxruntime in Python on the same ONNX bytes.
+
+Binds to 127.0.0.1 only. Hostile or broken requests get a 4xx and one line of text, never
+a traceback or a dropped connection: a body that is not a small JSON board (nesting deeper
+than ``MAX_DEPTH``, more than ``MAX_BODY`` bytes, a ``Content-Length`` that is not a number),
+NUL bytes in the path, a method other than GET, HEAD and POST. A connection idle for
+``IDLE_TIMEOUT`` seconds is closed, and the listen backlog (``Server.request_queue_size``)
+holds a burst of parallel requests instead of resetting them. A model without a legal greedy
+move somewhere is refused at start-up (``policy_file``'s strict check), so the page says why.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import threading
+from functools import partial
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote_to_bytes
+
+import numpy as np
+import torch
+
+from ttt_research.env import game
+from ttt_research.errors import UserError
+from ttt_research.evaluation.exact import IllegalMoveError, check_logits
+
+PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
+# onnxruntime-web, where `npm ci` in a checkout's web/ puts it (an installed wheel has none).
+NODE_MODULES = Path(__file__).resolve().parents[3] / "web" / "node_modules"
+ORT_DIST = Path("onnxruntime-web") / "dist"
+ORT_ROUTE = "/node_modules/"
+MAX_BODY = 1024  # bytes of a /logits request: a board is ~40
+MAX_DEPTH = 4  # nesting of a /logits body: {"board": [...]} is 2; json.loads recurses per level
+IDLE_TIMEOUT = 5.0  # seconds a connection may sit silent (between or inside requests)
+METHODS = ("GET", "HEAD", "POST")
+
+
+def port_number(text: str | int) -> int:
+    """``--port``: an integer from 0 (any free port) to 65535; ``UserError`` otherwise."""
+    try:
+        port = int(text)
+    except (TypeError, ValueError):
+        port = -1
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be an integer from 0 to 65535 (0: any free port), "
+                        f"got {str(text)[:40]!r}")
+    return port
+
+
+def load_model(path: str | Path) -> tuple[bytes | None, dict]:
+    """(ONNX bytes, info) for a policy file; on a bad file (None, info with ``error``)."""
+    from ttt_research.evaluation.onnx import ExportError, export
+    from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
+
+    path = Path(path)
+    info: dict = {"name": path.name, "meta": {}, "error": None}
+    try:
+        if path.suffix == ".ckpt":
+            net, meta = load_checkpoint(path)
+            with tempfile.TemporaryDirectory() as tmp:
+                onnx_path = Path(tmp) / "policy.onnx"
+                export(net, onnx_path, meta)
+                data = onnx_path.read_bytes()
+        else:
+            policy, meta = load_onnx(path)
+            policy(torch.zeros(1, 9))  # a model that loads but cannot run fails here, not in the page
+            data = path.read_bytes()
+        info["meta"] = meta
+        return data, info
+    except (PolicyFileError, ExportError, OSError) as e:
+        info["error"] = str(e)
+        return None, info
+
+
+class BadBoard(ValueError):
+    """A /logits request whose board is not a position the player to move could face."""
+
+
+def json_depth(body: bytes) -> int:
+    """How deeply arrays and objects nest in ``body`` (brackets inside strings don't count),
+    read before ``json.loads``, which recurses once per level."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in body:  # bytes: ints; every byte that matters here is ASCII
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == 0x5C:  # backslash
+                escaped = True
+            elif ch == 0x22:  # "
+                in_string = False
+        elif ch == 0x22:
+            in_string = True
+        elif ch in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in b"]}":
+            depth -= 1
+    return deepest
+
+
+def read_board(body: bytes) -> list[int]:
+    """The board of a /logits request, checked: a small JSON object (nesting at most
+    ``MAX_DEPTH``); 9 cells of 1, -1, 0; X moved first; the game is not over."""
+    usage = 'send {"board": [9 cells: 1 X, -1 O, 0 empty]}'
+    if json_depth(body) > MAX_DEPTH:
+        raise BadBoard(f"JSON nested deeper than {MAX_DEPTH} levels: {usage}")
+    try:
+        board = json.loads(body)["board"]
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as e:
+        raise BadBoard(usage) from e
+    if not (isinstance(board, list) and len(board) == 9
+            and all(type(v) is int and v in (-1, 0, 1) for v in board)):
+        raise BadBoard(f"a board is 9 cells, each 1 (X), -1 (O) or 0 (empty); got {str(board)[:80]}")
+    if board.count(1) - board.count(-1) not in (0, 1):
+        raise BadBoard("X moves first: X has as many pieces as O, or one more")
+    cells = torch.tensor([board], dtype=torch.int8)
+    if int(game.winner(cells)[0]) != 0 or 0 not in board:
+        raise BadBoard("the game on this board is over: there is no move to choose")
+    return board
+
+
+class ServerPolicy:
+    """The served ONNX model, run by onnxruntime in Python: what the page asks for when it
+    has no onnxruntime-web of its own."""
+
+    def __init__(self, onnx: bytes):
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1  # one 9-cell board at a time: threads cost more than they save
+        self.session = ort.InferenceSession(onnx, opts, providers=["CPUExecutionProvider"])
+        self.input = self.session.get_inputs()[0].name
+        self.lock = threading.Lock()  # the server answers on threads; one run at a time
+
+    def logits(self, board: list[int]) -> list[float | None]:
+        """The logits of the player to move (the contract's input: the board from the
+        mover's side), ``None`` on occupied cells and for -inf (JSON has no infinities).
+        ``IllegalMoveError`` if they give this board no legal greedy move (the strict rule
+        of a policy file; ``load_model`` checked every board already)."""
+        mover = 1 if board.count(1) == board.count(-1) else -1
+        view = np.asarray([[v * mover for v in board]], dtype=np.float32)  # (1, 9)
+        with self.lock:
+            (out,) = self.session.run(None, {self.input: view})[:1]
+        row = torch.from_numpy(np.ascontiguousarray(out, dtype=np.float32)).reshape(1, 9)
+        check_logits(row, game.encode(torch.tensor([board])), strict=True)
+        return [None if board[i] or row[0, i] == -torch.inf else float(row[0, i]) for i in range(9)]
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """The page's static files, onnxruntime-web's (when a checkout has them), the model."""
+
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
+                      ".js": "text/javascript", ".wasm": "application/wasm",
+                      ".onnx": "application/octet-stream"}
+    timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed
+    default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line
+
+    def __init__(self, *args, model: bytes | None, info: dict, policy: ServerPolicy | None,
+                 node_modules: Path | None, **kwargs):
+        self.model, self.info, self.policy, self.node_modules = model, info, policy, node_modules
+        super().__init__(*args, **kwargs)
+
+    def end_headers(self) -> None:
+        # Cross-origin isolation: the page then gets a fine-grained performance.now()
+        # (5 us instead of 100 us in Chromium), which the per-move timing needs. Every file
+        # is same-origin, so nothing is blocked.
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+    def _send(self, status: HTTPStatus, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")  # a restarted server may serve another model
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _text(self, status: HTTPStatus, message: str) -> None:
+        self._send(status, message.encode(), "text/plain; charset=utf-8")
+        if status >= 400:  # the rest of the request (a body not read) must not be taken for the next
+            self.close_connection = True
+            self._discard_unread()
+
+    def _discard_unread(self, limit: int = 65536) -> None:
+        """Read (a bounded part of) what the client is still sending before we close: a socket
+        closed with unread data sends a reset, which can destroy the reply in flight."""
+        try:
+            self.connection.settimeout(0.2)
+            while limit > 0 and (chunk := self.rfile.read1(min(limit, 8192))):
+                limit -= len(chunk)
+        except OSError:  # a timeout or a reset: nothing more to wait for
+            pass
+
+    def parse_request(self) -> bool:
+        """http.server's parsing, then what it lets through that we refuse with a 4xx: a
+        method we do not serve (it answers 501), NUL bytes in the path (``open`` would raise)."""
+        if not super().parse_request():
+            return False
+        if self.command not in METHODS:
+            self._text(HTTPStatus.METHOD_NOT_ALLOWED, f"{self.command[:20]} is not served: GET, HEAD or POST")
+            return False
+        if b"\0" in unquote_to_bytes(self.path):
+            self._text(HTTPStatus.BAD_REQUEST, "a NUL byte in the path")
+            return False
+        return True
+
+    def send_head(self):
+        # Static files: a path that is no file name (undecodable, too long) is a 404, not a traceback.
+        try:
+            return super().send_head()
+        except (ValueError, OSError):
+            self._text(HTTPStatus.NOT_FOUND, "no such file")
+            return None
+
+    def translate_path(self, path: str) -> str:
+        # onnxruntime-web's files from the checkout's node_modules; everything else from the page.
+        route = path.split("?", 1)[0].split("#", 1)[0]
+        if self.node_modules is not None and route.startswith(ORT_ROUTE + ORT_DIST.as_posix() + "/"):
+            name = route[len(ORT_ROUTE + ORT_DIST.as_posix() + "/"):]
+            if name and "/" not in name and not name.startswith("."):
+                return str(self.node_modules / ORT_DIST / name)
+            return str(self.node_modules / ORT_DIST / "missing")
+        return super().translate_path(path)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        route = self.path.split("?", 1)[0]
+        if route == "/model.json":
+            self._send(HTTPStatus.OK, json.dumps(self.info).encode(), "application/json")
+        elif route == "/policy.onnx":
+            if self.model is None:
+                self._text(HTTPStatus.NOT_FOUND, self.info["error"] or "no model")
+            else:
+                self._send(HTTPStatus.OK, self.model, "application/octet-stream")
+        else:
+            super().do_GET()
+
+    def do_POST(self) -> None:  # noqa: N802
+        if self.path.split("?", 1)[0] != "/logits":
+            return self._text(HTTPStatus.NOT_FOUND, "POST goes to /logits only")
+        if self.policy is None:
+            return self._text(HTTPStatus.NOT_FOUND, self.info["error"] or "no model")
+        text = (self.headers.get("Content-Length") or "").strip()
+        # ASCII digits only: "abc", "-5", "1e3", "" and "\xb2" (a digit to str.isdigit) are refused.
+        length = int(text) if text.isascii() and text.isdigit() else -1
+        if not 0 < length <= MAX_BODY:
+            return self._text(HTTPStatus.BAD_REQUEST, f"send a JSON board of at most {MAX_BODY} bytes, "
+                                                      f"with its Content-Length (got {text[:20]!r})")
+        body = self.rfile.read(length)
+        if len(body) < length:  # the client closed before sending what it announced
+            self.close_connection = True
+            return None
+        try:
+            board = read_board(body)
+        except BadBoard as e:
+            return self._text(HTTPStatus.BAD_REQUEST, str(e))
+        try:
+            logits = self.policy.logits(board)
+        except IllegalMoveError as e:  # the model's fault, not the request's
+            return self._text(HTTPStatus.INTERNAL_SERVER_ERROR, str(e))
+        body = json.dumps({"logits": logits}, allow_nan=False).encode()  # never -Infinity or NaN
+        self._send(HTTPStatus.OK, body, "application/json")
+
+    def list_directory(self, path):  # no directory listings
+        self._text(HTTPStatus.NOT_FOUND, "no such file")
+        return None
+
+    def log_message(self, format, *args) -> None:  # quiet: the terminal shows the URL only
+        pass
+
+
+def find_node_modules() -> Path | None:
+    """A checkout's ``web/node_modules`` with onnxruntime-web in it, or None."""
+    return NODE_MODULES if (NODE_MODULES / ORT_DIST).is_dir() else None
+
+
+class Server(ThreadingHTTPServer):
+    """A thread per connection, a listen backlog for bursts, and quiet about clients that
+    go away (a reset or a timeout is theirs; the default prints a traceback)."""
+
+    request_queue_size = 128  # socketserver's default is 5: a burst of 100 got 14-21 resets
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        print(f"error: a request from {client_address[0]} failed ({type(error).__name__}: "
+              f"{' '.join(str(error).split())[:160]})", file=sys.stderr)
+
+
+def make_server(path: str | Path, port: int = 0,
+                node_modules: Path | None | str = "find") -> Server:
+    """A server for the game and the model at ``path`` on 127.0.0.1:``port`` (0: a free one).
+    ``node_modules``: where onnxruntime-web is (``"find"``: a checkout's, if installed; None:
+    nowhere, so the page asks the server for moves)."""
+    node = find_node_modules() if node_modules == "find" else node_modules
+    model, info = load_model(path)
+    policy = None
+    if model is not None:
+        try:
+            policy = ServerPolicy(model)
+        except Exception as e:  # onnxruntime's own errors: the file loaded in torch's check but not here
+            info["error"], model = f"{Path(path).name}: onnxruntime cannot run it ({e})", None
+    info["engine"] = "browser" if node is not None else "server"
+    handler = partial(Handler, model=model, info=info, policy=policy, node_modules=node,
+                      directory=str(PAGE_DIR))
+    server = Server(("127.0.0.1", port_number(port)), handler)
+    server.info = info
+    return server
+
+
+def serve(path: str | Path, port: int = 8000) -> int:
+    """``play PATH --web``: serve until Ctrl-C; exit code 0, or 2 if nothing can be served
+    (a bad ``port`` raises ``UserError``: one line, exit 2, from ``play``'s ``command``)."""
+    port = port_number(port)
+    if not (PAGE_DIR / "index.html").is_file():
+        print(f"error: the page is missing from the package ({PAGE_DIR}); reinstall ttt_research",
+              file=sys.stderr)
+        return 2
+    try:
+        server = make_server(path, port)
+    except OSError as e:
+        print(f"error: cannot listen on port {port} ({e.strerror or e})", file=sys.stderr)
+        return 2
+    if server.info["error"]:
+        print(f"error: {server.info['error']} (the page will say so too)", file=sys.stderr)
+    if server.info["engine"] == "server":
+        print("note: onnxruntime-web is not installed (`npm ci` in a checkout's web/), so the page "
+              "asks this server for each move (onnxruntime in Python)", file=sys.stderr)
+    host, port = server.server_address[:2]
+    print(f"Playing {Path(path).name} at http://{host}:{port}/  (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print()
+    finally:
+        server.server_close()
+    return 0
