@@ -122,7 +122,7 @@ def test_unbeatable_is_judged_on_the_trained_seats_only(reports):
 
 
 def test_the_contract_needs_only_the_standard_library():
-    code = ("import sys, ttt_research.contract, ttt_research.objectives; "
+    code = ("import sys, ttt_research.contract, ttt_research.evaluation.objectives; "
             "print(sorted(m for m in ('torch', 'numpy', 'lightning') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

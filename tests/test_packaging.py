@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate_cli:main",
+SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate:main",
            "ttt-play": "ttt_research.play:main", "ttt-export": "ttt_research.export:main",
            "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main",
            "ttt-dashboard": "ttt_research.dashboard:main"}
@@ -28,7 +28,7 @@ def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     where = subprocess.run(
-        [sys.executable, "-c", "import ttt_research.confdir as c; print(c.__file__); print(c.config_dir())"],
+        [sys.executable, "-c", "import ttt_research.train.confdir as c; print(c.__file__); print(c.config_dir())"],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     return yaml.safe_load(out.stdout), where.stdout
@@ -43,7 +43,7 @@ def assert_default_job(cfg: dict) -> None:
 def test_checkout_runs_from_another_folder(tmp_path):
     cfg, where = cfg_job(tmp_path, str(REPO / "src"))
     assert_default_job(cfg)
-    assert where.splitlines() == [str(REPO / "src" / "ttt_research" / "confdir.py"), str(REPO / "conf")]
+    assert where.splitlines() == [str(REPO / "src" / "ttt_research" / "train" / "confdir.py"), str(REPO / "conf")]
 
 
 def test_installed_package_runs_from_another_folder(tmp_path):
@@ -75,5 +75,5 @@ def test_wheel_ships_the_config_tree_the_page_and_console_scripts(installed_whee
     elsewhere.mkdir()
     cfg, where = cfg_job(elsewhere, str(target))
     assert_default_job(cfg)
-    assert where.splitlines() == [str(target / "ttt_research" / "confdir.py"),
+    assert where.splitlines() == [str(target / "ttt_research" / "train" / "confdir.py"),
                                   str(target / "ttt_research" / "conf")]

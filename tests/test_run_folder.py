@@ -233,7 +233,7 @@ def test_a_run_holds_its_folder_lock_for_its_life(tmp_path):
 def test_default_folders_never_collide(tmp_path, monkeypatch):
     """Two processes asking for the same default folder at once get two folders; one
     process asks Hydra's resolver as often as it likes and gets one."""
-    script = "import sys; from ttt_research.confdir import fresh_folder; print(fresh_folder(sys.argv[1]))"
+    script = "import sys; from ttt_research.train.confdir import fresh_folder; print(fresh_folder(sys.argv[1]))"
     path = str(tmp_path / "elsewhere" / "2026-01-01" / "12-00-00")
     procs = [subprocess.Popen([sys.executable, "-c", script, path], stdout=subprocess.PIPE, text=True)
              for _ in range(2)]

@@ -19,7 +19,7 @@ our PPO, measured the same way:
 SB3 collects whole rollouts, so the budget is rounded up to a multiple of
 ``n_envs * n_steps`` (16,384 by default): ``steps`` in the result is what was played.
 Needs the optional extra ``compare`` (gymnasium, stable-baselines3, sb3-contrib);
-``python -m ttt_research.compare_sb3 --steps N`` prints a table.
+``python -m ttt_research.baselines.sb3 --steps N`` prints a table.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def format_result(r: dict) -> str:
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ttt_research.compare_sb3",
+        prog="python -m ttt_research.baselines.sb3",
         description="Train SB3 MaskablePPO with the PPO seed's setup on our gym adapter and "
                     "evaluate it exactly (needs the 'compare' extra).")
     parser.add_argument("--steps", type=int, default=100_000, help="learner env steps (default 100000)")
