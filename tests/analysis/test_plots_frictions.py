@@ -22,7 +22,7 @@ from ttt_research.analysis.curves import plot_population, rate_limits, wrap_phra
 from ttt_research.contract import EVAL_NAMES
 
 matplotlib.use("Agg")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fake_run(path: Path, seed: int, lr: str, wins: list[float], losses: list[float]) -> None:

@@ -249,7 +249,7 @@ def test_a_real_run_folder_passes_every_check(tmp_path):
     config Hydra would record (saved by OmegaConf, as Hydra does), is read whole."""
     from omegaconf import OmegaConf
 
-    from configs import make_cfg
+    from tests.helpers.configs import make_cfg
     from ttt_research.train.run import train
 
     overrides = ["threads=1", "seat=o", "seed=3"]

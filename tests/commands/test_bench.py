@@ -175,7 +175,7 @@ def test_antirez_src_without_a_compiler_is_one_line(tmp_path, monkeypatch):
 
 # antirez's ttt.c, never in the repo: $TTT_ANTIREZ_SRC, or the copy beside the checkout in the project's CI.
 ANTIREZ_SRC = Path(os.environ.get("TTT_ANTIREZ_SRC") or
-                   Path(__file__).resolve().parents[1].parent / "shared/reference/antirez-ttt-rl/ttt.c")
+                   Path(__file__).resolve().parents[2].parent / "shared/reference/antirez-ttt-rl/ttt.c")
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from onnx_models import preference_model
+from tests.helpers.onnx_models import preference_model
+from tests.helpers.scripts import SCRIPTS
 from ttt_research.evaluation import exact as ev
 
 
@@ -77,7 +78,7 @@ def test_readme_python_example_runs_and_random_x_never_beats_minimax():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "docs" / "design.md").read_text()  # the engine example
+    readme = (Path(__file__).parents[2] / "docs" / "design.md").read_text()  # the engine example
     code = re.findall(r"```python\n(.*?)```", readme, re.S)[0].replace("print(", "result = (")
     scope: dict = {}
     exec(code, scope)
@@ -261,9 +262,7 @@ def test_help_lists_every_command_and_config_group():
 def test_console_scripts_name_an_int_returning_main_of_each_command():
     import importlib
 
-    from test_packaging import SCRIPTS  # the wheel test checks its entry_points.txt against them
-
-    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     for name, target in SCRIPTS.items():
         assert f'{name} = "{target}"' in pyproject
         module, func = target.split(":")

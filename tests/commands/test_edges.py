@@ -20,7 +20,7 @@ import onnx
 import pytest
 import torch
 
-from onnx_models import preference_model
+from tests.helpers.onnx_models import preference_model
 from ttt_research import evaluate as evaluate_cli
 from ttt_research.contract import unbeatable
 from ttt_research.env import game

@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 
-from onnx_models import preference_model
-from trained import tiny_run
+from tests.helpers.onnx_models import preference_model
+from tests.helpers.trained import tiny_run
 from ttt_research.env import game
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.onnx import ExportError, parity

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import reference as ref
+from tests.helpers import reference as ref
 from ttt_research.env import game
 
 T = game.tables()

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-import reference as ref
+from tests.helpers import reference as ref
 from ttt_research.env import game, opponents
 from ttt_research.env.solver import solve
 from ttt_research.evaluation import exact as ev

@@ -6,7 +6,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-import reference as ref
+from tests.helpers import reference as ref
 from ttt_research.contract import WORST_NAME
 from ttt_research.env import game
 from ttt_research.env.solver import best_response, one_hot, outcome_probs, random_probs, solve

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 
 
 def tiny_run(run_dir: Path, *overrides: str) -> dict:

@@ -5,7 +5,7 @@ the host is busy. No speed is measured here (the test host is shared)."""
 
 import pytest
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 from ttt_research import bench
 from ttt_research.train.confdir import config_dir
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import fault_wrapper
+
 SINGLE = ["debug=tiny", "checkpoint_every=1", "threads=1", "progress=lines"]
 POPULATION = ["debug=tiny", "population.size=3", "checkpoint_every=1", "threads=1", "progress=lines"]
 CKPT = "checkpoints/last.ckpt"
@@ -103,7 +105,7 @@ def test_runs_killed_at_every_file_event_resume_to_the_uninterrupted_files(tmp_p
     (tmp_path / "logs").mkdir()
     plan, result = tmp_path / "plan.json", tmp_path / "result.json"
     plan.write_text(json.dumps({"logs": str(tmp_path / "logs"), "jobs": jobs}))
-    wrapper = Path(__file__).with_name("fault_wrapper.py")
+    wrapper = Path(fault_wrapper.__file__)
     out = subprocess.run([sys.executable, str(wrapper), str(plan), str(result)],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]

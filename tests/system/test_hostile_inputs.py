@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-import reference as ref
+from tests.helpers import reference as ref
 from ttt_research import evaluate as evaluate_cli
 from ttt_research import export, play
 from ttt_research.env import game

@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = {"ttt-train": "ttt_research.__main__:main", "ttt-evaluate": "ttt_research.evaluate_cli:main",
-           "ttt-play": "ttt_research.play:main", "ttt-export": "ttt_research.export:main",
-           "ttt-report": "ttt_research.report:main", "ttt-bench": "ttt_research.bench:main",
-           "ttt-dashboard": "ttt_research.dashboard:main"}
+from tests.helpers.scripts import SCRIPTS
 
-
+REPO = Path(__file__).resolve().parents[2]
 def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:
     """``python -m ttt_research --cfg job`` run from ``cwd``: the composed config, and where
     the package and its config tree came from."""

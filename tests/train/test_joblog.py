@@ -13,7 +13,7 @@ import pytest
 
 from ttt_research.train.joblog import RunLog
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 from ttt_research.contract import GAMES_MAX, SEED_MAX
 from ttt_research.errors import ConfigError
 from ttt_research.population import spec as population

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
+from tests.helpers.wandb_files import of_kind, wandb_records
 from ttt_research.analysis.curves import _drawn_members, plot_population, population_series
 from ttt_research.contract import EVAL_NAMES
 from ttt_research.env.solver import solve
@@ -22,7 +23,6 @@ from ttt_research.models import nets
 from ttt_research.population import results
 from ttt_research.population import spec as pop
 from ttt_research.train.tracking import make_loggers, markdown_table, publish
-from wandb_files import of_kind, wandb_records
 
 GAMES = [512, 1024, 1536, 2048]  # four exact evaluations, every member in lockstep
 # Exact win rate vs random as O, [evaluation][member]; member 4 stops after the 2nd evaluation.

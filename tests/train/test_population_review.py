@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from test_population_train import first_update, rates
+from tests.helpers.updates import first_update, rates
 
 
 def check(pop_overrides, singles, nets=("net", "value_net")):
@@ -79,7 +79,7 @@ def test_tiny_ragged(seed, g):
 def test_poisoned_ppo_member(tmp_path):
     import json
 
-    from configs import make_cfg
+    from tests.helpers.configs import make_cfg
     from ttt_research.train.run import train
     pop = first_update("algo=ppo", "population.vary.algo.lr=[0.001,1e30]")
     assert list(pop.stopped) == [1], pop.stopped

@@ -9,43 +9,20 @@ population of one is the plain run."""
 import csv
 import json
 
-import lightning as L
 import pytest
 import torch
 
-from configs import make_cfg
-from test_reliability import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.configs import make_cfg
+from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.updates import first_update, rates
 from ttt_research.analysis.runs import find_runs
 from ttt_research.analysis.summary import records, summarise
 from ttt_research.contract import unbeatable
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_policy
-from ttt_research.population import spec as population
-from ttt_research.train.run import build, train
+from ttt_research.train.run import train
 from ttt_research.train.validate import validate
-
-ONE_UPDATE = ["budget.games=512"]  # debug=tiny plays 512 games per update
-
-
-def first_update(*overrides):
-    """The module of ``overrides`` after one update (a bare Trainer: no run folder)."""
-    cfg = make_cfg(*ONE_UPDATE, *overrides)
-    validate(cfg)
-    members = population.members(cfg)
-    if len(members) == 1:
-        cfg = population.member_config(cfg, members[0])
-    L.seed_everything(cfg.seed, verbose=False)
-    module = build(cfg)
-    trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module)
-    return module
-
-
-def rates(update, k=None):
-    return {name: float(v if k is None else v.reshape(-1)[k]) for name, v in update.rates.items()}
-
 
 CASES = {
     # (population overrides, [single-run overrides of each member])

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from configs import make_cfg
+from tests.helpers import fault_wrapper
+from tests.helpers.configs import make_cfg
 from ttt_research.files.atomic import OutputError
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.run import train
@@ -231,7 +232,7 @@ def test_after_kill_9_and_resume_the_wandb_history_holds_every_evaluation_of_met
     files (13 of 37 in the issue's run), and the resumed session starts after it. On resume
     the rows W&B's logs lack are sent again: every evaluation row of metrics.csv is in W&B,
     once."""
-    from wandb_files import history, no_wandb_account, wandb_records
+    from tests.helpers.wandb_files import history, no_wandb_account, wandb_records
 
     run_dir = tmp_path / "run"
     args = ["debug=tiny", "checkpoint_every=1", "threads=1", "progress=false", "logger=wandb"]
@@ -240,7 +241,7 @@ def test_after_kill_9_and_resume_the_wandb_history_holds_every_evaluation_of_met
                                 "when": "after"}},
         {"args": args, "resume": "auto"}]}]}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
-    wrapper = Path(__file__).with_name("fault_wrapper.py")
+    wrapper = Path(fault_wrapper.__file__)
     out = subprocess.run([sys.executable, str(wrapper), str(tmp_path / "plan.json"),
                           str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600,
                          env=no_wandb_account(tmp_path / "home"))

@@ -21,7 +21,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
 from ttt_research.train import runfolder
 from ttt_research.train.confdir import compose

@@ -18,7 +18,7 @@ import time
 import pytest
 import torch
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
 from ttt_research.train.callbacks import ExactEvaluation
 from ttt_research.train.population import PopulationEvaluation

@@ -14,7 +14,16 @@ import pytest
 import torch
 import yaml
 
-from configs import TINY, make_cfg
+from tests.helpers.configs import TINY, make_cfg
+from tests.helpers.wandb_files import (
+    history,
+    key,
+    no_wandb_account,
+    of_kind,
+    run_config,
+    step_metrics,
+    wandb_records,
+)
 from ttt_research import report
 from ttt_research.env import game
 from ttt_research.env.solver import best_response, random_probs, solve
@@ -23,9 +32,8 @@ from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.objectives import NAMES, direction, objective
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
-from wandb_files import history, key, no_wandb_account, of_kind, run_config, step_metrics, wandb_records
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from configs import make_cfg
+from tests.helpers.configs import make_cfg
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, move_importance
 from ttt_research.env import game
 from ttt_research.errors import ConfigError

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from onnx_models import preference_model
+from tests.helpers.onnx_models import preference_model
 from ttt_research.play import main as play_main
 from ttt_research.web import server as serve
 from ttt_research.web.server import make_server

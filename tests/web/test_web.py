@@ -16,24 +16,20 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 import torch
 
-from trained import tiny_run
+from tests.helpers.trained import tiny_run
+from tests.helpers.web import in_thread, open_game
 from ttt_research.env import game
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_policy
 from ttt_research.play import decide
-from ttt_research.web.server import find_node_modules, make_server
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SYMBOLS = {"X": game.X, "O": game.O, "": game.EMPTY}
 
 
@@ -66,20 +62,6 @@ def served(path, pythonpath=None, cwd=None):
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
     assert proc.returncode == 0  # Ctrl-C ends the server cleanly
-
-
-@contextmanager
-def in_thread(path, node_modules="find"):
-    """The same server in this process (no interpreter start-up); yields its base URL.
-    ``node_modules=None``: as if onnxruntime-web were not installed (the page asks the server)."""
-    server = make_server(path, 0, node_modules=node_modules)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def get(url):
@@ -166,49 +148,6 @@ def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
 
 
 # --------------------------------------------------------------------------- the browser
-
-
-def _playwright():
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed (pip install -e '.[dev]')")
-    return sync_playwright
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = _playwright()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def ort_installed():
-    """Skip a test of the in-browser engine when the checkout has no onnxruntime-web."""
-    if find_node_modules() is None:
-        pytest.skip("web/node_modules is missing (run `npm ci` in web/)")
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    context.close()
-    assert not errors, errors
-
-
-def open_game(page, url):
-    page.goto(url)
-    page.wait_for_function("['ready', 'error'].includes(document.getElementById('board').dataset.state)",
-                           timeout=30_000)
 
 
 def cell_texts(page, part: str) -> list[str]:

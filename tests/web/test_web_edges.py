@@ -2,7 +2,7 @@
 an occupied cell preferred), with one line naming the board, and never plays it: from the
 server's own check at start-up (``model.json``'s error), and from the page's check of its
 in-browser engine on all 4,520 positions (``rules.js`` ``illegalReason``), which a model
-served from elsewhere meets alone. The fixtures are those of ``test_web.py`` (Debian's
+served from elsewhere meets alone. The fixtures are those of tests/web/conftest.py (Debian's
 chromium driven by Playwright; the in-browser engine needs ``web/node_modules``).
 """
 
@@ -13,8 +13,8 @@ from functools import partial
 
 import pytest
 
-from onnx_models import preference_model
-from test_web import browser, in_thread, open_game, ort_installed, page  # noqa: F401 (fixtures)
+from tests.helpers.onnx_models import preference_model
+from tests.helpers.web import in_thread, open_game
 from ttt_research.web.server import PAGE_DIR, Handler, Server, find_node_modules
 
 HIGHEST_FIRST = list(range(9))
@@ -52,7 +52,7 @@ def refused(tab) -> str:
                          "where it moves, first at X../.../... (O to move): it picks the occupied cell 1 "
                          "(logit 1.000e+9); refused, not played"),
 ])
-def test_the_in_browser_engine_refuses_a_model_without_legal_moves(page, ort_installed, tmp_path,  # noqa: F811
+def test_the_in_browser_engine_refuses_a_model_without_legal_moves(page, ort_installed, tmp_path,
                                                                    preference, occupied, expected):
     # Before: the page played it (all -inf: the first empty cell, whatever the evaluator said).
     model = preference_model(preference, tmp_path / "bad.onnx", occupied=occupied).read_bytes()
@@ -65,7 +65,7 @@ def test_the_in_browser_engine_refuses_a_model_without_legal_moves(page, ort_ins
     ([-math.inf] * 9, -1e9, "every empty cell's logit is -inf"),
     (HIGHEST_FIRST, 1e9, "first at X../.../... (O to move): it picks the occupied cell 1"),
 ])
-def test_the_page_shows_the_servers_refusal(page, tmp_path, preference, occupied, needle):  # noqa: F811
+def test_the_page_shows_the_servers_refusal(page, tmp_path, preference, occupied, needle):
     model = preference_model(preference, tmp_path / "bad.onnx", occupied=occupied)
     for engine in ("find", None):  # in the browser, and asking the server
         with in_thread(model, node_modules=engine) as url:
