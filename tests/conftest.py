@@ -1,3 +1,5 @@
+"""What every test gets: W&B kept offline, and the ``installed_wheel`` fixture (built once)."""
+
 import os
 import shutil
 import subprocess

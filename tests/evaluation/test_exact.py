@@ -1,5 +1,5 @@
 """The solver and the exact evaluator, against the reference figures (docs/facts.md) and
-the plain recursive reference (tests/reference.py)."""
+the plain recursive reference (tests/helpers/reference.py)."""
 
 from fractions import Fraction
 

@@ -1,7 +1,7 @@
-"""Fault injection for tests/test_fault_injection.py: training runs killed (SIGKILL, as a crash
+"""Fault injection for tests/system/test_fault_injection.py: training runs killed (SIGKILL, as a crash
 kills) at a chosen file event, then resumed, with nothing added to the production code.
 
-``python tests/fault_wrapper.py PLAN.json RESULT.json`` imports the project once, then runs each
+``python tests/helpers/fault_wrapper.py PLAN.json RESULT.json`` imports the project once, then runs each
 job of the plan in a forked child (``python -m ttt_research`` as the user runs it, Hydra
 included), so that a job costs its training, not the ~10 s of imports. A job is a list of
 runs in one folder, each ``{"args": [overrides], "kill": spec or null, "resume": "auto"}``

@@ -6,7 +6,7 @@ timing columns), policy.onnx, curves.png, hparams.yaml and the population's file
 lost, none twice; and at every kill, no torn output and no ``eval.json`` (the mark of a
 complete run) without the outputs it vouches for.
 
-The kills come from ``tests/fault_wrapper.py`` (forked children of one process, patched
+The kills come from ``tests/helpers/fault_wrapper.py`` (forked children of one process, patched
 ``os.replace`` and ``MetricsCSV.append``): no hook in the production code.
 """
 
@@ -41,7 +41,7 @@ def random(fraction: float) -> dict:
 
 # (kind, kills): one job per entry; each kill is followed by the user's next step (resume=true,
 # or the same command when no checkpoint was written yet), a later kill hits that next step.
-# A tiny run's file events, in order (tests/fault_wrapper.py records them): run.json,
+# A tiny run's file events, in order (tests/helpers/fault_wrapper.py records them): run.json,
 # hparams.yaml, row 1 (creates metrics.csv: its rename 1), last.ckpt 1, row 2 (the first
 # evaluation; widens the header: rename 2), row 3 (perf/* appears: rename 3), last.ckpt 2,
 # row 4, last.ckpt 3, rows 5 and 6, last.ckpt 4, [population files,] policy.onnx,

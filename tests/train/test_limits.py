@@ -78,7 +78,7 @@ def test_the_limits_are_what_the_code_holds():
     assert torch.tensor([GAMES_MAX * 9], dtype=torch.int64).item() == GAMES_MAX * 9  # moves fit int64
     assert float(GAMES_MAX) == GAMES_MAX  # and float64 (metrics.csv) holds the counts exactly
     # The largest learning rate and reward are held by float32 (what diverges from there is
-    # the numerical guard's to stop: tests/test_population_train.py poisons a member with 1e30).
+    # the numerical guard's to stop: tests/train/test_population_train.py poisons a member with 1e30).
     held = torch.tensor([config.VALUE_MAX, -config.VALUE_MAX], dtype=torch.float32)
     assert torch.isfinite(held).all() and abs(float(held[0]) / config.VALUE_MAX - 1) < 1e-6
 

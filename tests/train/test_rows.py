@@ -3,7 +3,7 @@
 the checkpoint that covers it is renamed into place and before its progress line is printed,
 a resume keeps the rows up to its checkpoint, every output is renamed into place with
 eval.json (the mark of a complete run) last, and a full or read-only disk is one line with
-no temporary file left. The kills themselves: tests/test_fault_injection.py."""
+no temporary file left. The kills themselves: tests/system/test_fault_injection.py."""
 
 from __future__ import annotations
 
