@@ -1,19 +1,16 @@
+"""What every test gets: W&B kept offline, and the ``installed_wheel`` fixture (built once)."""
+
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+import pytest
 
 # Tests never upload: a developer's W&B key must not turn test runs (logger=wandb) into
 # online runs of their account. Tests of the automatic mode clear this themselves.
-import os  # noqa: E402
-
 os.environ.setdefault("WANDB_MODE", "offline")
-
-
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-
-import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,1 @@
+"""Tests of algos/: the base bookkeeping and each algorithm's update."""

@@ -1,0 +1,1 @@
+"""Tests of analysis/: reading run folders, the report's statistics, tables and plots."""

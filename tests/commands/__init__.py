@@ -1,0 +1,1 @@
+"""Tests of the commands: evaluate, train's command line, play, export, bench, dashboard."""

@@ -1,0 +1,1 @@
+"""Tests of evaluation/: the exact evaluator against the reference, and the statistics."""

@@ -1,0 +1,1 @@
+"""Tests of population/: the population block, its members and the files it writes."""

@@ -1,0 +1,151 @@
+"""Limits checked up front (``config.py``): a value that passes validation never overflows
+later. Seeds, budgets, learning rates, rewards and population sizes are bounded by what the
+code holds, a population's memory is estimated from its shapes and refused when the machine
+cannot hold it, and an update's shape that would play past the budget is refused. Each
+refusal is one line naming the key and its range, before torch is imported."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.configs import make_cfg
+from ttt_research.contract import GAMES_MAX, SEED_MAX
+from ttt_research.errors import ConfigError
+from ttt_research.population import spec as population
+from ttt_research.train import validate as config
+from ttt_research.train.validate import validate
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["seed=4294967296"], "seed must be at most 4294967295 (numpy's seed range: 32 bits), got 4294967296"),
+    (["seed=4294967290", "population.size=8"], "seed + population.size - 1 must be at most 4294967295 "
+     "(the members' seeds are seed + k, k < size; numpy's seed range), got 4294967290 + 8 - 1 = 4294967297"),
+    (["population.seeds=[1,4294967296]"], "population.seeds must be null or a non-empty list of distinct "
+     "non-negative integers up to 4294967295, e.g. [3, 5, 8], got [1, 4294967296]"),
+    (["budget.games=1000000000000000000000000000000"], "budget.games must be at most 10,000,000,000,000 "
+     "(64-bit game counters and random seeds derived from them), got 1000000000000000000000000000000"),
+    (["algo.games_per_update=100000000000000", "algo.rollouts=1"], "algo.games_per_update must be at most "
+     "10,000,000,000,000 (64-bit game counters and random seeds derived from them), got 100000000000000"),
+    (["algo.lr=1e308"], "algo.lr must be a positive number up to 1e+30 (training runs in float32), "
+     "got 1e+308"),
+    (["algo=ppo", "algo.lr=1e308"], "algo.lr must be a positive number up to 1e+30 (training runs in "
+     "float32), got 1e+308"),
+    (["reward.win=1e308"], "reward.win must be a finite number in [-1e+30, 1e+30] (training runs in "
+     "float32), got 1e+308"),
+    (["reward.loss=-1e31"], "reward.loss must be a finite number in [-1e+30, 1e+30] (training runs in "
+     "float32), got -1e+31"),
+    (["algo=ppo", "algo.ent_coef=1e300"], "algo.ent_coef must be a number >= 0 up to 1e+30 (training runs in "
+     "float32), got 1e+300"),
+    (["population.vary.reward.win=[1,1e308]"], "population.vary.reward.win must be a non-empty list of "
+     "distinct numbers, each a finite number in [-1e+30, 1e+30], got [1, 1e+308]"),
+    (["population.size=1001"], "population.size must be at most 1,000 (members of one process), got 1001"),
+    (["population.size=501", "population.vary.algo.lr=[1,2]"],  # with MEMBERS_MAX = 1,000 below
+     "a population of 1,002 members (grid points x seeds) is more than 1,000, the most one process trains"),
+    # An update plays `rollouts` equal batches: 4 games in 8 batches would be 8 games an update.
+    (["algo.games_per_update=4"], "algo.games_per_update must be a multiple of algo.rollouts (8): an update "
+     "plays 8 equal batches, so 4 would play 8 games per update; use e.g. 8"),
+    (["algo.games_per_update=100"], "algo.games_per_update must be a multiple of algo.rollouts (8): an "
+     "update plays 8 equal batches, so 100 would play 104 games per update; use e.g. 96 or 104"),
+])
+def test_a_value_the_code_cannot_hold_is_refused_in_one_line(overrides, message, monkeypatch):
+    monkeypatch.setattr(config, "MEMBERS_MAX", 1000)  # the grid's count, without a huge grid
+    with pytest.raises(ConfigError) as e:
+        validate(make_cfg(*overrides))
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("overrides", [
+    ["seed=4294967295"], ["seed=4294967288", "population.size=8", "budget.games=1"],
+    ["budget.games=10000000000000"], ["algo.lr=1e30", "reward.win=1e30", "reward.loss=-1e30"],
+    ["algo.games_per_update=8"], [],  # debug=tiny: 512 games in 8 batches of 64
+])
+def test_values_at_the_limits_pass(overrides):
+    validate(make_cfg(*overrides))
+
+
+def test_the_limits_are_what_the_code_holds():
+    import lightning as L
+    import torch
+
+    L.seed_everything(SEED_MAX, verbose=False)  # the largest seed the run seeds everything with
+    with pytest.raises(ValueError):
+        L.seed_everything(SEED_MAX + 1, verbose=False)
+    # A run resumed with another number of processes seeds its streams from the games played
+    # (algos/base.py: seed * 1_000_003 ^ games << 20); at the limits that still fits 64 bits.
+    torch.Generator().manual_seed((SEED_MAX * 1_000_003) ^ ((GAMES_MAX + 2**20) << 20))
+    assert torch.tensor([GAMES_MAX * 9], dtype=torch.int64).item() == GAMES_MAX * 9  # moves fit int64
+    assert float(GAMES_MAX) == GAMES_MAX  # and float64 (metrics.csv) holds the counts exactly
+    # The largest learning rate and reward are held by float32 (what diverges from there is
+    # the numerical guard's to stop: tests/train/test_population_train.py poisons a member with 1e30).
+    held = torch.tensor([config.VALUE_MAX, -config.VALUE_MAX], dtype=torch.float32)
+    assert torch.isfinite(held).all() and abs(float(held[0]) / config.VALUE_MAX - 1) < 1e-6
+
+
+REFUSE = ("import sys\nfrom ttt_research.__main__ import main\n"
+          "try:\n    main()\nexcept SystemExit as e:\n"
+          "    print(e.code, sorted(m for m in ('torch', 'lightning') if m in sys.modules))\n")
+
+
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
+def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
+    est = population.memory_estimate(make_cfg("population.size=100000"))
+    free = config.available_memory()
+    if free is None or free >= est.total:
+        pytest.skip("no /proc/meminfo, or more than 800 GB available")
+    out = subprocess.run([sys.executable, "-c", REFUSE, "population.size=100000",
+                          f"hydra.run.dir={tmp_path / 'job'}"], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "2 []", out.stderr  # exit 2, and neither torch nor Lightning loaded
+    (line,) = out.stderr.splitlines()
+    assert re.fullmatch(
+        r"error: a population of 100,000 members needs about 811\.7 GB of memory \(100,000 x 8\.3 MB \+ "
+        r"480\.0 MB for Python and torch\), more than the [0-9.]+ [GM]B this machine has available "
+        r"\(MemAvailable\): at most [0-9,]+ members fit here \(population\.size, or the grid of "
+        r"population\.vary\); train the rest in another job \(-m seed=\.\.\.\)", line), line
+    assert not (tmp_path / "job").exists()
+
+
+def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
+    monkeypatch.setattr(config, "available_memory", lambda: 2 * 2**30)
+    full = "algo.games_per_update=16384"  # the default REINFORCE's update (debug=tiny plays 512)
+    # As O with mlp100: per member 2,048 games x (2,600 + 3 x 100) B + 2,097 x 13 x 100 B, and
+    # 2,809 weights (18 x 100 + 100, 100 x 9 + 9) x 16 B.
+    est = population.memory_estimate(make_cfg("population.size=200", full))
+    per_member = 2048 * 2900 + 2097 * 1300 + 2809 * 16
+    assert (est.members, est.per_member, est.base) == (200, per_member, 480 * 2**20)
+    with pytest.raises(ConfigError) as e:
+        validate(make_cfg("population.size=200", full))
+    assert str(e.value) == (
+        "a population of 200 members needs about 2.1 GB of memory (200 x 8.3 MB + 480.0 MB for Python and "
+        "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 188 members fit "
+        "here (population.size, or the grid of population.vary); train the rest in another job (-m seed=...)")
+    validate(make_cfg("population.size=188", full))
+    # One agent whose batch is too big gets the advice that fits it.
+    with pytest.raises(ConfigError, match=r"^this run needs about 5\.9 GB .* play fewer games per update"):
+        validate(make_cfg("algo.games_per_update=16000000", "algo.rollouts=8"))
+    # A GPU run's batches live on the GPU; a machine without /proc/meminfo is not checked.
+    config.check_memory(make_cfg("population.size=200", full, "trainer.accelerator=gpu"))
+    monkeypatch.setattr(config, "available_memory", lambda: None)
+    validate(make_cfg("population.size=200", full))
+
+
+MEASURE = """
+import json, resource, sys
+from ttt_research.bench import fit
+fit(sys.argv[1:], threads=1)
+print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+"""
+
+
+@pytest.mark.slow  # two populations train an update each (~30 s)
+@pytest.mark.parametrize("overrides", [["population.size=24", "budget.games=16384"],
+                                       ["algo=ppo", "population.size=24", "budget.games=2048"]])
+def test_the_estimate_is_close_to_the_measured_peak(overrides):
+    out = subprocess.run([sys.executable, "-c", MEASURE, *overrides, "progress=false"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    peak = int(out.stdout.strip().splitlines()[-1])
+    gpu = "2048" if "algo=ppo" in overrides else "16384"  # the algorithm's own update, not debug=tiny's
+    est = population.memory_estimate(make_cfg(*overrides, f"algo.games_per_update={gpu}"))
+    assert 0.8 < est.total / peak < 1.25, (est.total / 2**20, peak / 2**20)

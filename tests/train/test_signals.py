@@ -1,0 +1,168 @@
+"""A stop signal ends a run at the end of the update it arrived in, with a checkpoint that
+``resume=true`` continues to the uninterrupted result (signals.py): SIGTERM exits 143, SIGINT
+130, each with one line; a population stops the same way; SLURM's warning signal chains to
+submitit's handler and a requeued job continues its own folder; a multirun stops non-zero.
+
+Before: SIGTERM ended a run with exit code 0 (Lightning's SIGTERMException), no message, no
+checkpoint, no eval.json, and a multirun went on to its next jobs; SIGINT exited 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from tests.helpers.configs import make_cfg
+from ttt_research.errors import ConfigError
+from ttt_research.train.callbacks import ExactEvaluation
+from ttt_research.train.population import PopulationEvaluation
+from ttt_research.train.run import train
+from ttt_research.train.signals import Stopped
+
+FAST = ["threads=1", "checkpoint_every=100"]  # 4 updates of 512 games; the checkpoint only at the end
+
+
+def send_during(monkeypatch, signum: int, update: int) -> None:
+    """This process gets ``signum`` during update ``update`` (1-based), from the exact
+    evaluation callback, which runs before the update's checkpoint and stop callbacks."""
+    for cls in (ExactEvaluation, PopulationEvaluation):
+        original = cls.on_train_batch_end
+
+        def hook(self, trainer, module, outputs, batch, batch_idx, original=original):
+            if batch_idx + 1 == update:
+                os.kill(os.getpid(), signum)
+            original(self, trainer, module, outputs, batch, batch_idx)
+
+        monkeypatch.setattr(cls, "on_train_batch_end", hook)
+
+
+def games_in(checkpoint) -> int:
+    return int(torch.load(checkpoint, map_location="cpu", weights_only=True)["games_played"])
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_checkpoints_the_update_and_resume_ends_as_an_uninterrupted_run(
+        tmp_path, monkeypatch, signum, code):
+    whole = train(make_cfg(*FAST), tmp_path / "whole")
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as m:
+        send_during(m, signum, 2)
+        with pytest.raises(Stopped) as stopped:  # not Lightning's SIGTERMException (a SystemExit 0)
+            train(make_cfg(*FAST), tmp_path / "stopped")
+    name = signal.Signals(signum).name
+    assert str(stopped.value) == f"stopped by {name} after 1,024 games: resume=true continues"
+    assert stopped.value.code == code
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
+    assert games_in(tmp_path / "stopped" / "checkpoints" / "last.ckpt") == 1024  # update 2, not 4
+    assert not (tmp_path / "stopped" / "eval.json").exists()
+    assert train(make_cfg(*FAST, "resume=true"), tmp_path / "stopped") == whole
+
+
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
+def test_a_population_stops_the_same_way(tmp_path, monkeypatch):
+    overrides = [*FAST, "population.size=2"]
+    whole = train(make_cfg(*overrides), tmp_path / "whole")
+    with monkeypatch.context() as m:
+        send_during(m, signal.SIGTERM, 3)
+        with pytest.raises(Stopped, match="stopped by SIGTERM after 1,536 games: resume=true continues"):
+            train(make_cfg(*overrides), tmp_path / "stopped")
+    assert not (tmp_path / "stopped" / "population.json").exists()
+    assert train(make_cfg(*overrides, "resume=true"), tmp_path / "stopped") == whole
+    members = [json.loads((tmp_path / d / "population.json").read_text())["members"]
+               for d in ("whole", "stopped")]
+    assert [m["eval"] for m in members[0]] == [m["eval"] for m in members[1]]
+
+
+def test_a_stopped_run_resumes_with_a_larger_budget(tmp_path, monkeypatch):
+    with monkeypatch.context() as m:
+        send_during(m, signal.SIGTERM, 2)
+        with pytest.raises(Stopped):
+            train(make_cfg(*FAST), tmp_path)
+    train(make_cfg(*FAST, "budget.games=3072", "resume=true"), tmp_path)
+    assert games_in(tmp_path / "checkpoints" / "last.ckpt") == 3072
+
+
+@pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
+def test_slurms_warning_signal_chains_to_submitit_and_a_requeued_job_continues(tmp_path, monkeypatch):
+    """submitit asks SLURM for SIGUSR2 before the time limit and requeues from its handler:
+    ours checkpoints first, then hands over (Stopped.chain); the requeued job reruns the same
+    command (resume=false) and continues its folder, checked as a resume."""
+    whole = train(make_cfg(*FAST), tmp_path / "whole")
+    calls = []
+
+    def submitit_handler(signum, frame):
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGUSR2, submitit_handler)
+    try:
+        with monkeypatch.context() as m:
+            send_during(m, signal.SIGUSR2, 2)
+            with pytest.raises(Stopped) as stopped:
+                train(make_cfg(*FAST), tmp_path / "job")
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    assert calls == [] and stopped.value.chain is submitit_handler and stopped.value.code == 128 + 12
+    with pytest.raises(ConfigError, match="already holds a run"):  # not requeued: a fresh run is refused
+        train(make_cfg(*FAST), tmp_path / "job")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert train(make_cfg(*FAST), tmp_path / "job") == whole
+
+
+@pytest.mark.slow  # two commands in subprocesses
+def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
+    args = ["budget.games=2000000", "algo.games_per_update=512", "eval_every=5", "checkpoint_every=1000",
+            "progress=lines", "threads=1"]
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "-m", "seed=0,1", *args,
+                             f"hydra.sweep.dir={sweep}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 240
+    for line in proc.stdout:  # job 0's opening line: its training is starting
+        if line.startswith("training ") or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM after ")
+    assert err.strip().endswith("games: resume=true continues")
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0"]  # job 1 never started
+    job = sweep / "0"
+    assert games_in(job / "checkpoints" / "last.ckpt") > 0 and not (job / "eval.json").exists()
+    resumed = subprocess.run([sys.executable, "-m", "ttt_research", "seed=0", *args, "budget.games=100000",
+                              "resume=true", f"hydra.run.dir={job}"], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert (job / "eval.json").is_file()
+
+
+@pytest.mark.slow  # two DDP commands (two processes each) in subprocesses
+def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
+    """SIGTERM to rank 0 only: both processes stop after the same update (they decide
+    together), the checkpoint is written, the command exits 143, and the resume finishes."""
+    args = ["algo.games_per_update=512", "eval_every=5", "checkpoint_every=1000", "progress=lines",
+            "threads=1", "trainer=ddp", "trainer.devices=2", f"hydra.run.dir={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "budget.games=4000000", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:  # the first progress line: both processes are training
+            if line.startswith("["):
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err[-2000:]
+    games = games_in(tmp_path / "checkpoints" / "last.ckpt")
+    assert err.strip().splitlines()[-1] == f"stopped by SIGTERM after {games:,} games: resume=true continues"
+    assert games % 1024 == 0 and 0 < games < 1_024_000  # an update's end, before any regular checkpoint
+    resumed = subprocess.run([sys.executable, "-m", "ttt_research", f"budget.games={games + 4096}", *args,
+                              "resume=true"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert games_in(tmp_path / "checkpoints" / "last.ckpt") == games + 4096
