@@ -18,7 +18,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from ttt_research.errors import ConfigError
+from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
+from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
 from ttt_research.train.validate import discard_run_dir, validate
@@ -45,9 +46,8 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    from ttt_research.errors import NonFiniteError, UserError
-    from ttt_research.evaluation.exact import IllegalMoveError
-    from ttt_research.evaluation.objectives import objective
+    # Imported once the config passed: these load torch and Lightning (~8 s), which a refused
+    # value never waits for.
     from ttt_research.train.run import train
     from ttt_research.train.runfolder import FolderInUse, secondary
     from ttt_research.train.signals import Stopped
@@ -72,9 +72,7 @@ def app(cfg: DictConfig) -> float:
             e.chain(e.signum, None)
         sys.exit(e.code)
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
-        from ttt_research.errors import reader_gone  # the last checkpoint stays, resume=true goes on from it
-
-        sys.exit(reader_gone())
+        sys.exit(reader_gone())  # the last checkpoint stays, resume=true goes on from it
     finally:
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
@@ -89,8 +87,6 @@ def main() -> None:
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
-        from ttt_research.errors import reader_gone
-
         sys.exit(reader_gone())
 
 

@@ -115,6 +115,10 @@ def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
     return _is_number(v) and (lo < v if low_open else lo <= v) and v <= hi
 
 
+class IllegalMoveError(UserError):
+    """A policy without a legal greedy move at some position: refused, never scored."""
+
+
 # A run that cannot go on.
 
 class NonFiniteError(RuntimeError):

@@ -19,7 +19,7 @@ our PPO, measured the same way:
 SB3 collects whole rollouts, so the budget is rounded up to a multiple of
 ``n_envs * n_steps`` (16,384 by default): ``steps`` in the result is what was played.
 Needs the optional extra ``compare`` (gymnasium, stable-baselines3, sb3-contrib);
-``python -m ttt_research.compare_sb3 --steps N`` prints a table.
+``python -m ttt_research.baselines.sb3 --steps N`` prints a table.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ SEED_ENV = {"opponent": "mixed", "strong": "rules", "p_perfect": 0.7, "seat": "b
             "reward": {"win": 1.0, "tie": 0.5, "loss": -1.0, "illegal": -10.0}}
 
 
-def _require_sb3():
+def require_sb3():
     """Import the comparison's dependencies, or raise ``MissingExtra`` with one line."""
     try:
         import sb3_contrib
         import stable_baselines3
 
-        from ttt_research.env import gymnasium as ttt_gym
+        from ttt_research.env import gymnasium as ttt_gym  # imports gymnasium, of the same extra
     except ImportError as e:
         raise MissingExtra("compare", "the SB3 comparison", e) from None
     return sb3_contrib, stable_baselines3, ttt_gym
@@ -89,7 +89,7 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
     """
     if steps < 1 or eval_every < 1:
         raise ValueError(f"steps and eval_every must be positive integers, got {steps}, {eval_every}")
-    sb3_contrib, sb3, ttt_gym = _require_sb3()
+    sb3_contrib, sb3, ttt_gym = require_sb3()
     import gymnasium
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -182,6 +182,18 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
     }
 
 
+def compare(steps: int, threads: int | None, ours: dict, log: Callable[[str], None] | None = None) -> dict:
+    """``bench --compare sb3``: SB3 trained ``steps`` steps here and now, and the ratios of
+    ``ours`` (bench's PPO figures of this run) to it."""
+    r = run_sb3(steps, seed=0, threads=threads or 1, log=log)
+    out = {"steps": r["steps"], "steps_per_s": r["steps_per_s"],
+           "time_to_unbeatable_s": r["time_to_unbeatable_s"], "threads": threads or 1}
+    out["ratio_steps_per_s"] = ours["ppo_steps_per_s"] / r["steps_per_s"]
+    if ours["time_to_unbeatable_s"] and r["time_to_unbeatable_s"]:
+        out["ratio_time_to_unbeatable"] = r["time_to_unbeatable_s"] / ours["time_to_unbeatable_s"]
+    return out
+
+
 def format_result(r: dict) -> str:
     """The result as a small text table, then the final exact evaluation."""
     ttu = "never" if r["time_to_unbeatable_s"] is None else \
@@ -202,7 +214,7 @@ def format_result(r: dict) -> str:
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ttt_research.compare_sb3",
+        prog="python -m ttt_research.baselines.sb3",
         description="Train SB3 MaskablePPO with the PPO seed's setup on our gym adapter and "
                     "evaluate it exactly (needs the 'compare' extra).")
     parser.add_argument("--steps", type=int, default=100_000, help="learner env steps (default 100000)")

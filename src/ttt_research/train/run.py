@@ -28,14 +28,16 @@ from ttt_research.analysis.curves import plot_curves
 from ttt_research.evaluation.exact import eval_table, evaluate_policy
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
+from ttt_research.models.nets import MLPStack
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
 from ttt_research.population.sharing import processes
 from ttt_research.train import population as population_run
 from ttt_research.train import runfolder
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint
-from ttt_research.train.console import OpeningLine, ProgressLines, host_info
+from ttt_research.train.console import OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
+from ttt_research.train.host import run_json_host
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
@@ -92,8 +94,6 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
     import dataclasses
 
     from hydra.utils import get_class
-
-    from ttt_research.models.nets import MLPStack
 
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
@@ -243,7 +243,7 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
         except (ValueError, AttributeError):
             sessions = []
     sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
-                     "argv": sys.argv[1:], "host": host_info()})
+                     "argv": sys.argv[1:], "host": run_json_host()})
     write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
                                    "sessions": sessions}, indent=2) + "\n")
 

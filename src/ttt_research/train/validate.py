@@ -17,6 +17,7 @@ Hydra made before the job started, is removed again (``discard_run_dir``).
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -32,6 +33,7 @@ from ttt_research.contract import (
 )
 from ttt_research.errors import ConfigError, _bounded, _get, _is_int, _is_number, _need, positive_int
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
+from ttt_research.population import spec as pop
 from ttt_research.population.sharing import processes
 
 FLOAT32 = "(training runs in float32)"
@@ -168,10 +170,6 @@ def _validate_stages(cfg: DictConfig) -> None:
 
 def validate_population(cfg: DictConfig) -> None:
     """The ``population:`` block (``population.py`` says what each key means)."""
-    from ttt_research.population import (
-        spec as pop,  # imported here: population.py imports ConfigError from us
-    )
-
     if _get(cfg, "population") is None:  # a config from before populations: one agent
         return
     positive_int(cfg, "population.size", MEMBERS_MAX, " (members of one process)")
@@ -359,10 +357,6 @@ def check_memory(cfg: DictConfig) -> None:
     the machine has available, before it starts rather than in the allocator minutes later.
     CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
     started (a DDP rank's own start would see the others' memory as taken)."""
-    import os
-
-    from ttt_research.population import spec as pop
-
     if _get(cfg, "trainer.accelerator") not in ("cpu", None) or os.environ.get("LOCAL_RANK", "0") != "0":
         return
     free = available_memory()
