@@ -43,7 +43,7 @@ def refuse(error: Exception, discard: bool = True) -> None:
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def app(cfg: DictConfig) -> float:
     try:
-        validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
+        validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
     # Imported once the config passed: these load torch and Lightning (~8 s), which a refused
@@ -54,7 +54,7 @@ def app(cfg: DictConfig) -> float:
     from ttt_research.train.tracking import finish
 
     try:
-        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True)
+        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True, validated=True)
     except FolderInUse as e:  # another run's folder: not one thing in it is ours to remove
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it

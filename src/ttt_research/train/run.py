@@ -123,15 +123,19 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
                 member_nets=member_nets, population_size=size or len(members))
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> dict:
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
 
     The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
     check of the folder, the resume and the checkpoint), and nothing in it is written before
     every check passed: then ``.hydra/`` (``hydra_files``: the command's, not the compose
     API's), ``run.json`` and the metrics kept from before a resume. A stop signal ends the
-    run after the update it arrived in, with a checkpoint (``signals.Stopped``)."""
-    validate(cfg)
+    run after the update it arrived in, with a checkpoint (``signals.Stopped``).
+
+    The config is validated once per run, here (``validate.validate``), unless the caller
+    did it already on this very config (``validated``): the command does, before torch loads."""
+    if not validated:
+        validate(cfg)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = population.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
@@ -160,7 +164,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     world = processes(cfg)
     extra = {}
     if many and world > 1:  # trainer=ddp: each process trains its share of the members
-        rank = sharing.process_rank(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
+        rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
         module = build_population(cfg, sharing.shard(members, rank, world), len(members))
         module._shard_rank = rank
         extra["strategy"] = population_run.SplitMembers()
