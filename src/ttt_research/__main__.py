@@ -18,7 +18,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from ttt_research.errors import ConfigError
+from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
+from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
 from ttt_research.train.validate import discard_run_dir, validate
@@ -42,19 +43,18 @@ def refuse(error: Exception, discard: bool = True) -> None:
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def app(cfg: DictConfig) -> float:
     try:
-        validate(cfg)  # before torch and Lightning load: a bad value is refused in ~1 s, not ~9
+        validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    from ttt_research.errors import NonFiniteError, UserError
-    from ttt_research.evaluation.exact import IllegalMoveError
-    from ttt_research.evaluation.objectives import objective
+    # Imported once the config passed: these load torch and Lightning (~8 s), which a refused
+    # value never waits for.
     from ttt_research.train.run import train
     from ttt_research.train.runfolder import FolderInUse, secondary
     from ttt_research.train.signals import Stopped
     from ttt_research.train.tracking import finish
 
     try:
-        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True)
+        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True, validated=True)
     except FolderInUse as e:  # another run's folder: not one thing in it is ours to remove
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
@@ -72,9 +72,7 @@ def app(cfg: DictConfig) -> float:
             e.chain(e.signum, None)
         sys.exit(e.code)
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
-        from ttt_research.errors import reader_gone  # the last checkpoint stays, resume=true goes on from it
-
-        sys.exit(reader_gone())
+        sys.exit(reader_gone())  # the last checkpoint stays, resume=true goes on from it
     finally:
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
@@ -89,8 +87,6 @@ def main() -> None:
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
-        from ttt_research.errors import reader_gone
-
         sys.exit(reader_gone())
 
 

@@ -22,14 +22,14 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
 
 Speeds from different hosts do not divide, so every ratio printed is one measured in the same
 run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built with ``cc``)
-times antirez's C ttt-rl (``bench_antirez.py``) between REINFORCE's training runs, alternating
+times antirez's C ttt-rl (``baselines/antirez.py``) between REINFORCE's training runs, alternating
 which goes first, and reports the ratio of the medians. ``--compare sb3`` adds SB3 +
-sb3-contrib MaskablePPO with the seed's network on the gym adapter (``compare_sb3.py``, the
+sb3-contrib MaskablePPO with the seed's network on the gym adapter (``baselines/sb3.py``, the
 ``compare`` extra) and the ratios to it. The reference rows beside the table are constants
 from the project's development host, labelled so, and never divided by. The output names the
 host's CPU and the torch threads of each figure, and the host's load when the bench started
 (``host.load``: ``os.getloadavg()`` beside the logical CPUs); a busy host (a 1-minute load above
-``BUSY`` per CPU: other work shares the cores) gets a warning on stderr, since every figure
+``host.BUSY`` per CPU: other work shares the cores) gets a warning on stderr, since every figure
 measured then is low.
 """
 
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import sys
@@ -46,17 +45,22 @@ import time
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import torch
+from hydra.utils import instantiate
 
 from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
+from ttt_research.baselines import sb3
 from ttt_research.contract import unbeatable
 from ttt_research.env import game
 from ttt_research.errors import UserError, command
 from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.evaluation.onnx import export
 from ttt_research.models.nets import MLP
 from ttt_research.train.confdir import compose
-from ttt_research.train.console import cpu_model
+from ttt_research.train.host import busy_warning, machine
+from ttt_research.train.run import build, quiet_lightning
 
 # Constants for orientation only: another host's figures, never divided by ours.
 MEASURED_ON = "measured on the project's 2-core development host, 2026-11-30"
@@ -71,38 +75,6 @@ DEFAULT_GAMES = {"reinforce": (6_000_000, 500_000), "ppo": (800_000, 800_000)}  
 def _say(msg: str) -> None:
     """Progress on stderr, so ``--json`` output stays clean."""
     print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-
-# A 1-minute load above this share of the logical CPUs means other work is running: two torch
-# runs on a 2-core host each keep under a third of their speed (docs/reliability.md#busy-hosts).
-BUSY = 0.5
-
-
-def host() -> dict:
-    """The machine the figures belong to: CPU model, logical CPUs, and its load now."""
-    return {"cpu": cpu_model() or "unknown", "logical_cpus": os.cpu_count(), "system": platform.system(),
-            "load": host_load()}
-
-
-def host_load() -> dict | None:
-    """The load averages over 1, 5 and 15 minutes, the logical CPUs, and whether the host is
-    busy (1-minute load above ``BUSY`` per CPU); None where the OS has no load average."""
-    try:
-        one, five, fifteen = os.getloadavg()
-    except (OSError, AttributeError):  # Windows
-        return None
-    cpus = os.cpu_count() or 1
-    return {"1min": round(one, 2), "5min": round(five, 2), "15min": round(fifteen, 2),
-            "logical_cpus": cpus, "busy": one > BUSY * cpus}
-
-
-def busy_warning(load: dict | None) -> str | None:
-    """The stderr warning for a busy host (None when it is not, or its load is unknown)."""
-    if not load or not load["busy"]:
-        return None
-    return (f"warning: the host is busy before the bench starts (load {load['1min']:.2f} over 1 min on "
-            f"{load['logical_cpus']} logical CPU(s), above {BUSY:g} per CPU): other work shares the "
-            "cores and every figure will be low; rerun on an idle host")
 
 
 def _sync(device: torch.device) -> None:
@@ -184,10 +156,6 @@ class Clock(L.Callback):
 
 def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     """Train the config of ``overrides`` without a run folder; returns (module, clock)."""
-    from hydra.utils import instantiate
-
-    from ttt_research.train.run import build, quiet_lightning
-
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
     torch.set_num_threads(threads or cfg.threads or 1)
@@ -275,10 +243,7 @@ def _trainer(device: str) -> str:
 
 def bench_latency(repeats: int, calls: int = 2000) -> dict:
     """Median time of one greedy move for one board, torch and onnxruntime, in ms."""
-    import numpy as np
-    import onnxruntime as ort
-
-    from ttt_research.evaluation.onnx import export
+    import onnxruntime as ort  # the `onnx` extra
 
     net = MLP([128, 128], "signed9").eval()
     board = torch.zeros(1, 9)
@@ -307,18 +272,6 @@ def bench_latency(repeats: int, calls: int = 2000) -> dict:
     return {"move_latency_ms": {"torch": torch_ms, "onnxruntime": ort_ms}}
 
 
-def bench_sb3(steps: int, threads: int | None, ours: dict) -> dict:
-    from ttt_research.baselines.sb3 import run_sb3
-
-    r = run_sb3(steps, seed=0, threads=threads or 1, log=_say)
-    out = {"steps": r["steps"], "steps_per_s": r["steps_per_s"],
-           "time_to_unbeatable_s": r["time_to_unbeatable_s"], "threads": threads or 1}
-    out["ratio_steps_per_s"] = ours["ppo_steps_per_s"] / r["steps_per_s"]
-    if ours["time_to_unbeatable_s"] and r["time_to_unbeatable_s"]:
-        out["ratio_time_to_unbeatable"] = r["time_to_unbeatable_s"] / ours["time_to_unbeatable_s"]
-    return out
-
-
 def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         reinforce_games: int | None = None, ppo_games: int | None = None,
         compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
@@ -333,7 +286,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     measure_repeats = 3 if quick else 5
     train_repeats = repeats or (1 if quick else 3)
     pick = 1 if quick else 0
-    out: dict = {"device": str(dev), "host": host()}  # its load: before any figure is measured
+    out: dict = {"device": str(dev), "host": machine()}  # its load: before any figure is measured
     if warning := busy_warning(out["host"]["load"]):
         _say(warning)
     _say("engine")
@@ -385,7 +338,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     out.update(bench_latency(measure_repeats))
     if "sb3" in compare:
         _say(f"SB3 MaskablePPO, {sb3_steps:,d} steps")
-        same_run["sb3"] = bench_sb3(sb3_steps, threads, out)
+        same_run["sb3"] = sb3.compare(sb3_steps, threads, out, log=_say)
     if same_run:
         out["compare"] = same_run
     out["versions"] = {"ttt_research": __version__, "torch": torch.__version__,
@@ -513,9 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     if "antirez" not in compare and (args.antirez_bin or args.antirez_src):
         raise UserError("--antirez-bin and --antirez-src are used only with --compare antirez")
     if "sb3" in compare:
-        from ttt_research.baselines.sb3 import _require_sb3
-
-        _require_sb3()  # MissingExtra, a UserError, if the extra is not installed
+        sb3.require_sb3()  # MissingExtra, a UserError, if the extra is not installed
     with tempfile.TemporaryDirectory(prefix="ttt-bench-") as tmp:
         binary = args.antirez_bin
         if "antirez" in compare:

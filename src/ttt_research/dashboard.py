@@ -39,6 +39,8 @@ from ttt_research.contract import (
     eval_name,
 )
 from ttt_research.errors import MissingExtra, UserError, command
+from ttt_research.files.untrusted import Malformed, load_yaml, select
+from ttt_research.train import wandb_server
 
 # A value of an override that makes Hydra sweep it: a list (a,b), or a sweep function.
 SWEEP_VALUE = re.compile(r"^(range|choice|interval|tag|glob)\(|,")
@@ -142,8 +144,6 @@ def swept_params(sweep: Path) -> list[str]:
 
     The file is read as plain YAML (``untrusted.py``): an interpolation in it is text, never
     resolved, so no environment value can reach W&B through a key's name."""
-    from ttt_research.files.untrusted import Malformed, load_yaml, select
-
     path = sweep / "multirun.yaml"
     if not path.exists():
         raise DashboardError(f"{sweep} is not a multirun folder (no multirun.yaml); name the varied "
@@ -207,13 +207,11 @@ def describe(workspace) -> dict:
 
 def _check_reachable() -> None:
     """One line if saving cannot work: no API key, or the server does not answer."""
-    from ttt_research.train.tracking import _has_api_key, _reachable, wandb_server
-
-    host, port = wandb_server()
-    if not _has_api_key(host):
+    host, port = wandb_server.server()
+    if not wandb_server.has_api_key(host):
         raise DashboardError(f"no W&B API key for {host}: set WANDB_API_KEY or run `wandb login` "
                              "(or look first with --print); nothing was saved")
-    if not _reachable(host, port):
+    if not wandb_server.reachable(host, port):
         raise DashboardError(f"the W&B server {host}:{port} did not answer within 2 s; nothing was saved")
 
 

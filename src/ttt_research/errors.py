@@ -3,16 +3,33 @@
 A bad file, a bad argument or a missing optional extra is not a bug: the user sees
 ``error: <what is wrong>`` on stderr and the command exits with ``USER_ERROR`` (2, as
 argparse does for bad usage). Exceptions that mean such a mistake derive from ``UserError``
-(``PolicyFileError``, ``ExportError``, ``ReportError``, ``MissingExtra``) or are named to
-``command``; anything else is a bug and keeps its traceback.
+or are named to ``command``; anything else is a bug and keeps its traceback.
+
+The error types, here or derived from one here where they are raised:
+
+- ``UserError`` (exit 2): ``MissingExtra`` and ``IllegalMoveError`` (a policy with no legal
+  greedy move somewhere; ``__main__`` exits 3 for it) here; ``OutputError``
+  (files/atomic.py: a disk full or read-only), ``PolicyFileError``
+  (evaluation/policy_file.py), ``ExportError`` (evaluation/onnx.py), ``ReportError``
+  (analysis/runs.py), ``DashboardError`` (dashboard.py), ``AntirezError``
+  (baselines/antirez.py).
+- ``ConfigError`` (a ``ValueError``, exit 2): a value out of range; ``FolderInUse``
+  (train/runfolder.py: another run's folder, left untouched).
+- ``NonFiniteError`` (a ``RuntimeError``, exit 3): the numerical guard stopped the run.
+
+Never shown to a user as such: ``files.untrusted.Malformed`` and ``web.server.BadBoard``
+(``ValueError``s turned into a skipped run, a warning or a ``DashboardError``, and an HTTP
+400), ``train.signals.Stopped`` (a stop signal, checkpointed; its own exit code) and
+``play.Quit``.
 
     @command(OSError)
     def main(argv: list[str] | None = None) -> int:
         ...
         raise UserError("--steps must be a positive integer")
 
-``ConfigError`` (a config value out of range) comes with the small checks that raise it,
-used by every layer that reads a config (``train/validate.py`` holds the rules).
+``ConfigError`` (a config value out of range) comes with the small checks that raise it
+(``value_of``, ``need``, ``is_int``, ``is_number``, ``bounded``, ``positive_int``), used by
+every layer that reads a config (``train/validate.py`` holds the rules).
 ``NonFiniteError`` is raised by the numerical guard of the training shell and by the
 checkpoint callback; ``__main__`` turns it into one line and exit status 3.
 
@@ -86,33 +103,42 @@ class ConfigError(ValueError):
     """A config value is out of its allowed range; the message names key and range."""
 
 
-def _get(cfg: DictConfig, key: str):
+def value_of(cfg: DictConfig, key: str):
+    """The value at dotted ``key``, None where the config has no such key."""
     return OmegaConf.select(cfg, key, default=None)
 
 
-def _is_int(v) -> bool:
+def is_int(v) -> bool:
+    """An integer, not a bool (YAML's true is no count)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v) -> bool:
+def is_number(v) -> bool:
+    """A finite real number, not a bool."""
     return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _need(ok: bool, key: str, allowed: str, value) -> None:
+def need(ok: bool, key: str, allowed: str, value) -> None:
+    """``ConfigError`` "KEY must be ALLOWED, got VALUE" unless ``ok``."""
     if not ok:
         raise ConfigError(f"{key} must be {allowed}, got {value!r}")
 
 
 def positive_int(cfg, key, most: int | None = None, why: str = ""):
-    v = _get(cfg, key)
-    _need(_is_int(v) and v > 0, key, "a positive integer", v)
+    """``key`` is a positive integer (at most ``most``, ``why`` saying why), else ``ConfigError``."""
+    v = value_of(cfg, key)
+    need(is_int(v) and v > 0, key, "a positive integer", v)
     if most is not None:
-        _need(v <= most, key, f"at most {most:,}{why}", v)
+        need(v <= most, key, f"at most {most:,}{why}", v)
 
 
-def _bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
+def bounded(v, lo: float, hi: float, low_open: bool = False) -> bool:
     """A finite number in [lo, hi] ((lo, hi] with ``low_open``)."""
-    return _is_number(v) and (lo < v if low_open else lo <= v) and v <= hi
+    return is_number(v) and (lo < v if low_open else lo <= v) and v <= hi
+
+
+class IllegalMoveError(UserError):
+    """A policy without a legal greedy move at some position: refused, never scored."""
 
 
 # A run that cannot go on.

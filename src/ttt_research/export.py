@@ -28,13 +28,12 @@ from ttt_research.evaluation.exact import (
     unbeatable_line,
 )
 from ttt_research.evaluation.onnx import ExportError, export
+from ttt_research.evaluation.policy_file import load_checkpoint
 
 
 @command(OSError)
 def main(argv: list[str] | None = None) -> int:
     import argparse
-
-    from ttt_research.evaluation.policy_file import load_checkpoint
 
     p = argparse.ArgumentParser(prog="python -m ttt_research.export",
                                 description="Export a checkpoint's greedy policy to ONNX, with its "

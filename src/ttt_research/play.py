@@ -28,6 +28,8 @@ from ttt_research.contract import EVAL_SEATS, SEAT_PIECE
 from ttt_research.env import game
 from ttt_research.errors import command
 from ttt_research.evaluation.exact import PolicyFn, check_logits
+from ttt_research.evaluation.policy_file import load_policy  # PolicyFileError: a UserError
+from ttt_research.web.server import port_number, serve
 
 SYMBOL = {game.X: "X", game.O: "O", game.EMPTY: "."}
 
@@ -165,10 +167,6 @@ def play_session(policy: PolicyFn, seat: int, read: Callable[[str], str] = input
 
 @command()
 def main(argv: list[str] | None = None) -> int:
-    from ttt_research.evaluation.policy_file import (
-        load_policy,  # its PolicyFileError is a UserError: one line, exit 2
-    )
-
     p = argparse.ArgumentParser(prog="python -m ttt_research.play",
                                 description="Play against a trained agent (greedy policy).")
     p.add_argument("path", help="policy file: a checkpoint (.ckpt) or an ONNX model (.onnx)")
@@ -178,8 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.web:
-            from ttt_research.web.server import port_number, serve
-
             return serve(args.path, port_number(args.port))
         policy, _ = load_policy(args.path)
         decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here

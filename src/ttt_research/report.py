@@ -40,9 +40,8 @@ from ttt_research.analysis.runs import ReportError, find_runs, scan_runs, skippe
 from ttt_research.analysis.summary import (
     FEW_SEEDS,
     METRICS,
-    _ci,
-    _write_rows,
     best_trial,
+    ci_text,
     compare,
     default_metrics,
     find_group,
@@ -50,6 +49,7 @@ from ttt_research.analysis.summary import (
     records,
     summarise,
     summarise_one,
+    write_rows,
 )
 from ttt_research.contract import (
     EVAL_SEATS,
@@ -89,8 +89,8 @@ def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list
     write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root)
                  + best_trial(root))
     table = records(keys, rows)
-    _write_rows(files["csv"], table)
-    _write_rows(files["runs"], per_run)
+    write_rows(files["csv"], table)
+    write_rows(files["runs"], per_run)
     plot(files["png"], keys, rows, reps, seed)
     plot_profiles(files["profiles"], rows, reps, seed)
     return files, table
@@ -172,7 +172,7 @@ def _compare_main(args, metrics: list[str] | None) -> int:
     for c in result:
         note = f"  (few seeds: {c['seeds_a']} vs {c['seeds_b']}, read with care)" if c["few_seeds"] else ""
         print(f"  {c['metric']:<32} ({c['better']} is better): {c['p_improvement']:.3f} "
-              f"{_ci(c['ci_low'], c['ci_high'], 3)}{note}")
+              f"{ci_text(c['ci_low'], c['ci_high'], 3)}{note}")
     return 0
 
 

@@ -3,10 +3,13 @@ job for a 2-core host: 236k games/s alone fell to ~69k each beside a second run)
 records the host's load before it starts, in its JSON and its table, and warns on stderr when
 the host is busy. No speed is measured here (the test host is shared)."""
 
+import os
+
 import pytest
 
 from tests.helpers.configs import make_cfg
 from ttt_research import bench
+from ttt_research.train import host
 from ttt_research.train.confdir import config_dir
 
 ALGOS = sorted(p.stem for p in (config_dir() / "algo").glob("*.yaml"))
@@ -22,25 +25,25 @@ def test_every_shipped_config_runs_one_torch_thread(overrides):
 
 
 def fake_load(monkeypatch, load, cpus=2):
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: load)
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(os, "getloadavg", lambda: load)
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
 
 
 def test_the_hosts_load_is_recorded_and_a_busy_host_named(monkeypatch):
     fake_load(monkeypatch, (1.5, 0.8, 0.4))
-    load = bench.host()["load"]
+    load = host.machine()["load"]
     assert load == {"1min": 1.5, "5min": 0.8, "15min": 0.4, "logical_cpus": 2, "busy": True}
-    assert bench.busy_warning(load) == (
+    assert host.busy_warning(load) == (
         "warning: the host is busy before the bench starts (load 1.50 over 1 min on 2 logical CPU(s), "
         "above 0.5 per CPU): other work shares the cores and every figure will be low; rerun on an "
         "idle host")
     fake_load(monkeypatch, (1.0, 3.0, 3.0))  # exactly 0.5 per CPU: not yet busy
-    assert bench.host()["load"]["busy"] is False and bench.busy_warning(bench.host()["load"]) is None
+    assert host.machine()["load"]["busy"] is False and host.busy_warning(host.machine()["load"]) is None
 
     def no_load():
         raise OSError("no load average")
-    monkeypatch.setattr(bench.os, "getloadavg", no_load)
-    assert bench.host()["load"] is None and bench.busy_warning(None) is None
+    monkeypatch.setattr(os, "getloadavg", no_load)
+    assert host.machine()["load"] is None and host.busy_warning(None) is None
 
 
 def test_bench_warns_before_measuring_and_prints_the_load(monkeypatch, capsys):

@@ -14,7 +14,7 @@ import torch
 
 from tests.helpers.configs import make_cfg
 from tests.helpers.wandb_files import of_kind, wandb_records
-from ttt_research.analysis.curves import _drawn_members, plot_population, population_series
+from ttt_research.analysis.curves import drawn_members, plot_population, population_series
 from ttt_research.contract import EVAL_NAMES
 from ttt_research.env.solver import solve
 from ttt_research.evaluation import exact as ev
@@ -133,7 +133,7 @@ def test_population_curves_draw_every_member_the_median_and_the_share_unbeatable
 
 
 def test_a_large_population_draws_200_members_spread_evenly_and_says_so(tmp_path, monkeypatch):
-    drawn = _drawn_members(np.arange(1000))
+    drawn = drawn_members(np.arange(1000))
     assert len(drawn) == len(set(drawn.tolist())) == 200 and drawn[0] == 0 and drawn[-1] == 999
     assert np.diff(drawn).min() >= 5 and np.diff(drawn).max() <= 6
     path = tmp_path / "population_evals.csv"

@@ -237,7 +237,7 @@ def rate_limits(values) -> tuple[float, float]:
     return lo, hi
 
 
-def _drawn_members(members, limit: int = MAX_LINES):
+def drawn_members(members, limit: int = MAX_LINES):
     """The members to draw a line for: all of them, or ``limit`` spread evenly over them."""
     import numpy as np
 
@@ -265,7 +265,7 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
     st = _series(cols, seat)
     games = st["games"]
     seats = JUDGED_SEATS[seat]
-    drawn = _drawn_members(cols["member"])
+    drawn = drawn_members(cols["member"])
     few = len(games) < 12  # few points: markers, and a lone point is still seen
     marker = "o" if few else None
     floor = 1e-5  # zero cannot sit on a log axis: losses of exactly 0 are drawn here

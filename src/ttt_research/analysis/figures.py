@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttt_research.analysis.curves import wrap_phrases
-from ttt_research.analysis.summary import _fmt, metric_title
+from ttt_research.analysis.summary import fmt, metric_title
 from ttt_research.contract import (
     EVAL_SEATS,
 )
@@ -43,7 +43,7 @@ from ttt_research.files.atomic import atomic_path
 
 
 def _labels(rows: list[dict]) -> list[str]:
-    return [wrap_phrases(", ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
+    return [wrap_phrases(", ".join(f"{k}={fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
             for row in rows]
 
 

@@ -147,7 +147,7 @@ class Skipped:
     incomplete: bool = False
 
 
-def _parse_override(text: str) -> tuple[str, str]:
+def parse_override(text: str) -> tuple[str, str]:
     key, _, value = text.partition("=")
     return key.lstrip("+~"), value
 
@@ -159,7 +159,7 @@ def _overrides(hydra: Path) -> dict[str, str]:
         return {}
     if not isinstance(found, list) or not all(isinstance(o, str) for o in found):
         raise Malformed(f".hydra/overrides.yaml is {untrusted.kind(found)}, not a list of key=value strings")
-    return dict(_parse_override(o) for o in found)
+    return dict(parse_override(o) for o in found)
 
 
 def _config(hydra: Path) -> tuple[dict, str, str, int | None]:
@@ -416,7 +416,7 @@ def group_runs(runs: list[Run], keys: list[str]) -> list[tuple[dict[str, str], l
     return [(dict(zip(keys, label, strict=True)), rs) for label, rs in groups.items()]
 
 
-def _seed_list(seeds: list) -> str:
+def seeds_text(seeds: list) -> str:
     """``0, 1, 2`` for a few seeds; ``100: 1000–1099`` (count, then runs of consecutive
     seeds) for many."""
     known = sorted({s for s in seeds if s is not None})

@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttt_research.analysis.runs import ReportError, Run, _parse_override, _seed_list, group_runs, varying_keys
+from ttt_research.analysis.runs import ReportError, Run, group_runs, parse_override, seeds_text, varying_keys
 from ttt_research.contract import (
     EVAL_NAMES,
     EVAL_SEATS,
@@ -68,7 +68,7 @@ def default_metrics(seats) -> list[str]:
     return [*per_seat, "optimal_move_rate"]
 
 
-def _fmt(v) -> str:
+def fmt(v) -> str:
     if isinstance(v, str):
         try:
             v = float(v) if "." in v or "e" in v.lower() else v
@@ -184,7 +184,7 @@ def metric_title(m: str) -> str:
     return f"{seat.upper()} {rest[-1]} vs {rest[0]}"
 
 
-def _ci(lo: float, hi: float, digits: int = 4) -> str:
+def ci_text(lo: float, hi: float, digits: int = 4) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
@@ -205,14 +205,14 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         n = len(row["runs"])
-        cells = [_fmt(row["label"][k]) or "(default)" for k in keys] or [str(n)]
-        cells.append(_seed_list(row["seeds"]))
+        cells = [fmt(row["label"][k]) or "(default)" for k in keys] or [str(n)]
+        cells.append(seeds_text(row["seeds"]))
         for m in metrics:
             s = row["summary"][m]
             cells.append("" if s is None else f"{s.iqm:.4f}" if n == 1 or s.min == s.max
-                         else f"{s.iqm:.4f} {_ci(s.ci_low, s.ci_high)}")
+                         else f"{s.iqm:.4f} {ci_text(s.ci_low, s.ci_high)}")
         k, (lo, hi) = row["unbeatable"], row["unbeatable_ci"]
-        cells.append(f"{k} of {n}: {k / n:.2f} {_ci(lo, hi, 2)}")  # 0 of 2 is still "up to 0.66"
+        cells.append(f"{k} of {n}: {k / n:.2f} {ci_text(lo, hi, 2)}")  # 0 of 2 is still "up to 0.66"
         cells.append(_reached(row["first"]))
         cells.append(_reached(row["since"]))
         o = row["objective"]
@@ -224,7 +224,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_rows(path: Path, rows: list[dict]) -> None:
+def write_rows(path: Path, rows: list[dict]) -> None:
     header = list(dict.fromkeys(k for r in rows for k in r))
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=header)
@@ -237,10 +237,10 @@ def find_group(keys: list[str], rows: list[dict], spec: str) -> dict:
     """The configuration ``spec`` names: ``key=value[,key=value]`` (its values of the varying
     keys; unnamed keys may take any value, but exactly one configuration must match) or its
     1-based row number in the table."""
-    names = ["; ".join(f"{k}={_fmt(v)}" for k, v in row["label"].items()) or "all runs" for row in rows]
+    names = ["; ".join(f"{k}={fmt(v)}" for k, v in row["label"].items()) or "all runs" for row in rows]
     if spec.isdigit() and 1 <= int(spec) <= len(rows):
         return rows[int(spec) - 1]
-    pairs = [_parse_override(p.strip()) for p in spec.replace(";", ",").split(",") if p.strip()]
+    pairs = [parse_override(p.strip()) for p in spec.replace(";", ",").split(",") if p.strip()]
     unknown = [k for k, _ in pairs if k not in keys]
     if not pairs or unknown:
         raise ReportError(f"--compare: {spec!r} names no configuration (use key=value with the keys "
@@ -298,7 +298,7 @@ def best_trial(root: Path) -> str:
     except Malformed as e:
         print(f"warning: Optuna's verdict left out: {e}", file=sys.stderr)
         return ""
-    shown = ", ".join(f"{k}={_fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
+    shown = ", ".join(f"{k}={fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
     return f"\nOptuna best: {best} with {shown}\n"
 
 

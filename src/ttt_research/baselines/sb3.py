@@ -40,13 +40,13 @@ SEED_ENV = {"opponent": "mixed", "strong": "rules", "p_perfect": 0.7, "seat": "b
             "reward": {"win": 1.0, "tie": 0.5, "loss": -1.0, "illegal": -10.0}}
 
 
-def _require_sb3():
+def require_sb3():
     """Import the comparison's dependencies, or raise ``MissingExtra`` with one line."""
     try:
         import sb3_contrib
         import stable_baselines3
 
-        from ttt_research.env import gymnasium as ttt_gym
+        from ttt_research.env import gymnasium as ttt_gym  # imports gymnasium, of the same extra
     except ImportError as e:
         raise MissingExtra("compare", "the SB3 comparison", e) from None
     return sb3_contrib, stable_baselines3, ttt_gym
@@ -89,7 +89,7 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
     """
     if steps < 1 or eval_every < 1:
         raise ValueError(f"steps and eval_every must be positive integers, got {steps}, {eval_every}")
-    sb3_contrib, sb3, ttt_gym = _require_sb3()
+    sb3_contrib, sb3, ttt_gym = require_sb3()
     import gymnasium
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -180,6 +180,18 @@ def run_sb3(steps: int, seed: int = 0, threads: int = 1, eval_every: int = 16_38
         "versions": {"stable_baselines3": sb3.__version__, "sb3_contrib": sb3_contrib.__version__,
                      "gymnasium": gymnasium.__version__, "torch": torch.__version__},
     }
+
+
+def compare(steps: int, threads: int | None, ours: dict, log: Callable[[str], None] | None = None) -> dict:
+    """``bench --compare sb3``: SB3 trained ``steps`` steps here and now, and the ratios of
+    ``ours`` (bench's PPO figures of this run) to it."""
+    r = run_sb3(steps, seed=0, threads=threads or 1, log=log)
+    out = {"steps": r["steps"], "steps_per_s": r["steps_per_s"],
+           "time_to_unbeatable_s": r["time_to_unbeatable_s"], "threads": threads or 1}
+    out["ratio_steps_per_s"] = ours["ppo_steps_per_s"] / r["steps_per_s"]
+    if ours["time_to_unbeatable_s"] and r["time_to_unbeatable_s"]:
+        out["ratio_time_to_unbeatable"] = r["time_to_unbeatable_s"] / ours["time_to_unbeatable_s"]
+    return out
 
 
 def format_result(r: dict) -> str:

@@ -30,8 +30,7 @@ import torch
 from ttt_research.contract import REPORT_KEY
 from ttt_research.env import game
 from ttt_research.env.solver import outcome_probs, perfect_probs, random_probs, uniform_over
-from ttt_research.env.streams import randint, uniform
-from ttt_research.models.nets import sample
+from ttt_research.env.streams import randint, sample, uniform
 
 
 class Opponent:

@@ -15,7 +15,8 @@ draw in a single run (a greedy one) must not advance its stream here either.
 
 Code that draws takes ``generator`` as either a ``torch.Generator`` (one stream, any shape)
 or ``Streams`` (leading axis = members) and calls ``uniform``/``randint``/``randperm`` here,
-so one implementation serves a single run and a population.
+so one implementation serves a single run and a population. ``sample`` draws moves from
+logits with them (Gumbel-max), for the opponents here and the algorithms above.
 """
 
 from __future__ import annotations
@@ -98,3 +99,18 @@ def randint(high: int, shape: tuple[int, ...], device: torch.device, generator=N
     if isinstance(generator, Streams):
         return generator.randint(high, *shape[1:])
     return torch.randint(high, shape, device=device, generator=generator)
+
+
+def sample(logits: torch.Tensor, generator=None, temperature: float | torch.Tensor = 1.0,
+           members: torch.Tensor | None = None) -> torch.Tensor:
+    """(..., 9) logits -> (...) cells drawn from softmax(logits / temperature), by the
+    Gumbel-max trick: argmax of logits / T plus Gumbel noise (masked cells stay at -1e9,
+    so they are never drawn). One uniform draw per cell, on the logits' device.
+
+    ``generator``: a ``torch.Generator``, or ``streams.Streams`` for (N, B, 9) logits of a
+    population (row k drawn from member k's stream; ``members`` (N,) bool: only those draw).
+    ``temperature``: a number, or a tensor that broadcasts against the logits ((N, 1, 1)).
+    """
+    u = uniform(logits.shape, logits.device, generator, members)
+    gumbel = u.clamp_(1e-20, 1.0).log_().neg_().log_()  # log(-log u), in place: a fresh tensor
+    return (logits / temperature - gumbel).argmax(-1)

@@ -42,7 +42,8 @@ from ttt_research.env.solver import (
     random_probs,
     solve,
 )
-from ttt_research.errors import UserError
+from ttt_research.errors import IllegalMoveError
+from ttt_research.models.nets import MLPStack
 
 PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
 
@@ -89,10 +90,6 @@ def _greedy(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 # --------------------------------------------------------------------------- exactness at the edges
-
-
-class IllegalMoveError(UserError):
-    """A policy without a legal greedy move at some position: refused, never scored."""
 
 
 def board_text(code: int) -> str:
@@ -443,8 +440,6 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
 
     A member without a legal greedy move somewhere is refused (``check_logits``).
     """
-    from ttt_research.models.nets import MLPStack  # evaluate needs no networks otherwise
-
     views = game.tables().view[decision_codes()].float()  # (M, 9)
     if isinstance(policy, MLPStack):
         views = views.to(policy.weights[0].device)

@@ -32,13 +32,16 @@ Any other name, given to a population, is the *best* member's value (the member 
 ``eval.json`` the run folder holds); a population's members are ranked by that name, or
 by the per-member name under an aggregate (``score`` under ``population_median_score``).
 
-Standard library at import: ``config.py`` imports it to validate the name before any work
-(the statistics come from ``stats.py``, imported when first needed).
+Standard library at import: ``train/validate.py`` imports it to validate the name before any
+work (``stats.py`` imports numpy and scipy only inside its functions).
 """
 
 from __future__ import annotations
 
+import statistics
+
 from ttt_research.contract import EVAL_NAMES, SEAT_KEYS, eval_metrics, learner_loss, unbeatable
+from ttt_research.evaluation.stats import iqm, wilson
 
 # Aggregates over a population's members, and the per-member name each aggregates.
 POPULATION_NAMES = {"population_median_score": "score", "population_median_win": "win",
@@ -60,10 +63,6 @@ def population_objectives(reports: list[dict | None], seat: str) -> dict[str, fl
     """The ``POPULATION_NAMES`` over members' reports (None: a member stopped without one,
     counted among the members, never unbeatable, but in no median or IQM). Medians of an even
     count: the mean of the middle two."""
-    import statistics
-
-    from ttt_research.evaluation.stats import iqm, wilson
-
     ranked = [r for r in reports if r is not None]
     safe = sum(unbeatable(r, seat) for r in ranked)
     out = {}

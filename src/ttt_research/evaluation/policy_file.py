@@ -24,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ttt_research.errors import UserError
+from ttt_research.errors import IllegalMoveError, UserError
+from ttt_research.evaluation.exact import check_policy
 from ttt_research.models.encodings import WIDTH
+from ttt_research.models.nets import MLP
 
 # Bounds on a checkpoint's network, far beyond what is trained here (mlp128 is [128, 128]):
 # what a hostile or corrupt net_spec may ask for before anything is allocated.
@@ -40,8 +42,6 @@ class PolicyFileError(UserError):
 def _checked(path: Path, logits) -> None:
     """The strict check of every decision position (``evaluate.check_logits``), as a
     ``PolicyFileError`` that names the file."""
-    from ttt_research.evaluation.exact import IllegalMoveError, check_policy
-
     try:
         check_policy(logits, where=f"{path}: ", strict=True)
     except IllegalMoveError as e:
@@ -152,8 +152,6 @@ def _check_weights(path: Path, spec, weights: dict) -> None:
 
 def load_checkpoint(path: str | Path):
     """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one."""
-    from ttt_research.models.nets import MLP
-
     path = Path(path)
     if not path.is_file():
         raise PolicyFileError(f"{path}: no such file")

@@ -23,8 +23,14 @@ All functions take plain sequences or NumPy arrays of per-seed scores ``(seeds,)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and scipy are imported inside each function: objectives.py imports this module, and
+# the config check imports objectives.py before anything heavy loads (a bad value is refused
+# in about a second), so importing this module costs nothing.
 
 CONFIDENCE = 0.95   # every interval here, unless told otherwise
 REPS = 2000         # bootstrap resamples (rliable's examples use 2,000 to 50,000)
@@ -32,6 +38,8 @@ REPS = 2000         # bootstrap resamples (rliable's examples use 2,000 to 50,00
 
 def _strata(scores) -> list[np.ndarray]:
     """One array per stratum: a flat sequence of numbers is one stratum."""
+    import numpy as np
+
     if len(scores) and np.ndim(scores[0]) == 0:
         scores = [scores]
     out = [np.asarray(s, dtype=float).ravel() for s in scores]
@@ -55,6 +63,7 @@ def bootstrap_ci(scores, statistic=iqm, reps: int = REPS, confidence: float = CO
 
     ``statistic(x, axis=...)`` must reduce along ``axis`` (``iqm``, ``np.median``,
     ``np.mean``). One score in all: the interval is that score (nothing to resample)."""
+    import numpy as np
     from scipy.stats import bootstrap
 
     strata = _strata(scores)
@@ -81,6 +90,8 @@ def bootstrap_ci(scores, statistic=iqm, reps: int = REPS, confidence: float = CO
 def iqm_ci(scores, reps: int = REPS, confidence: float = CONFIDENCE, seed: int = 0
            ) -> tuple[float, float, float]:
     """(IQM, CI low, CI high) of ``scores`` (numbers, or strata: see ``bootstrap_ci``)."""
+    import numpy as np
+
     strata = _strata(scores)
     low, high = bootstrap_ci(strata, iqm, reps, confidence, seed)
     return float(iqm(np.concatenate(strata))), low, high
@@ -100,6 +111,7 @@ def probability_of_improvement(x, y, axis=-1) -> float | np.ndarray:
     """P(X > Y) + P(X = Y) / 2 for a seed X of one configuration and a seed Y of the other:
     the Mann-Whitney U statistic of ``x`` over ``len(x) * len(y)`` (rliable's
     ``probability_of_improvement`` with one task). 0.5: neither is better."""
+    import numpy as np
     from scipy.stats import mannwhitneyu
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -111,6 +123,7 @@ def probability_of_improvement_ci(x, y, reps: int = REPS, confidence: float = CO
                                   seed: int = 0) -> tuple[float, float, float]:
     """(P(X > Y), CI low, CI high): the two configurations' seeds are resampled separately
     (each configuration a stratum, as rliable)."""
+    import numpy as np
     from scipy.stats import bootstrap
 
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
@@ -131,6 +144,7 @@ def performance_profile(scores, thresholds: Sequence[float], reps: int = REPS,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The share of seeds scoring above each threshold, ``(T,)``, with bootstrap CI bands
     ``(T,)`` low and high (rliable's run-score distribution)."""
+    import numpy as np
     from scipy.stats import bootstrap
 
     x = np.concatenate(_strata(scores))

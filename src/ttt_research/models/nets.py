@@ -17,25 +17,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ttt_research.env.streams import uniform
+# ``sample`` (Gumbel-max draws from logits) lives with the other draws in env/streams.py; it is
+# named here too for the algorithms that import it with the networks.
+from ttt_research.env.streams import sample  # noqa: F401
 from ttt_research.models import encodings
 
 MASKED = -1e9
-
-
-def sample(logits: torch.Tensor, generator=None, temperature: float | torch.Tensor = 1.0,
-           members: torch.Tensor | None = None) -> torch.Tensor:
-    """(..., 9) logits -> (...) cells drawn from softmax(logits / temperature), by the
-    Gumbel-max trick: argmax of logits / T plus Gumbel noise (masked cells stay at -1e9,
-    so they are never drawn). One uniform draw per cell, on the logits' device.
-
-    ``generator``: a ``torch.Generator``, or ``streams.Streams`` for (N, B, 9) logits of a
-    population (row k drawn from member k's stream; ``members`` (N,) bool: only those draw).
-    ``temperature``: a number, or a tensor that broadcasts against the logits ((N, 1, 1)).
-    """
-    u = uniform(logits.shape, logits.device, generator, members)
-    gumbel = u.clamp_(1e-20, 1.0).log_().neg_().log_()  # log(-log u), in place: a fresh tensor
-    return (logits / temperature - gumbel).argmax(-1)
 
 
 class MLP(nn.Module):

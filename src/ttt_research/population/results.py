@@ -1,62 +1,12 @@
-"""What a population is, before any tensor: its members (seed and hyperparameters each) read
-from the ``population:`` block of the config, and the files that report on them.
+"""The files that report on a population run: ``population.json`` (``write_population_json``:
+a row per member, ``member_row``, and the ``aggregate`` over them) and ``population.csv``
+(``write_population_csv``: the same rows as a table, one column per varied value and
+``eval/*`` metric).
 
-A member is one independent agent. The population is a **grid** of hyperparameter values
-(``population.vary``) crossed with **seeds** (``population.size`` of them, or
-``population.seeds`` named); each member may also **draw** values of its own
-(``population.sample``). Only continuous values that keep every tensor's shape can differ
-between members (``VARIABLE``); the net, the games per update and the algorithm stay a
-Hydra multirun: ``-m net=mlp25,mlp100 population.size=64`` is one process per net, 64
-agents each.
-
-Spellings (the same on the command line and in a config file)::
-
-    python -m ttt_research population.size=64                 # seeds 0..63 (seed + k)
-    python -m ttt_research seed=100 population.size=64        # seeds 100..163
-    python -m ttt_research population.seeds=[3,5,8]           # three members, these seeds
-    python -m ttt_research population.vary.algo.lr=[0.5,1,2] population.size=16
-                                                              # 3 grid points x 16 seeds = 48
-    python -m ttt_research population.sample.algo.lr={low:0.1,high:4,log:true} population.size=32
-                                                              # 32 members, each its own lr
-    python -m ttt_research algo=ppo population.vary.algo.ent_coef=[0.01,0.08] \\
-        population.sample.reward.tie={low:0,high:0.5} population.size=8
-
-``config.yaml`` declares every key that can vary, as ``null`` (not varied), under both
-``vary`` and ``sample``, so these spellings need no ``+``; with a ``+`` they work as well
-(Hydra adds a list or a dict over a ``null``). A key that cannot vary is not declared, so
-Hydra refuses it without a ``+`` ("Key 'net' is not in struct"); with the ``+`` the config
-check names the keys that can. A dict of dotted keys works too, on the command line
-(``'+population.vary={algo.lr:[0.5,1,2]}'``, quoted for the shell) and in a file::
-
-    population:                     # e.g. in conf/experiment/NAME.yaml (# @package _global_)
-      size: 16
-      vary:
-        algo: {lr: [0.5, 1, 2]}     # or, the same:  algo.lr: [0.5, 1, 2]
-      sample:
-        reward.tie: {low: 0.0, high: 0.5, log: false}
-
-Rules (``config.validate`` refuses anything else, in one line naming the key):
-
-- ``vary.<key>``: a non-empty list of distinct numbers, each valid for the key. Grid points
-  are the product of the lists, keys in alphabetical order, the last key changing fastest.
-- ``sample.<key>``: ``{low, high, log}``, ``low < high``, both valid for the key; ``log``
-  (default false) draws log-uniformly and needs ``low > 0``, else uniformly. A key is
-  varied or sampled, not both. Draws are seeded by ``seed``: the same config gives the
-  same draws; member (grid point g, seed position s) draws from its own stream named by
-  ``seed``, g, s and the key, so a larger ``size`` keeps the earlier members' draws.
-- ``size``: seeds *per grid point*, so the population has (grid points) x ``size`` members
-  (no grid: ``size`` members). Seeds default to ``seed + k``, k = 0..size-1. Every grid
-  point runs the same seeds: a comparison of values is paired, seed for seed.
-- ``seeds``: distinct non-negative integers; they fix the number of seeds, so ``size``
-  must then be 1 (its default) or their number.
-- Member order: grid points slowest, seeds fastest: member ``g * S + s`` is grid point
-  ``g`` with the ``s``-th seed (S seeds per grid point).
-- A key must exist in the composed config: ``algo.temperature`` and ``algo.momentum`` are
-  REINFORCE's, ``algo.ent_coef`` PPO's, ``opponent.p_perfect`` is ``opponent=mixed``'s.
-
-Files of a population run (pure functions over plain dicts, so a test or a report can
-write and read them without torch): ``population.json`` (``write_population_json``: a row
-per member and the ``aggregate``) and ``population.csv`` (``write_population_csv``).
+Pure functions over plain dicts, so a test or a report can write and read them without
+torch. A member that stopped (the numerical guard, alone in its population) keeps its last
+report's metrics but is never counted unbeatable. What a population *is* (its members,
+their seeds and values) is ``spec.py``'s.
 """
 from __future__ import annotations
 

@@ -9,19 +9,19 @@ import os
 
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.errors import _get, _is_int
+from ttt_research.errors import is_int, value_of
 from ttt_research.population.spec import Member
 
 
 def processes(cfg: DictConfig) -> int:
     """How many training processes the trainer config asks for (devices x nodes; 1 when
     the device count is only known at run time, e.g. auto)."""
-    devices = _get(cfg, "trainer.devices")
+    devices = value_of(cfg, "trainer.devices")
     if OmegaConf.is_list(devices):
         per_node = len(devices)
     else:
-        per_node = devices if _is_int(devices) and devices > 0 else 1
-    nodes = _get(cfg, "trainer.num_nodes") or 1
+        per_node = devices if is_int(devices) and devices > 0 else 1
+    nodes = value_of(cfg, "trainer.num_nodes") or 1
     return per_node * nodes
 
 
@@ -34,10 +34,11 @@ def shard(members: list[Member], rank: int, processes: int) -> list[Member]:
     return members[start:start + size + (rank < extra)]
 
 
-def process_rank(devices_per_node: int) -> int:
-    """This process's global rank, read where Lightning's launchers put it before any
-    Trainer exists: SLURM's task id under SLURM, else ``NODE_RANK * devices + LOCAL_RANK``
-    (0 in the process a user started)."""
+def rank_from_environment(devices_per_node: int) -> int:
+    """This process's global rank, parsed from the environment variables where SLURM and
+    Lightning's launchers put it before any Trainer exists: ``SLURM_PROCID`` under SLURM
+    (``SLURM_NTASKS`` > 1), else ``NODE_RANK`` (or ``GROUP_RANK``) x ``devices_per_node`` +
+    ``LOCAL_RANK`` (0 in the process a user started)."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ:
         return int(os.environ["SLURM_PROCID"])
     node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", 0)))

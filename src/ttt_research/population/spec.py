@@ -1,5 +1,5 @@
 """What a population is, before any tensor: its members (seed and hyperparameters each) read
-from the ``population:`` block of the config, and the files that report on them.
+from the ``population:`` block of the config, and the memory they will need.
 
 A member is one independent agent. The population is a **grid** of hyperparameter values
 (``population.vary``) crossed with **seeds** (``population.size`` of them, or
@@ -35,7 +35,7 @@ check names the keys that can. A dict of dotted keys works too, on the command l
       sample:
         reward.tie: {low: 0.0, high: 0.5, log: false}
 
-Rules (``config.validate`` refuses anything else, in one line naming the key):
+Rules (``train.validate.validate`` refuses anything else, in one line naming the key):
 
 - ``vary.<key>``: a non-empty list of distinct numbers, each valid for the key. Grid points
   are the product of the lists, keys in alphabetical order, the last key changing fastest.
@@ -54,9 +54,8 @@ Rules (``config.validate`` refuses anything else, in one line naming the key):
 - A key must exist in the composed config: ``algo.temperature`` and ``algo.momentum`` are
   REINFORCE's, ``algo.ent_coef`` PPO's, ``opponent.p_perfect`` is ``opponent=mixed``'s.
 
-Files of a population run (pure functions over plain dicts, so a test or a report can
-write and read them without torch): ``population.json`` (``write_population_json``: a row
-per member and the ``aggregate``) and ``population.csv`` (``write_population_csv``).
+The files a population run writes are ``results.py``'s; how its members are shared out
+between processes is ``sharing.py``'s.
 """
 from __future__ import annotations
 
@@ -72,10 +71,11 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.contract import VALUE_MAX
 from ttt_research.errors import ConfigError
 
-# The keys a member may set for itself, with the values each may take (the same rules and
-# bounds as the single-run check in config.py: VALUE_MAX keeps float32 training finite). Each
-# is a scalar read where a run is built, so a population can hold it as an (N,) tensor
-# without changing any shape.
+# The keys a member may set for itself, with the values each may take: the one statement of
+# these ranges, which the config check (train/validate.py) applies to a single run's values
+# too. VALUE_MAX keeps float32 training finite. Each is a scalar read where a run is built, so
+# a population can hold it as an (N,) tensor without changing any shape. config.yaml declares
+# these keys under population.vary and .sample (a test holds the two lists equal).
 _M = VALUE_MAX
 
 

@@ -24,6 +24,10 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from ttt_research.evaluation.objectives import direction
+
 NULL_DEFAULT_GROUPS = ("experiment", "hparams_search")
 
 
@@ -99,10 +103,6 @@ def made_by_this_run(log: Path) -> bool:
 
 def register_resolvers() -> None:
     """Register the resolvers the config tree uses (idempotent)."""
-    from omegaconf import OmegaConf
-
-    from ttt_research.evaluation.objectives import direction
-
     if not OmegaConf.has_resolver("ttt.direction"):
         OmegaConf.register_new_resolver("ttt.direction", direction)
     if not OmegaConf.has_resolver("ttt.fresh"):

@@ -1,4 +1,4 @@
-"""What a training run tells the person watching it, and what it records of its host.
+"""What a training run tells the person watching it.
 
 * ``opening_line``: the run's first line: what is trained, and the budget *as played*
   (whole updates, so a budget that is not a multiple of an update's games is rounded up,
@@ -9,20 +9,16 @@
   sees the run move. Printed once the update's row is in ``metrics.csv`` and its checkpoint
   in place, so a reader that stops reading (``| head -n 4``) ends the run with every row
   it saw kept.
-* ``host_info``: the CPU, its SIMD level and the thread count, for ``run.json``. Float
-  sums depend on SIMD width, so two results compare bit for bit only on the same kind
-  of host with the same threads; this says which host a result came from.
+
+What ``run.json`` records of the host is ``host.py``'s.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import time
 
 import lightning as L
-import torch
 
 from ttt_research.contract import JUDGED_SEATS, REPORT_KEY
 
@@ -121,27 +117,3 @@ class ProgressLines(L.Callback):
         width = len(str(total))
         self._line = (f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
                       f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}")
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` knows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("model name", "Model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def host_info() -> dict:
-    """The host a run ran on: CPU model and SIMD level (torch's kernels), threads, versions,
-    and the GPU when one is used."""
-    info = {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "platform": platform.platform(), "python": platform.python_version(),
-            "torch": torch.__version__, "lightning": L.__version__}
-    if torch.cuda.is_available():
-        info["cuda_device"] = torch.cuda.get_device_name()
-    return info

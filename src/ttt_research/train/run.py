@@ -28,14 +28,16 @@ from ttt_research.analysis.curves import plot_curves
 from ttt_research.evaluation.exact import eval_table, evaluate_policy
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
+from ttt_research.models.nets import MLPStack
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
 from ttt_research.population.sharing import processes
 from ttt_research.train import population as population_run
 from ttt_research.train import runfolder
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint
-from ttt_research.train.console import OpeningLine, ProgressLines, host_info
+from ttt_research.train.console import OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
+from ttt_research.train.host import run_json_host
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
@@ -93,8 +95,6 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
 
     from hydra.utils import get_class
 
-    from ttt_research.models.nets import MLPStack
-
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
     for m in members:
@@ -123,15 +123,19 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
                 member_nets=member_nets, population_size=size or len(members))
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False) -> dict:
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
 
     The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
     check of the folder, the resume and the checkpoint), and nothing in it is written before
     every check passed: then ``.hydra/`` (``hydra_files``: the command's, not the compose
     API's), ``run.json`` and the metrics kept from before a resume. A stop signal ends the
-    run after the update it arrived in, with a checkpoint (``signals.Stopped``)."""
-    validate(cfg)
+    run after the update it arrived in, with a checkpoint (``signals.Stopped``).
+
+    The config is validated once per run, here (``validate.validate``), unless the caller
+    did it already on this very config (``validated``): the command does, before torch loads."""
+    if not validated:
+        validate(cfg)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = population.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
@@ -160,7 +164,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     world = processes(cfg)
     extra = {}
     if many and world > 1:  # trainer=ddp: each process trains its share of the members
-        rank = sharing.process_rank(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
+        rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
         module = build_population(cfg, sharing.shard(members, rank, world), len(members))
         module._shard_rank = rank
         extra["strategy"] = population_run.SplitMembers()
@@ -243,7 +247,7 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
         except (ValueError, AttributeError):
             sessions = []
     sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
-                     "argv": sys.argv[1:], "host": host_info()})
+                     "argv": sys.argv[1:], "host": run_json_host()})
     write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
                                    "sessions": sessions}, indent=2) + "\n")
 

@@ -34,13 +34,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import netrc
 import os
-import socket
 import sys
 import warnings
 from pathlib import Path
-from urllib.parse import urlparse
 
 from hydra.utils import get_class, instantiate
 from lightning.pytorch.loggers import Logger, TensorBoardLogger
@@ -51,6 +48,7 @@ from ttt_research.contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train.csvlog import MetricsCSV
+from ttt_research.train.wandb_server import wandb_mode
 
 log = logging.getLogger(__name__)
 
@@ -170,48 +168,6 @@ def define_metrics(run) -> None:
     """Apply ``metric_definitions`` to a W&B run (a new one, or one resumed)."""
     for name, kwargs in metric_definitions():
         run.define_metric(name, **kwargs)
-
-
-def wandb_mode(requested: str = "auto") -> str:
-    """``online`` only with an API key and a server that answers; else ``offline``.
-
-    An explicit ``WANDB_MODE`` in the environment wins over ``auto``, as W&B users expect.
-    """
-    if requested != "auto":
-        return requested
-    env = os.environ.get("WANDB_MODE", "").strip().lower()  # set but empty: unset
-    if env in ("online", "offline", "disabled"):
-        return env
-    if env == "dryrun":
-        return "offline"
-    host, port = wandb_server()
-    if not _has_api_key(host):
-        return "offline"
-    return "online" if _reachable(host, port) else "offline"
-
-
-def wandb_server() -> tuple[str, int]:
-    """(host, port) of the W&B server this process would talk to (``WANDB_BASE_URL``)."""
-    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
-    url = urlparse(base)
-    return url.hostname or "api.wandb.ai", url.port or (80 if base.startswith("http:") else 443)
-
-
-def _has_api_key(host: str) -> bool:
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    try:  # where `wandb login` stores the key
-        return netrc.netrc().authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False
-
-
-def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _job_name(run_dir: Path) -> str:

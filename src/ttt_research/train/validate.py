@@ -17,6 +17,7 @@ Hydra made before the job started, is removed again (``discard_run_dir``).
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -30,8 +31,9 @@ from ttt_research.contract import (
     TRAINING_SEATS,
     VALUE_MAX,
 )
-from ttt_research.errors import ConfigError, _bounded, _get, _is_int, _is_number, _need, positive_int
+from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
+from ttt_research.population import spec as pop
 from ttt_research.population.sharing import processes
 
 FLOAT32 = "(training runs in float32)"
@@ -39,48 +41,48 @@ FLOAT32 = "(training runs in float32)"
 
 def validate(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` for the first value out of range."""
-    v = _get(cfg, "seed")
-    _need(_is_int(v) and v >= 0, "seed", "a non-negative integer", v)
-    _need(v <= SEED_MAX, "seed", f"at most {SEED_MAX} (numpy's seed range: 32 bits)", v)
+    v = value_of(cfg, "seed")
+    need(is_int(v) and v >= 0, "seed", "a non-negative integer", v)
+    need(v <= SEED_MAX, "seed", f"at most {SEED_MAX} (numpy's seed range: 32 bits)", v)
     positive_int(cfg, "budget.games", GAMES_MAX, GAMES_WHY)
     for key in ("eval_every", "checkpoint_every"):
         positive_int(cfg, key)
-    v = _get(cfg, "resume")
-    _need(isinstance(v, bool), "resume", "true or false", v)
-    v = _get(cfg, "threads")
-    _need(v is None or (_is_int(v) and v > 0), "threads", "a positive integer or null", v)
-    v = _get(cfg, "progress")
-    _need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
-    v = _get(cfg, "optimized_metric")
-    _need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
+    v = value_of(cfg, "resume")
+    need(isinstance(v, bool), "resume", "true or false", v)
+    v = value_of(cfg, "threads")
+    need(v is None or (is_int(v) and v > 0), "threads", "a positive integer or null", v)
+    v = value_of(cfg, "progress")
+    need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
+    v = value_of(cfg, "optimized_metric")
+    need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
 
-    hidden = _get(cfg, "net.hidden")
-    ok = OmegaConf.is_list(hidden) and len(hidden) > 0 and all(_is_int(h) and h > 0 for h in hidden)
-    _need(ok, "net.hidden", "a non-empty list of positive integers, e.g. [128, 128]",
+    hidden = value_of(cfg, "net.hidden")
+    ok = OmegaConf.is_list(hidden) and len(hidden) > 0 and all(is_int(h) and h > 0 for h in hidden)
+    need(ok, "net.hidden", "a non-empty list of positive integers, e.g. [128, 128]",
           OmegaConf.to_container(hidden) if OmegaConf.is_list(hidden) else hidden)
-    v = _get(cfg, "net.encoding")
-    _need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
-    v = _get(cfg, "net.init")
-    _need(v in ("default", "uniform"), "net.init", "default or uniform", v)
+    v = value_of(cfg, "net.encoding")
+    need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
+    v = value_of(cfg, "net.init")
+    need(v in ("default", "uniform"), "net.init", "default or uniform", v)
 
-    for term in ("win", "tie", "loss", "illegal"):
-        v = _get(cfg, f"reward.{term}")
-        _need(_bounded(v, -VALUE_MAX, VALUE_MAX), f"reward.{term}",
-              f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] {FLOAT32}", v)
+    for term in ("win", "tie", "loss"):
+        in_range(cfg, f"reward.{term}", FLOAT32)
+    v = value_of(cfg, "reward.illegal")  # the one reward a member cannot set for itself
+    need(bounded(v, -VALUE_MAX, VALUE_MAX), "reward.illegal",
+          f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] {FLOAT32}", v)
 
     if "p_perfect" in cfg.opponent:
-        v = _get(cfg, "opponent.p_perfect")
-        _need(_is_number(v) and 0.0 <= v <= 1.0, "opponent.p_perfect", "a probability in [0, 1]", v)
+        in_range(cfg, "opponent.p_perfect")
     for key in ("opponent.strong", "opponent.weak"):
-        v = _get(cfg, key)
+        v = value_of(cfg, key)
         if v is not None and not OmegaConf.is_dict(v):  # a name, or an opponent's config
-            _need(v in ("random", "minimax", "rules"), key, "random, minimax or rules", v)
+            need(v in ("random", "minimax", "rules"), key, "random, minimax or rules", v)
     for key in ("opponent.every", "opponent.size"):
-        if _get(cfg, key) is not None:
+        if value_of(cfg, key) is not None:
             positive_int(cfg, key)
 
-    v = _get(cfg, "seat.side")
-    _need(v in TRAINING_SEATS, "seat.side", f"one of {', '.join(TRAINING_SEATS)}", v)
+    v = value_of(cfg, "seat.side")
+    need(v in TRAINING_SEATS, "seat.side", f"one of {', '.join(TRAINING_SEATS)}", v)
 
     _validate_algo(cfg)
     _validate_stages(cfg)
@@ -89,57 +91,61 @@ def validate(cfg: DictConfig) -> None:
     check_memory(cfg)
 
 
+def in_range(cfg: DictConfig, key: str, why: str = "") -> None:
+    """A value a population's members may set for themselves, checked in a single run by the
+    same rule (``population.spec.VARIABLE``: each range is written there, once)."""
+    ok, allowed = pop.VARIABLE[key]
+    v = value_of(cfg, key)
+    need(is_number(v) and ok(v), key, f"{allowed} {why}".rstrip(), v)
+
+
 def _validate_algo(cfg: DictConfig) -> None:
     positive_int(cfg, "algo.games_per_update", GAMES_MAX, GAMES_WHY)
     for key in ("algo.minibatches", "algo.epochs"):
-        if _get(cfg, key) is not None:
+        if value_of(cfg, key) is not None:
             positive_int(cfg, key)
-    v = _get(cfg, "algo.lr")
-    _need(_bounded(v, 0, VALUE_MAX, low_open=True), "algo.lr",
-          f"a positive number up to {VALUE_MAX:g} {FLOAT32}", v)
-    if _get(cfg, "algo.temperature") is not None:
-        v = _get(cfg, "algo.temperature")
-        _need(_bounded(v, 0, VALUE_MAX), "algo.temperature",
-              f"a number >= 0 (0 = greedy) up to {VALUE_MAX:g}", v)
+    in_range(cfg, "algo.lr", FLOAT32)
+    if value_of(cfg, "algo.temperature") is not None:
+        in_range(cfg, "algo.temperature")
     for key, lo, hi in (("algo.gamma", 0.0, 1.0), ("algo.gae_lambda", 0.0, 1.0), ("algo.clip", 0.0, 1.0)):
-        v = _get(cfg, key)
+        v = value_of(cfg, key)
         if v is not None:
-            _need(_is_number(v) and lo < v <= hi, key, f"a number in ({lo:g}, {hi:g}]", v)
-    for key in ("algo.ent_coef", "algo.vf_coef", "algo.max_grad_norm"):
-        v = _get(cfg, key)
+            need(is_number(v) and lo < v <= hi, key, f"a number in ({lo:g}, {hi:g}]", v)
+    if value_of(cfg, "algo.ent_coef") is not None:
+        in_range(cfg, "algo.ent_coef", FLOAT32)
+    for key in ("algo.vf_coef", "algo.max_grad_norm"):
+        v = value_of(cfg, key)
         if v is not None:
-            _need(_bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
-    v = _get(cfg, "algo.momentum")
-    if v is not None:
-        _need(_is_number(v) and 0 <= v < 1, "algo.momentum", "a number in [0, 1)", v)
+            need(bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
+    if value_of(cfg, "algo.momentum") is not None:
+        in_range(cfg, "algo.momentum")
     for key in ("algo.masked_softmax", "algo.masking", "algo.shared_trunk",
                 "algo.norm_adv", "algo.position_table"):
-        if _get(cfg, key) is not None:
-            v = _get(cfg, key)
-            _need(isinstance(v, bool), key, "true or false", v)
+        if value_of(cfg, key) is not None:
+            v = value_of(cfg, key)
+            need(isinstance(v, bool), key, "true or false", v)
     for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
-        v = _get(cfg, key)
-        _need(v is None or _bounded(v, 0, VALUE_MAX), key,
+        v = value_of(cfg, key)
+        need(v is None or bounded(v, 0, VALUE_MAX), key,
               f"a number >= 0, or null (constant); at most {VALUE_MAX:g}", v)
-    if _get(cfg, "algo.epsilon") is not None:
-        v = _get(cfg, "algo.epsilon")
-        _need(_is_number(v) and 0 <= v <= 1, "algo.epsilon", "a probability in [0, 1]", v)
-    if _get(cfg, "algo.rollouts") is not None:
+    if value_of(cfg, "algo.epsilon") is not None:
+        in_range(cfg, "algo.epsilon")
+    if value_of(cfg, "algo.rollouts") is not None:
         positive_int(cfg, "algo.rollouts")
         # An update plays `rollouts` batches of equal size (algos/reinforce.py): anything but
         # a multiple would play more games per update than counted, past the budget.
-        gpu, rollouts = _get(cfg, "algo.games_per_update"), _get(cfg, "algo.rollouts")
+        gpu, rollouts = value_of(cfg, "algo.games_per_update"), value_of(cfg, "algo.rollouts")
         if gpu % rollouts:
             low, high = gpu - gpu % rollouts, gpu - gpu % rollouts + rollouts
             nearest = f"{low:,} or {high:,}" if low else f"{high:,}"
             raise ConfigError(f"algo.games_per_update must be a multiple of algo.rollouts ({rollouts}): "
                               f"an update plays {rollouts} equal batches, so {gpu:,} would play "
                               f"{high:,} games per update; use e.g. {nearest}")
-    if _get(cfg, "algo.baseline") is not None:
-        v = _get(cfg, "algo.baseline")
-        _need(isinstance(v, bool), "algo.baseline", "true or false", v)
-    v = _get(cfg, "algo.optimizer")
-    _need(v is None or (OmegaConf.is_dict(v) and "_target_" in v), "algo.optimizer",
+    if value_of(cfg, "algo.baseline") is not None:
+        v = value_of(cfg, "algo.baseline")
+        need(isinstance(v, bool), "algo.baseline", "true or false", v)
+    v = value_of(cfg, "algo.optimizer")
+    need(v is None or (OmegaConf.is_dict(v) and "_target_" in v), "algo.optimizer",
           "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}",
           OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
 
@@ -148,19 +154,19 @@ def _validate_stages(cfg: DictConfig) -> None:
     """``opponent=curriculum``: stages of {until, opponent}, ``until`` rising in (0, 1]."""
     if "stages" not in cfg.opponent:
         return
-    stages = _get(cfg, "opponent.stages")
+    stages = value_of(cfg, "opponent.stages")
     allowed = "a non-empty list of {until: share of the budget in (0, 1], opponent: {...}}"
-    _need(OmegaConf.is_list(stages) and len(stages) > 0
+    need(OmegaConf.is_list(stages) and len(stages) > 0
           and all(OmegaConf.is_dict(s) and {"until", "opponent"} <= set(s) for s in stages),
           "opponent.stages", allowed,
           OmegaConf.to_container(stages) if OmegaConf.is_config(stages) else stages)
     last = 0.0
     for i, stage in enumerate(stages):
         v = stage.until
-        _need(_is_number(v) and last < v <= 1.0, f"opponent.stages[{i}].until",
+        need(is_number(v) and last < v <= 1.0, f"opponent.stages[{i}].until",
               f"a number in ({last:g}, 1] (stages end in order)", v)
         last = v
-        _need(OmegaConf.is_dict(stage.opponent) and "_target_" in stage.opponent,
+        need(OmegaConf.is_dict(stage.opponent) and "_target_" in stage.opponent,
               f"opponent.stages[{i}].opponent", "an opponent config with a _target_",
               OmegaConf.to_container(stage.opponent) if OmegaConf.is_config(stage.opponent)
               else stage.opponent)
@@ -168,32 +174,28 @@ def _validate_stages(cfg: DictConfig) -> None:
 
 def validate_population(cfg: DictConfig) -> None:
     """The ``population:`` block (``population.py`` says what each key means)."""
-    from ttt_research.population import (
-        spec as pop,  # imported here: population.py imports ConfigError from us
-    )
-
-    if _get(cfg, "population") is None:  # a config from before populations: one agent
+    if value_of(cfg, "population") is None:  # a config from before populations: one agent
         return
     positive_int(cfg, "population.size", MEMBERS_MAX, " (members of one process)")
-    named = _get(cfg, "population.seeds")
+    named = value_of(cfg, "population.seeds")
     if named is not None:
         seeds = OmegaConf.to_container(named) if OmegaConf.is_list(named) else named
-        _need(isinstance(seeds, list) and len(seeds) > 0
-              and all(_is_int(s) and 0 <= s <= SEED_MAX for s in seeds)
+        need(isinstance(seeds, list) and len(seeds) > 0
+              and all(is_int(s) and 0 <= s <= SEED_MAX for s in seeds)
               and len(set(seeds)) == len(seeds), "population.seeds",
               f"null or a non-empty list of distinct non-negative integers up to {SEED_MAX}, e.g. [3, 5, 8]",
               seeds)
-        size = _get(cfg, "population.size")
-        _need(size in (1, len(seeds)), "population.size", f"1 or {len(seeds)} (the number of "
+        size = value_of(cfg, "population.size")
+        need(size in (1, len(seeds)), "population.size", f"1 or {len(seeds)} (the number of "
               "population.seeds, which fix how many seeds each grid point runs)", size)
     else:  # members take seed + k, k < size: the last one's seed must fit numpy's range too
-        seed, size = _get(cfg, "seed"), _get(cfg, "population.size")
-        if _is_int(seed) and seed + size - 1 > SEED_MAX:
+        seed, size = value_of(cfg, "seed"), value_of(cfg, "population.size")
+        if is_int(seed) and seed + size - 1 > SEED_MAX:
             raise ConfigError(f"seed + population.size - 1 must be at most {SEED_MAX} (the members' "
                               f"seeds are seed + k, k < size; numpy's seed range), got "
                               f"{seed} + {size} - 1 = {seed + size - 1}")
-    v = _get(cfg, "population.export")
-    _need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
+    v = value_of(cfg, "population.export")
+    need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
 
     grid, sampled = pop.grid_spec(cfg), pop.sample_spec(cfg)
     for part, spec in (("vary", grid), ("sample", sampled)):
@@ -205,28 +207,28 @@ def validate_population(cfg: DictConfig) -> None:
                     f"(values that change shapes, e.g. net, algo.games_per_update, algo, stay a Hydra "
                     f"multirun: -m net=mlp25,mlp100 population.size=64)")
             group, leaf = key.split(".")
-            node = _get(cfg, group)
+            node = value_of(cfg, group)
             home = f" (a key of {pop.HOME[key]})" if key in pop.HOME else ""
             if not (OmegaConf.is_dict(node) and leaf in node):
                 raise ConfigError(f"{where}: this config has no {key} to vary{home}")
             ok, allowed = pop.VARIABLE[key]
             if part == "vary":
-                _need(isinstance(value, list) and len(value) > 0
-                      and all(_is_number(x) and ok(x) for x in value) and len(set(value)) == len(value),
+                need(isinstance(value, list) and len(value) > 0
+                      and all(is_number(x) and ok(x) for x in value) and len(set(value)) == len(value),
                       where, f"a non-empty list of distinct numbers, each {allowed}", value)
                 continue
             # bash splits an unquoted {low:1,high:2} into two words before Hydra sees it
             shell = (" (quote the braces for the shell: "
                      f"'{where}={{low:0.1,high:4}}')") if isinstance(value, str) and ":" in value else ""
-            _need(isinstance(value, dict) and {"low", "high"} <= set(value) <= set(pop.SAMPLE_FIELDS),
+            need(isinstance(value, dict) and {"low", "high"} <= set(value) <= set(pop.SAMPLE_FIELDS),
                   where, "{low: NUMBER, high: NUMBER, log: true|false} (log is optional)" + shell, value)
             low, high, log = value["low"], value["high"], value.get("log", False)
             for bound in (low, high):
-                _need(_is_number(bound) and ok(bound), where, f"bounds that are each {allowed}", value)
-            _need(low < high, where, "low < high", value)
-            _need(isinstance(log, bool), f"{where}.log", "true or false", log)
+                need(is_number(bound) and ok(bound), where, f"bounds that are each {allowed}", value)
+            need(low < high, where, "low < high", value)
+            need(isinstance(log, bool), f"{where}.log", "true or false", log)
             if log:
-                _need(low > 0, where, "low > 0 with log: true (a log-uniform draw)", value)
+                need(low > 0, where, "low > 0 with log: true (a log-uniform draw)", value)
     both = sorted(set(grid) & set(sampled))
     if both:
         raise ConfigError(f"population.vary.{both[0]} and population.sample.{both[0]}: "
@@ -242,21 +244,21 @@ def validate_population(cfg: DictConfig) -> None:
 
 def _population_setting(cfg: DictConfig, n: int) -> None:
     """What a population of ``n`` > 1 cannot train yet, refused in one line each."""
-    algo = str(_get(cfg, "algo._target_") or "")
+    algo = str(value_of(cfg, "algo._target_") or "")
     why = None
     if algo.endswith("ReinforceFaithful"):
         why = "algo=reinforce_faithful plays one game at a time; use algo=reinforce"
-    elif algo.endswith(".Reinforce") and not _get(cfg, "algo.position_table"):
+    elif algo.endswith(".Reinforce") and not value_of(cfg, "algo.position_table"):
         why = "algo=reinforce trains a population with algo.position_table=true only"
-    elif algo.endswith(".PPO") and _get(cfg, "algo.shared_trunk"):
+    elif algo.endswith(".PPO") and value_of(cfg, "algo.shared_trunk"):
         why = "algo=ppo trains a population with algo.shared_trunk=false only"
-    elif _get(cfg, "algo.optimizer") is not None:
+    elif value_of(cfg, "algo.optimizer") is not None:
         why = ("a population uses its own optimiser (SGD for REINFORCE, Adam for PPO, one "
                "learning rate per member): leave algo.optimizer null")
     elif processes(cfg) > n:
         why = (f"trainer=ddp gives each process its share of the members: {processes(cfg)} "
                "processes need at least as many members")
-    elif processes(cfg) > 1 and _get(cfg, "trainer.strategy") not in ("ddp", None):
+    elif processes(cfg) > 1 and value_of(cfg, "trainer.strategy") not in ("ddp", None):
         why = "trainer=ddp shares the members out with strategy ddp only (each process its share)"
     if why:
         raise ConfigError(f"population of {n} agents: {why}")
@@ -292,47 +294,47 @@ def _trainer_keys(cfg: DictConfig) -> None:
 
     known = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
     for key in unusual:
-        _need(key in known, f"trainer.{key}", "an argument of lightning.Trainer (this key is not one)",
-              _get(cfg, f"trainer.{key}"))
+        need(key in known, f"trainer.{key}", "an argument of lightning.Trainer (this key is not one)",
+              value_of(cfg, f"trainer.{key}"))
 
 
 def _validate_trainer(cfg: DictConfig) -> None:
     """The Lightning Trainer's keys, before Lightning itself would fail with a traceback."""
     _trainer_keys(cfg)
-    v = _get(cfg, "trainer.accelerator")
-    _need(v in ACCELERATORS, "trainer.accelerator", f"one of {', '.join(ACCELERATORS)}", v)
+    v = value_of(cfg, "trainer.accelerator")
+    need(v in ACCELERATORS, "trainer.accelerator", f"one of {', '.join(ACCELERATORS)}", v)
     if v in ("gpu", "cuda"):
         import torch
 
-        _need(torch.cuda.is_available(), "trainer.accelerator",
+        need(torch.cuda.is_available(), "trainer.accelerator",
               "cpu here (no CUDA GPU is visible to torch on this machine)", v)
-    v = _get(cfg, "trainer.devices")
-    ok = (_is_int(v) and (v > 0 or v == -1)) or v == "auto" or (
-        OmegaConf.is_list(v) and len(v) > 0 and all(_is_int(d) and d >= 0 for d in v))
-    _need(ok, "trainer.devices", "a positive integer, -1 (all), auto, or a list of device indices",
+    v = value_of(cfg, "trainer.devices")
+    ok = (is_int(v) and (v > 0 or v == -1)) or v == "auto" or (
+        OmegaConf.is_list(v) and len(v) > 0 and all(is_int(d) and d >= 0 for d in v))
+    need(ok, "trainer.devices", "a positive integer, -1 (all), auto, or a list of device indices",
           OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
-    if _get(cfg, "trainer.accelerator") == "cpu":  # CPU processes are counted, not indexed
-        _need(not OmegaConf.is_list(v), "trainer.devices", "a number of processes with "
+    if value_of(cfg, "trainer.accelerator") == "cpu":  # CPU processes are counted, not indexed
+        need(not OmegaConf.is_list(v), "trainer.devices", "a number of processes with "
               "trainer.accelerator=cpu", OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
     for key, lo in (("trainer.num_nodes", 1), ("trainer.max_epochs", 1),
                     ("trainer.log_every_n_steps", 1), ("trainer.num_sanity_val_steps", 0)):
-        v = _get(cfg, key)
+        v = value_of(cfg, key)
         if v is not None:
-            _need(_is_int(v) and v >= lo, key, "a positive integer" if lo else "an integer >= 0", v)
-    v = _get(cfg, "trainer.enable_model_summary")
-    _need(v is None or isinstance(v, bool), "trainer.enable_model_summary", "true or false", v)
-    v = _get(cfg, "trainer.strategy")
+            need(is_int(v) and v >= lo, key, "a positive integer" if lo else "an integer >= 0", v)
+    v = value_of(cfg, "trainer.enable_model_summary")
+    need(v is None or isinstance(v, bool), "trainer.enable_model_summary", "true or false", v)
+    v = value_of(cfg, "trainer.strategy")
     usual = isinstance(v, str) and v in STRATEGIES
     if v is not None and not usual and not (OmegaConf.is_dict(v) and "_target_" in v):
         from lightning.pytorch.strategies import StrategyRegistry
 
         names = ["auto", *sorted(n for n in StrategyRegistry.available_strategies() if n.startswith("ddp"))]
-        _need(isinstance(v, str) and (v == "auto" or v in StrategyRegistry.available_strategies()),
+        need(isinstance(v, str) and (v == "auto" or v in StrategyRegistry.available_strategies()),
               "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
               OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
     if processes(cfg) > 1:
-        faithful = str(_get(cfg, "algo._target_")).endswith(".ReinforceFaithful")
-        _need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
+        faithful = str(value_of(cfg, "algo._target_")).endswith(".ReinforceFaithful")
+        need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
               "plays one game at a time and updates the weights outside DDP's gradient averaging)",
               "reinforce_faithful")
 
@@ -359,17 +361,13 @@ def check_memory(cfg: DictConfig) -> None:
     the machine has available, before it starts rather than in the allocator minutes later.
     CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
     started (a DDP rank's own start would see the others' memory as taken)."""
-    import os
-
-    from ttt_research.population import spec as pop
-
-    if _get(cfg, "trainer.accelerator") not in ("cpu", None) or os.environ.get("LOCAL_RANK", "0") != "0":
+    if value_of(cfg, "trainer.accelerator") not in ("cpu", None) or os.environ.get("LOCAL_RANK", "0") != "0":
         return
     free = available_memory()
     if free is None:
         return
-    devices = _get(cfg, "trainer.devices")
-    here = devices if _is_int(devices) and devices > 0 else 1  # processes on this machine
+    devices = value_of(cfg, "trainer.devices")
+    here = devices if is_int(devices) and devices > 0 else 1  # processes on this machine
     est = pop.memory_estimate(cfg, here)
     if est.total <= free:
         return

@@ -45,8 +45,10 @@ import numpy as np
 import torch
 
 from ttt_research.env import game
-from ttt_research.errors import UserError
-from ttt_research.evaluation.exact import IllegalMoveError, check_logits
+from ttt_research.errors import IllegalMoveError, UserError
+from ttt_research.evaluation.exact import check_logits
+from ttt_research.evaluation.onnx import ExportError, export
+from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
 
 PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
 # onnxruntime-web, where `npm ci` in a checkout's web/ puts it (an installed wheel has none).
@@ -73,9 +75,6 @@ def port_number(text: str | int) -> int:
 
 def load_model(path: str | Path) -> tuple[bytes | None, dict]:
     """(ONNX bytes, info) for a policy file; on a bad file (None, info with ``error``)."""
-    from ttt_research.evaluation.onnx import ExportError, export
-    from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
-
     path = Path(path)
     info: dict = {"name": path.name, "meta": {}, "error": None}
     try:
