@@ -4,7 +4,7 @@ An algorithm is an ``Algorithm`` (a ``torch.nn.Module``: its networks are its ch
 in one file of ``algos/``, built by Hydra from ``conf/algo/NAME.yaml`` (``_target_``).
 It never sees Lightning's Trainer, a process count or a population: the shell that runs
 it (``train/module.py``) hands every ``update`` a ``Run``, the services it may use (the
-device, the random streams, the opponent, the seat, the reward, the optimiser, backward,
+device, the random streams, the opponent, the seat, the reward, the optimiser, backprop,
 gradient clipping, the budget's schedules, the table of decision positions), and does the
 bookkeeping every algorithm shares (the budget, counting, logging, the numerical guard,
 checkpoints, populations, DDP).
@@ -53,7 +53,7 @@ class Run(Protocol):
         """The optimiser of ``configure_optimizers``, in Lightning's wrapper (``step``,
         ``zero_grad``; ``.optimizer`` is the optimiser itself)."""
 
-    def backward(self, loss: torch.Tensor) -> None:
+    def backprop(self, loss: torch.Tensor) -> None:
         """Backward through the precision plugin and DDP's gradient averaging."""
 
     def clip_grad_norm(self, opt, max_norm: float) -> None:

@@ -274,8 +274,8 @@ class PPO(Algorithm):
             last = mask & (later == 0)
             result = (winner * s).to(torch.int8)
             r_game = reward.of(result, ep.forfeit & (result < 0))  # (N, B)
-            reward = torch.where(last, r_game[None], 0.0)
-            a, r = gae(*(x.reshape(T, N * B) for x in (reward, value, mask, last)),
+            at_last = torch.where(last, r_game[None], 0.0)  # the reward, at the side's last move
+            a, r = gae(*(x.reshape(T, N * B) for x in (at_last, value, mask, last)),
                        self.gamma, self.gae_lambda)
             adv, ret = adv + a.view(T, N, B), ret + r.view(T, N, B)
         moves.adv, moves.ret = moves.gather(adv), moves.gather(ret)
@@ -367,7 +367,7 @@ class PPO(Algorithm):
                 vl = value_loss(v, pick(mv.ret), ok)
                 loss = pg + self.vf_coef * vl - ent_coef_m * ent  # (N,): one per member
                 opt.zero_grad(set_to_none=True)
-                run.backward(loss.sum())  # a member's gradient is its own loss's
+                run.backprop(loss.sum())  # a member's gradient is its own loss's
                 if self.max_grad_norm > 0:
                     run.clip_grad_norm(opt, self.max_grad_norm)
                 # A member with no move in this minibatch does not step (its single run makes

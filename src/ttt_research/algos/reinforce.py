@@ -234,14 +234,14 @@ class Reinforce(Algorithm):
                        members=None if some is None else ~some)
         return torch.where(per_member(greedy, drawn), logits.argmax(-1), drawn)
 
-    def anneal(self, run: Run, opt, games_this_update: int = 0) -> None:
+    def anneal(self, run: Run, optimizer, games_this_update: int = 0) -> None:
         """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
         share of the budget played, counting the games already played in this update (so
         the schedules do not depend on how batches are grouped into updates)."""
         self.temperature = run.scheduled(self.temperature_start, self.temperature_final,
                                          games_this_update)
         if self.lr_final is not None:
-            member_optim.set_lr(opt.optimizer, run.scheduled(self.lr, self.lr_final, games_this_update))
+            member_optim.set_lr(optimizer, run.scheduled(self.lr, self.lr_final, games_this_update))
 
     # ------------------------------------------------------------------ learning
 
@@ -255,7 +255,7 @@ class Reinforce(Algorithm):
         results = []
         total = 0.0  # the batches' losses: a number, or a stack's (N,)
         for i in range(self.rollouts):
-            self.anneal(run, opt, i * games)
+            self.anneal(run, opt.optimizer, i * games)
             if self.position_table:
                 total = total + self._learn_by_position(run, opt, games, results)
                 continue
@@ -272,7 +272,7 @@ class Reinforce(Algorithm):
 
     def _step(self, run: Run, opt, loss: torch.Tensor) -> None:
         opt.zero_grad()
-        run.backward(loss)
+        run.backprop(loss)
         opt.step()
 
     def _learn(self, run: Run, opt, ep: Episodes) -> torch.Tensor:

@@ -177,7 +177,7 @@ class ReinforceFaithful(Algorithm):
                 m = slice(i, i + 1)
                 loss = antirez_loss(self.net.raw_logits(view[m]), targets[m], scaled[m].abs(), 1.0)
                 opt.zero_grad()
-                run.backward(loss)
+                run.backprop(loss)
                 opt.step()
                 total += loss.detach()
             results.append(ep)

@@ -15,7 +15,7 @@ it gets, and does the bookkeeping of every algorithm, in one place:
 * the numerical guard (``guards.py``): a non-finite loss term or parameter stops the run
   (a population: the member) at the update where it appears, before any checkpoint;
 * multi-process training (``trainer=ddp``): each process plays ``games_per_update`` games
-  per update with its own random stream, DDP averages the gradients (``backward``), and
+  per update with its own random stream, DDP averages the gradients (``backprop``), and
   the rollout numbers are averaged across processes once per update, so every process
   logs, counts and schedules the same global figures;
 * populations (``population/``): N members in one stack, each with its own stream, counted,
@@ -424,7 +424,7 @@ class RLModule(L.LightningModule):
         plugins apply to its steps."""
         return self.optimizers()
 
-    def backward(self, loss: torch.Tensor) -> None:
+    def backprop(self, loss: torch.Tensor) -> None:
         self.manual_backward(loss)
 
     def clip_grad_norm(self, opt, max_norm: float) -> None:
