@@ -59,7 +59,7 @@ def app(cfg: DictConfig) -> float:
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
         refuse(e)
-    except (NonFiniteError, IllegalMoveError) as e:  # the numerical guard (algos/base.py), or
+    except (NonFiniteError, IllegalMoveError) as e:  # the numerical guard (train/guards.py), or
         print(f"error: {e}", file=sys.stderr)      # a policy left without a legal move: exit 3
         sys.exit(3)
     except UserError as e:  # e.g. a full or read-only disk (atomic.OutputError): one line, exit 2

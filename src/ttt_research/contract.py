@@ -99,7 +99,7 @@ GAMES_MAX = 10**13
 # Learning rates, coefficients and rewards enter float32 training (max ~3.4e38): 1e30 is held
 # exactly enough, with headroom. A value that large can still make training diverge (a batch
 # sums over ~10**7 moves, PPO squares returns); that is the numerical guard's to stop in one
-# line (algos/base.py: exit 3, or the member alone in a population), not a crash.
+# line (train/guards.py: exit 3, or the member alone in a population), not a crash.
 VALUE_MAX = 1e30
 
 GAMES_WHY = " (64-bit game counters and random seeds derived from them)"

@@ -1,23 +1,27 @@
 """The position-table REINFORCE update is the per-move update, computed per position."""
 
+from functools import partial
+
 import pytest
 import torch
 
-from ttt_research.algos.reinforce import Reinforce, antirez_loss, antirez_targets
+from ttt_research.algos.reinforce import Reinforce, antirez_loss, antirez_targets, learner_moves
 from ttt_research.env.game import view_code
 from ttt_research.env.opponents import RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
 from ttt_research.models.nets import MLP
+from ttt_research.train.module import RLModule
 
 ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
 
 
 def module(seat="o", opponent=None, **kw):
+    """The shell (a run: positions, schedules, streams) around a Reinforce; ``.algo`` is it."""
     torch.manual_seed(0)
-    m = Reinforce(net=MLP([25], "planes18"), opponent=opponent or RandomOpponent(),
-                  reward=ANTIREZ, seat=seat, position_table=True, **kw)
-    m.generator = torch.Generator().manual_seed(1)
+    algo = Reinforce(net=MLP([25], "planes18"), position_table=True, **kw)
+    m = RLModule(algo, opponent or RandomOpponent(), ANTIREZ, seat=seat, budget_games=100_000, seed=0)
+    m.streams = torch.Generator().manual_seed(1)
     return m
 
 
@@ -43,15 +47,15 @@ def test_decision_positions_are_the_learners_own():
 def test_table_gradient_equals_the_per_move_gradient():
     m = module(temperature=1.0)
     views, row_of = m.positions()
-    logits = m.logits(views)
-    m._table = logits.detach()
-    ep = play_batch(256, m.act_from_table, m.opponent, m.seat, "cpu", m.generator)
-    view, legal, action, scaled, _ = m.move_batch(ep)
+    logits = m.algo.logits(views)
+    act = partial(m.algo.act_from_table, table=logits.detach(), row_of=row_of, streams=m.streams)
+    ep = play_batch(256, act, m.opponent, m.seat, "cpu", m.streams)
+    view, legal, action, scaled, _ = learner_moves(ep, m.reward)
     targets = antirez_targets(action, legal, scaled)
-    per_move = antirez_loss(m.logits(view), targets, scaled.abs(), 256)  # (M, 9) logits
+    per_move = antirez_loss(m.algo.logits(view), targets, scaled.abs(), 256)  # (M, 9) logits
     by_position = antirez_loss(logits, targets, scaled.abs(), 256, rows=row_of[view_code(view)])
     # ... and the per-move loss is the sum of the moves' weighted cross-entropies.
-    ce = -(targets * torch.log_softmax(m.logits(view), -1)).sum(-1)
+    ce = -(targets * torch.log_softmax(m.algo.logits(view), -1)).sum(-1)
     assert torch.allclose(per_move, (scaled.abs() * ce).sum() / 256, rtol=1e-6)
     assert torch.allclose(per_move, by_position, rtol=1e-5)
     for a, b in zip(grads(m, per_move), grads(m, by_position), strict=True):
@@ -60,25 +64,26 @@ def test_table_gradient_equals_the_per_move_gradient():
 
 def test_acting_from_the_table_equals_acting_with_the_network():
     m = module(temperature=0.0)  # greedy: the two must pick the very same cells
-    views, _ = m.positions()
-    m._table = m.net(views).detach()
+    views, row_of = m.positions()
+    table = m.net(views).detach()
     with torch.no_grad():
-        assert torch.equal(m.act_from_table(views, views == 0), m.net(views).argmax(-1))
+        assert torch.equal(m.algo.act_from_table(views, views == 0, table, row_of, m.streams),
+                           m.net(views).argmax(-1))
 
 
 def test_schedules_follow_the_share_of_the_budget_played():
     m = module(temperature=1.0, temperature_final=0.1, lr=2.0, lr_final=0.2, momentum=0.9)
     m.budget_games = 10_000
-    opt = torch.optim.SGD(m.net.parameters(), lr=m.lr, momentum=m.momentum)
+    opt = torch.optim.SGD(m.net.parameters(), lr=m.algo.lr, momentum=m.algo.momentum)
     for played, lr, temperature in ((0, 2.0, 1.0), (5_000, 1.1, 0.55), (10_000, 0.2, 0.1),
                                     (20_000, 0.2, 0.1)):
         m.games_played = played
-        m.anneal(opt)
+        m.algo.anneal(m, opt)
         assert opt.param_groups[0]["lr"] == pytest.approx(lr)
-        assert m.temperature == pytest.approx(temperature)
+        assert m.algo.temperature == pytest.approx(temperature)
     # Games already played within the update count too (2,500 of them here).
     m.games_played = 2_500
-    m.anneal(opt, games_this_update=2_500)
+    m.algo.anneal(m, opt, games_this_update=2_500)
     assert opt.param_groups[0]["lr"] == pytest.approx(1.1)
 
 
@@ -90,7 +95,7 @@ def test_epsilon_replaces_that_share_of_moves_by_uniform_legal_ones():
     logits[:, legal[0].nonzero()[0, 0]] = 50.0  # the softmax all but certain of one cell
     for eps in (0.0, 0.3, 1.0):
         m = module(temperature=1.0, epsilon=eps)
-        moves = m._draw(logits)
+        moves = m.algo._draw(logits, m.streams)
         assert legal.gather(1, moves[:, None]).all()  # never an occupied cell
         counts = torch.bincount(moves, minlength=9).float() / moves.numel()
         cells = legal[0].nonzero().squeeze(1)

@@ -1,6 +1,7 @@
 """PPO's terms, each on numbers worked out by hand, and its opponents made of policies."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -114,11 +115,10 @@ def test_heads_once_per_position_equal_the_networks_on_every_move(options):
     same log-probabilities, values and entropy, and the same gradients, as running them on
     every move (all the moves of 512 games, and a minibatch of them)."""
     torch.manual_seed(0)
-    m = PPO(net=MLP([16], "signed9"), opponent=RandomOpponent(), reward=Reward(1.0, 0.3, -5.0, -5.0),
-            seat="both", **options)
-    m.generator = Streams([1])  # one member: the moves come as (1, M) rows
-    ep = play_batch(512, m.act, m.opponent, m.seat, "cpu", m.generator)
-    mv = m.trajectories(ep)
+    m = PPO(net=MLP([16], "signed9"), **options)
+    streams = Streams([1])  # one member: the moves come as (1, M) rows
+    ep = play_batch(512, partial(m.act, streams=streams), RandomOpponent(), "both", "cpu", streams)
+    mv = m.trajectories(ep, Reward(1.0, 0.3, -5.0, -5.0))
     assert mv.valid is None  # one member: no padding
     view, legal, action = mv.view[0].float(), mv.legal[0], mv.action[0]
     legal = legal if m.masking else torch.ones_like(legal)

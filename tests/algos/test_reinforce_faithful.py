@@ -16,6 +16,7 @@ from ttt_research.env.streams import Streams
 from ttt_research.evaluation import exact as ev
 from ttt_research.models.nets import MLP
 from ttt_research.train.confdir import compose
+from ttt_research.train.module import RLModule
 from ttt_research.train.run import build, train
 
 ANTIREZ = Reward(1.0, 0.3, -2.0, -2.0)
@@ -43,35 +44,38 @@ class NumpyRandomX(Opponent):
 
 def faithful_module(opponent, games=12, seed=0):
     torch.manual_seed(seed)
-    m = ReinforceFaithful(net=MLP([6], "planes18", init="uniform"), opponent=opponent,
-                          reward=ANTIREZ, seat="o", games_per_update=games, lr=0.1)
-    m.generator = Streams([seed])  # the module's random streams (one member)
-    sgd = torch.optim.SGD(m.net.parameters(), lr=m.lr)
+    algo = ReinforceFaithful(net=MLP([6], "planes18", init="uniform"), games_per_update=games, lr=0.1)
+    m = RLModule(algo, opponent, ANTIREZ, seat="o", budget_games=games, seed=seed)
+    m.streams = Streams([seed])  # the module's random streams (one member)
+    sgd = torch.optim.SGD(m.net.parameters(), lr=algo.lr)
     m.optimizers = lambda: sgd  # steps like Lightning's wrapper of it, without a Trainer
     m.manual_backward = lambda loss: loss.backward()
     return m
 
 
 def test_the_configs_choose_the_numpy_loop_only_where_it_applies():
-    assert build(make_cfg("algo=reinforce_faithful")).numpy_loop
-    assert build(make_cfg("experiment=antirez_repro")).numpy_loop
+    def numpy_loop(module):
+        return module.algo.numpy_loop(module)
+
+    assert numpy_loop(build(make_cfg("algo=reinforce_faithful")))
+    assert numpy_loop(build(make_cfg("experiment=antirez_repro")))
     for other in ("net=mlp128", "opponent=minimax", "seat=both"):
-        assert not build(make_cfg("algo=reinforce_faithful", other)).numpy_loop
+        assert not numpy_loop(build(make_cfg("algo=reinforce_faithful", other)))
 
 
 def test_torch_loop_and_numpy_loop_make_the_same_weights_from_the_same_games():
     """The module's torch loop (run because its opponent is not RandomOpponent) against its
     NumPy loop, from the same weights, over the same 12 games: the same weights after."""
     fast = faithful_module(RandomOpponent())
-    assert fast.numpy_loop
+    assert fast.algo.numpy_loop(fast)
     # The NumPy loop seeds its X from the module's generator; give the torch loop's X that seed.
     np_seed = int(torch.randint(2**62, (1,), generator=torch.Generator().manual_seed(0)))
     slow = faithful_module(NumpyRandomX(np.random.default_rng(np_seed)))
-    assert not slow.numpy_loop
+    assert not slow.algo.numpy_loop(slow)
     before = {k: v.clone() for k, v in fast.net.state_dict().items()}
     assert all(torch.equal(before[k], v) for k, v in slow.net.state_dict().items())
 
-    a, b = fast.update(), slow.update()
+    a, b = fast.algo.update(fast), slow.algo.update(slow)
     assert a.games == b.games == 12
     assert {k: float(v) for k, v in a.rates.items()} == {k: float(v) for k, v in b.rates.items()}
     assert float(a.terms["loss"]) == pytest.approx(float(b.terms["loss"]), rel=1e-5)

@@ -3,8 +3,8 @@ dying), and the metrics.csv rows that a resumed run must share with the uninterr
 
 import csv
 
-from ttt_research.algos.base import RLModule
 from ttt_research.train.callbacks import PeriodicCheckpoint
+from ttt_research.train.module import RLModule
 
 
 def metric_rows(run_dir):

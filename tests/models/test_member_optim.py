@@ -4,6 +4,7 @@ would under torch's SGD / Adam at its own learning rate, and a stopped member no
 import pytest
 import torch
 
+from ttt_research.models import member_optim
 from ttt_research.models.member_optim import MemberAdam, MemberSGD
 from ttt_research.models.nets import MLP, MLPStack
 
@@ -133,8 +134,7 @@ def test_only_the_members_named_for_a_step_move():
     opt = MemberAdam(stack.parameters(), 3, lr=0.1)
     before = [stack.member(k).state_dict() for k in range(3)]
     member_loss(stack(views(0))).sum().backward()
-    opt.only = torch.tensor([True, False, True])
-    opt.step()
+    opt.step(only=torch.tensor([True, False, True]))
     after = [stack.member(k).state_dict() for k in range(3)]
     moved = [any(not torch.equal(before[k][n], after[k][n]) for n in before[k]) for k in range(3)]
     assert moved == [True, False, True]
@@ -158,9 +158,24 @@ def test_a_member_left_out_of_a_step_does_not_count_it_in_adams_bias_correction(
                 opt.step()
         stacked_opt.zero_grad()
         member_loss(stack(x)).sum().backward()
-        stacked_opt.only = torch.tensor(on)
-        stacked_opt.step()
+        stacked_opt.step(only=torch.tensor(on))
     for k, m in enumerate(own):
         mine = stack.member(k).state_dict()
         for name, v in m.state_dict().items():
             assert torch.allclose(mine[name], v, atol=1e-6, rtol=1e-5), (k, name)
+
+
+def test_one_call_gives_torchs_optimiser_for_a_net_and_the_members_for_a_stack():
+    """An algorithm asks once (``sgd``/``adam``/``set_lr``/``learning_rate``); a single run gets
+    torch's own optimiser (its numbers stay torch's), a stack the per-member one."""
+    net, stack = MLP([8], "signed9"), MLPStack(3, [8], "signed9")
+    assert type(member_optim.sgd(net, net.parameters(), lr=0.1, momentum=0.9)) is torch.optim.SGD
+    assert type(member_optim.adam(net, net.parameters(), lr=0.1)) is torch.optim.Adam
+    assert isinstance(member_optim.sgd(stack, stack.parameters(), lr=0.1, momentum=0.9), MemberSGD)
+    opt = member_optim.adam(stack, stack.parameters(), lr=0.1)
+    assert isinstance(opt, MemberAdam)
+    member_optim.set_lr(opt, torch.tensor([0.1, 0.2, 0.3]))
+    assert member_optim.learning_rate(opt).tolist() == pytest.approx([0.1, 0.2, 0.3])
+    single = member_optim.sgd(net, net.parameters(), lr=0.1, momentum=0.0)
+    member_optim.set_lr(single, 0.05)
+    assert member_optim.learning_rate(single) == 0.05

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
-from ttt_research.algos.base import RLModule
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_policy
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.confdir import compose
+from ttt_research.train.module import RLModule
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 

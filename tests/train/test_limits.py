@@ -73,7 +73,7 @@ def test_the_limits_are_what_the_code_holds():
     with pytest.raises(ValueError):
         L.seed_everything(SEED_MAX + 1, verbose=False)
     # A run resumed with another number of processes seeds its streams from the games played
-    # (algos/base.py: seed * 1_000_003 ^ games << 20); at the limits that still fits 64 bits.
+    # (train/module.py: seed * 1_000_003 ^ games << 20); at the limits that still fits 64 bits.
     torch.Generator().manual_seed((SEED_MAX * 1_000_003) ^ ((GAMES_MAX + 2**20) << 20))
     assert torch.tensor([GAMES_MAX * 9], dtype=torch.int64).item() == GAMES_MAX * 9  # moves fit int64
     assert float(GAMES_MAX) == GAMES_MAX  # and float64 (metrics.csv) holds the counts exactly

@@ -4,6 +4,7 @@ contract; bad values refused with one line; the update checked against hand-comp
 import json
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.configs import make_cfg
-from ttt_research.algos.reinforce import antirez_loss, antirez_targets, move_importance
+from ttt_research.algos.reinforce import antirez_loss, antirez_targets, learner_moves, move_importance
 from ttt_research.env import game
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
@@ -55,8 +56,9 @@ def test_ppo_without_masking_forfeits_and_reports_raw_illegal_choices(tmp_path):
 
     cfg = make_cfg("algo=ppo", "algo.masking=false", "reward=seed_ppo")
     module = build(cfg)
-    module.generator = torch.Generator().manual_seed(0)
-    ep = play_batch(512, module.act, module.opponent, "both", "cpu", module.generator)
+    module.streams = torch.Generator().manual_seed(0)
+    ep = play_batch(512, partial(module.algo.act, streams=module.streams), module.opponent, "both", "cpu",
+                    module.streams)
     assert ep.forfeit.any()  # an untrained net picks occupied cells...
     assert (ep.outcome[ep.forfeit] == -1).all()  # ...and loses those games,
     assert (module.reward.of(ep.outcome, ep.forfeit)[ep.forfeit] == -10.0).all()  # at -10
@@ -75,8 +77,7 @@ def test_masked_policies_never_choose_an_occupied_cell(seed):
     t = game.tables()
     for algo in ("ppo", "reinforce"):
         module = build(make_cfg(f"algo={algo}"))
-        module.generator = torch.Generator().manual_seed(seed)
-        moves = module.act(t.view[codes].float(), t.legal[codes])
+        moves = module.algo.act(t.view[codes].float(), t.legal[codes], torch.Generator().manual_seed(seed))
         assert t.legal[codes, moves].all()
 
 
@@ -199,14 +200,15 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     cfg = make_cfg("net.hidden=[3]", "algo.games_per_update=1", "algo.minibatches=1", "algo.rollouts=1",
                    "algo.lr=0.1", "algo.masked_softmax=false", "budget.games=1", "seed=5")
     module = build(cfg)
-    module.generator = torch.Generator().manual_seed(0)
+    module.streams = torch.Generator().manual_seed(0)
     w = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
     # Play the game the module will learn from, with the same generator state.
     from ttt_research.env.rollout import play_batch
 
-    state = module.generator.get_state()
-    ep = play_batch(1, module.act, module.opponent, "o", "cpu", module.generator)
-    view, legal, action, scaled, _ = module.move_batch(ep)
+    state = module.streams.get_state()
+    ep = play_batch(1, partial(module.algo.act, streams=module.streams), module.opponent, "o", "cpu",
+                    module.streams)
+    view, legal, action, scaled, _ = learner_moves(ep, module.reward)
     targets = antirez_targets(action, legal, scaled)
     # antirez's backprop, by hand, gradients summed over the moves.
     W1, b1, W2, b2 = w["body.0.weight"], w["body.0.bias"], w["body.2.weight"], w["body.2.bias"]
@@ -222,11 +224,11 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
         gW1 += torch.outer(d_hid, x)
         gb1 += d_hid
     # Now let the module take its step from the same state.
-    module.generator.set_state(state)
+    module.streams.set_state(state)
     sgd = torch.optim.SGD(module.net.parameters(), lr=0.1)
     module.optimizers = lambda: sgd  # steps like Lightning's wrapper of it, without a Trainer
     module.manual_backward = lambda loss: loss.backward()
-    assert module.update().games == 1
+    assert module.algo.update(module).games == 1
     new = module.net.state_dict()
     assert torch.allclose(new["body.2.weight"], W2 - 0.1 * gW2, atol=1e-6)
     assert torch.allclose(new["body.2.bias"], b2 - 0.1 * gb2, atol=1e-6)

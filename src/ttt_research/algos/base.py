@@ -1,560 +1,133 @@
-"""What every learning algorithm here shares, as a LightningModule base class.
+"""What a learning algorithm is: its networks, how it acts, and one ``update``.
 
-An algorithm implements ``update()``: play a batch of games and update the network
-(manual optimisation: the algorithm decides how many optimiser steps a batch makes,
-through Lightning's optimizer wrapper, so precision and accelerator plugins apply), and
-return what it did as an ``Update`` (games played, sampled rates, loss terms). The base
-class's ``training_step`` calls it and then does the bookkeeping, in one place:
+An algorithm is an ``Algorithm`` (a ``torch.nn.Module``: its networks are its children)
+in one file of ``algos/``, built by Hydra from ``conf/algo/NAME.yaml`` (``_target_``).
+It never sees Lightning's Trainer, a process count or a population: the shell that runs
+it (``train/module.py``) hands every ``update`` a ``Run``, the services it may use (the
+device, the random streams, the opponent, the seat, the reward, the optimiser, backprop,
+gradient clipping, the budget's schedules, the table of decision positions), and does the
+bookkeeping every algorithm shares (the budget, counting, logging, the numerical guard,
+checkpoints, populations, DDP).
 
-* the training "data": there is none, so the dataloader is the update indices, its
-  length the number of updates in the budget (computed when the Trainer, hence the
-  number of processes, is known: the Trainer is sized once, by the data);
-* a ``torch.Generator`` on the module's device for every random draw in rollouts, seeded
-  from ``seed`` and the process's rank (and saved in checkpoints, one state per process,
-  so a resumed run draws what it would have);
-* the game counter (which drives the budget, the schedules and the checkpoints), the
-  rollout metrics, ``train/*`` terms and ``perf/games_per_s``;
-* the opponent's training state (pool snapshots, curriculum stage) in checkpoints;
-* the numerical guard: a non-finite loss term or parameter stops the run at the update
-  where it appears (``NonFiniteError``), before any checkpoint can store it;
-* multi-process training (``trainer=ddp``): each process plays ``games_per_update`` games
-  per update with its own random stream, DDP averages the gradients (the algorithms call
-  ``manual_backward``), and the rollout numbers are averaged across processes once per
-  update, so every process logs, counts and schedules the same global figures;
-* ``policy_logits``, the masked logits whose argmax (the greedy policy) the exact
-  evaluator and the exporter see, and ``extra_report`` for an algorithm's own figures in
-  ``eval.json``.
+Written for a stack of N members: a single run is N = 1 with the plain ``MLP``, a
+population N members with ``MLPStack`` (``models/nets.py``), whose every tensor has a
+leading member axis; both nets and their optimisers (``models/member_optim.py``) answer
+the same calls, so an algorithm writes its update once. A hyperparameter that members set
+for themselves arrives as an (N,) tensor instead of a number (``per_member`` broadcasts
+it). ``docs/extending.md`` walks through adding one.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
-import lightning as L
 import torch
 
-from ttt_research.contract import TRAINING_SEATS
 from ttt_research.env import game
-from ttt_research.env.opponents import Opponent, SelfPlay
+from ttt_research.env.opponents import Opponent
 from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams
-from ttt_research.errors import ConfigError, NonFiniteError
-from ttt_research.models.nets import MLP, MLPStack
 
 
 @dataclass
 class Update:
     """What one update did in this process, as the algorithm's ``update()`` returns it."""
 
-    games: int  # complete games this process played
+    games: int  # complete games this process played (per member)
     rates: dict[str, torch.Tensor | float]  # sampled win / loss / tie rates -> rollout/*
     terms: dict[str, torch.Tensor | float] = field(default_factory=dict)  # loss terms, lr -> train/*
-    moves: torch.Tensor | None = None  # 0-dim: learner moves played (environment steps), if counted
+    moves: torch.Tensor | None = None  # learner moves played (environment steps), if counted
 
 
-class UpdateIndices:
-    """The training "data": update indices 0 .. ``total`` - 1, as many as the budget's updates.
+class Run(Protocol):
+    """What the shell gives an algorithm's ``update`` (``train.module.RLModule`` is one)."""
 
-    Lightning takes its length as the number of training batches. Not a DataLoader, so
-    Lightning adds no distributed sampler: every process runs every update. There is
-    nothing to resume in it (the indices are not used; a resumed run draws what it would
-    have from the module's generator, which the checkpoint holds), so its state is empty,
-    which tells Lightning that a checkpoint taken mid-epoch resumes it correctly.
-    """
+    device: torch.device
+    streams: Streams  # one random stream per member: every draw of a rollout comes from it
+    opponent: Opponent
+    seat: str  # x, o or both (``contract.TRAINING_SEATS``)
+    reward: Reward  # its fields: numbers, or (N, 1) tensors when members set them
 
-    def __init__(self, total: int):
-        self.total = int(total)
+    def optimizer(self):
+        """The optimiser of ``configure_optimizers``, in Lightning's wrapper (``step``,
+        ``zero_grad``; ``.optimizer`` is the optimiser itself)."""
 
-    def __len__(self) -> int:
-        return self.total
+    def backprop(self, loss: torch.Tensor) -> None:
+        """Backward through the precision plugin and DDP's gradient averaging."""
 
-    def __iter__(self):
-        return iter(range(self.total))
+    def clip_grad_norm(self, opt, max_norm: float) -> None:
+        """Scale the gradient to norm ``max_norm`` at most (each member's own)."""
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
-
-
-class RLModule(L.LightningModule):
-    """Base for algorithms: net, opponent, seat, reward, budget and the shared bookkeeping."""
-
-    name = "rlmodule"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
-
-    def __init__(self, net: MLP | MLPStack, opponent: Opponent, reward: Reward, seat: str = "o",
-                 games_per_update: int = 1024, budget_games: int = 100_000, seed: int = 0,
-                 members: list | None = None, member_nets: dict | None = None,
-                 population_size: int | None = None):
-        super().__init__()
-        if seat not in TRAINING_SEATS:
-            raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
-        self.net = net
-        self.opponent = opponent
-        self.reward = reward
-        self.seat = seat
-        self.games_per_update = int(games_per_update)
-        self.budget_games = int(budget_games)
-        self.seed = int(seed)
-        self.games_played = 0  # all processes together
-        self.games_local = 0  # this process's games (DDP: each process plays its own)
-        self.env_steps = 0  # learner moves, all processes (only algorithms that count them)
-        self.update_index = 0  # the update being played (0-based), for messages
-        # A population (population.py): N members, one per seed and hyperparameter values,
-        # trained in lockstep; ``net`` is then an ``MLPStack`` and every tensor of the
-        # algorithm has a leading member axis. A single run is the population of one:
-        # the same code, with the plain ``MLP`` (so its numbers stay a single run's).
-        self.members = list(members) if members else None
-        self.n = len(self.members) if self.members else 1  # members in this process
-        # A population's module (N may be 1 in a process of trainer=ddp, which trains its
-        # share of the members: population.shard), and the members in all processes.
-        self.stacked = self.members is not None
-        self.population_size = int(population_size or self.n)
-        self._member_nets = member_nets or {}  # built per member under its seed (train.py)
-        self.member_hparams = {  # key -> (N,) float32, the values members set for themselves
-            key: torch.tensor([float(m.hparams[key]) for m in self.members])
-            for key in (self.members[0].hparams if self.members else {})}
-        self.active = torch.ones(self.n, dtype=torch.bool)  # (N,) members still training
-        self.stopped: dict[int, str] = {}  # member index (Member.index) -> why it stopped
-        self.active_all = self.active  # (population_size,) of every process, after each update
-        self.whole: dict | None = None  # the population of all processes at the end (on_train_end)
-        self._shard_rank: int | None = None  # trainer=ddp: the rank whose members these are
-        self.member_games = torch.zeros(self.n, dtype=torch.long)  # (N,) games each has played
-        self.last_update: Update | None = None
-        self._positions: tuple[torch.Tensor, torch.Tensor] | None = None  # views, row_of
-        self._table: torch.Tensor | None = None  # (P, 9) logits of this batch, for acting
-        self.generator: Streams | None = None  # one random stream per member
-        self._generator_states: list | None = None  # from a checkpoint, one per process
-        self._last_time: float | None = None
-        self.automatic_optimization = False
-
-    # ------------------------------------------------------------------ budget and data
-
-    @property
-    def processes(self) -> int:
-        """Training processes (DDP's world size; 1 before the module is given a Trainer)."""
-        return self._trainer.world_size if self._trainer is not None else 1
-
-    @property
-    def split(self) -> bool:
-        """A population whose members are shared out over processes (trainer=ddp)."""
-        return self.stacked and self.processes > 1
-
-    @property
-    def budget_processes(self) -> int:
-        """Processes that share the game budget: all of DDP's for one agent (each plays its
-        part of every update); 1 for a population, whose every member plays its budget."""
-        return 1 if self.stacked else self.processes
-
-    @property
-    def total_updates(self) -> int:
-        """Updates in the budget: enough batches of games to cover ``budget_games``, each
-        update playing ``games_per_update`` games in every process (a population's
-        members: each plays the budget)."""
-        return max(1, math.ceil(self.budget_games / (self.games_per_update * self.budget_processes)))
-
-    def train_dataloader(self) -> UpdateIndices:
-        """The update indices: RL makes its own data in ``update()``. Built when the Trainer
-        is known, so the number of updates counts every process's games (trainer=ddp:
-        world_size times fewer updates): the Trainer is sized once, here."""
-        return UpdateIndices(self.total_updates)
-
-    # ------------------------------------------------------------------ randomness
-
-    @staticmethod
-    def companion_nets(net: MLP) -> dict[str, MLP]:
-        """Networks an algorithm builds right after the policy, by name (PPO: its value
-        network); a population builds them per member, under the member's seed."""
-        return {}
-
-    @property
-    def seeds(self) -> list[int]:
-        """Each member's seed (a single run: ``[seed]``)."""
-        return [m.seed for m in self.members] if self.members else [self.seed]
-
-    def on_fit_start(self) -> None:
-        rank = self.global_rank
-        if self.split and self._shard_rank is not None and self._shard_rank != rank:
-            raise RuntimeError(f"this process (rank {rank}) was given the members of rank "
-                               f"{self._shard_rank}: the launcher's ranks were not read right")
-        # One stream per process (DDP: each plays its own games), and in a population one per
-        # member: member k's is the one of a single run with its seed, in whichever process.
-        streams = [s * 1_000_003 + (0 if self.stacked else rank) for s in self.seeds]
-        states = self._generator_states
-        if states is not None and len(states) != self.trainer.world_size:
-            # resumed with another number of processes: fresh, distinct streams
-            streams = [s ^ (self.games_played << 20) for s in streams]
-            states = None
-        self.generator = Streams(streams, self.device)
-        self.reward = self.reward.to(self.device)  # a population's per-member values, if any
-        if states is not None:
-            self.generator.set_state(states[rank])
-        self._generator_states = None
-
-    def member_value(self, key: str, value):
-        """A hyperparameter as the algorithm uses it: ``value`` (the config's), or an (N,)
-        tensor on the module's device when the members set it for themselves (``key``: its
-        dotted name, e.g. ``algo.lr``)."""
-        if key not in self.member_hparams:
-            return value
-        return self.member_hparams[key].to(self.device)
-
-    def per_member(self, value, like: torch.Tensor):
-        """A number, or an (N,) tensor reshaped to broadcast against ``like`` (N, ...)."""
-        if isinstance(value, torch.Tensor) and value.dim() == 1:
-            return value.view(-1, *([1] * (like.dim() - 1)))
-        return value
-
-    def _per_process(self, value: torch.Tensor) -> list[torch.Tensor]:
-        """One ``value`` from every process, in rank order (a list of one without DDP)."""
-        if self.trainer.world_size == 1:
-            return [value]
-        import torch.distributed as dist
-
-        value = value.to(self.device)  # NCCL gathers CUDA tensors only
-        gathered = [torch.empty_like(value) for _ in range(self.trainer.world_size)]
-        dist.all_gather(gathered, value)
-        return [g.cpu() for g in gathered]
-
-    def gather_objects(self, obj) -> list:
-        """One picklable ``obj`` from every process, in rank order (a list of one alone)."""
-        if self._trainer is None or self.trainer.world_size == 1:
-            return [obj]
-        import torch.distributed as dist
-
-        out = [None] * self.trainer.world_size
-        dist.all_gather_object(out, obj)
-        return out
-
-    def on_train_end(self) -> None:
-        """DDP: every process must end with the same weights (DDP averaged every gradient);
-        a mismatch means some update bypassed it, and the run must not pass as good. A
-        population gathers its members from every process instead (``whole``)."""
-        if self.stacked:
-            self.whole = self.gather_population()
-            return
-        if self.trainer.world_size == 1:
-            return
-        flat = torch.cat([p.detach().flatten() for p in self.parameters()]).double()
-        checksum = torch.stack([flat.sum(), (flat * torch.arange(flat.numel(), device=flat.device)).sum()])
-        sums = self._per_process(checksum)
-        if any(not torch.equal(s, sums[0]) for s in sums):
-            raise RuntimeError("the DDP processes ended with different weights: an update "
-                               "bypassed DDP's gradient averaging")
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        # Called on every process (Lightning writes the file from rank 0): gather what
-        # differs between processes, i.e. each one's random stream and game count.
-        checkpoint["net_spec"] = self.net.spec()
-        checkpoint["algo"] = self.name
-        checkpoint["games_played"] = self.games_played
-        checkpoint["env_steps"] = self.env_steps
-        checkpoint["games_by_process"] = [int(g) for g in self._per_process(
-            torch.tensor(self.games_local, dtype=torch.int64))]
-        checkpoint["opponent_state"] = self.opponent.state()
-        population = None
-        if self.members:
-            population = {"member_games": self.member_games.clone(), "active": self.active.clone(),
-                          "stopped": {str(k): v for k, v in self.stopped.items()}}
-            checkpoint["population"] = population
-        if self.split:
-            # Each process holds other members: the file keeps every process's share (rank
-            # 0's is also Lightning's own state_dict), and a resumed process takes its own.
-            checkpoint["member_shards"] = self.gather_objects({
-                "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()},
-                "optimizer": self.trainer.optimizers[0].state_dict(),
-                "generator": self.generator.get_state() if self.generator is not None else None,
-                "population": population, "opponent_state": self.opponent.state()})
-            checkpoint["generator_states"] = [s["generator"] for s in checkpoint["member_shards"]]
-        elif self.generator is not None:
-            checkpoint["generator_states"] = self._per_process(self.generator.get_state())
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.games_played = int(checkpoint.get("games_played", 0))
-        self.env_steps = int(checkpoint.get("env_steps", 0))
-        by_process = checkpoint.get("games_by_process", [self.games_played])
-        self._generator_states = checkpoint.get("generator_states")
-        if self._generator_states is None and "generator_state" in checkpoint:  # older files
-            self._generator_states = [checkpoint["generator_state"]]
-        rank = self.global_rank
-        self.games_local = int(by_process[rank]) if rank < len(by_process) else 0
-        shards = checkpoint.get("member_shards")
-        if shards is not None or self.split:
-            world = self.trainer.world_size
-            if shards is None or len(shards) != world:
-                raise ConfigError(f"this checkpoint holds a population trained by "
-                                  f"{len(shards) if shards else 1} process(es); resume it with as many "
-                                  f"(trainer.devices), not {world}")
-            mine = shards[rank]  # Lightning restores the state and optimiser read here
-            checkpoint["state_dict"] = mine["state_dict"]
-            checkpoint["optimizer_states"] = [mine["optimizer"]]
-            checkpoint["opponent_state"] = mine["opponent_state"]
-            checkpoint["population"] = mine["population"]
-        self.opponent.restore(checkpoint.get("opponent_state", {}), self.net)
-        pop = checkpoint.get("population")
-        if pop is not None:
-            self.member_games = pop["member_games"].clone()
-            self.active = pop["active"].clone()
-            self.stopped = {int(k): v for k, v in pop["stopped"].items()}
-
-    @property
-    def progress(self) -> float:
-        """Share of the game budget played so far, in [0, 1] (schedules follow it; it is
-        checkpointed through ``games_played``, so a resumed run continues them)."""
-        return min(1.0, self.games_played / max(1, self.budget_games))
-
-    def scheduled(self, start: float, final: float | None, games_ahead: int = 0) -> float:
-        """A linear schedule from ``start`` to ``final`` over the budget (None: constant),
-        at ``progress`` plus ``games_ahead`` games this process has played in the current
-        update (so a schedule stepped within an update does not depend on the grouping)."""
-        if final is None:
-            return start
-        played = self.games_played + games_ahead * self.budget_processes
-        final = final if isinstance(final, torch.Tensor) else float(final)
-        return start + min(1.0, played / max(1, self.budget_games)) * (final - start)
-
-    def on_train_batch_start(self, batch, batch_idx: int) -> None:
-        """Tell the opponent an update is coming (pools snapshot, curricula move on)."""
-        self.update_index = batch_idx
-        self.opponent.on_update(self.net, self.progress, batch_idx)
-
-    # ------------------------------------------------------------------ one update
-
-    def update(self) -> Update:
-        """Play and learn from one batch of games (the algorithm's part of a step)."""
-        raise NotImplementedError
-
-    def training_step(self, batch, batch_idx: int) -> None:
-        """The algorithm's ``update()``, then the bookkeeping of every algorithm."""
-        start = time.perf_counter()
-        done = self.update()
-        self.last_update = done  # what the latest update did, per member (tests read it)
-        self.account(done, time.perf_counter() - start)
-
-    def account(self, done: Update, seconds: float) -> None:
-        """Count, check and log an update, in that order, in every process alike.
-
-        ``games_played`` (all processes) drives the budget, the schedules and the
-        checkpoints; the numerical guard runs before the callbacks of the step (exact
-        evaluation, checkpoint) see the module, so no checkpoint stores a non-finite value.
-        """
-        now = time.perf_counter()
-        if self.stacked:
-            return self._account_population(done, seconds, now)
-        metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device).reshape(())
-                   for k, v in done.rates.items()}
-        metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                        .detach().reshape(()) for k, v in done.terms.items()})
-        if self._last_time is not None:
-            metrics["perf/games_per_s"] = torch.tensor(
-                done.games / max(now - self._last_time, 1e-9), device=self.device)
-        self._last_time = now
-        if done.moves is not None:
-            metrics["moves"] = done.moves.detach().float().sum().reshape(()).to(self.device)
-        self.games_local += done.games
-        # DDP: every process played as many games, so the global rates and loss terms are
-        # the means over processes; one all-reduce of all of them, then each process logs
-        # the same numbers (Lightning's loggers write from rank 0 only).
-        metrics = dict(zip(metrics, self.mean_over_processes(torch.stack(list(metrics.values())))
-                           .unbind(), strict=True))
-        if "perf/games_per_s" in metrics:  # the whole job's speed: the sum over processes
-            metrics["perf/games_per_s"] = metrics["perf/games_per_s"] * self.processes
-        self.games_played += done.games * self.processes
-        if "moves" in metrics:  # learner moves in all processes: their mean times their number
-            steps = round(float(metrics.pop("moves")) * self.processes)
-            self.env_steps += steps
-            metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
-            metrics["train/env_steps"] = float(self.env_steps)
-        self.check_finite({k: v for k, v in metrics.items() if k.startswith("train/")
-                           and isinstance(v, torch.Tensor)})
-        self._log_update(metrics, done.games)
-
-    def _log_update(self, metrics: dict, games: int) -> None:
-        metrics["train/games"] = float(self.games_played)
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=games)
-        if "perf/games_per_s" in metrics:
-            self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
-                     on_step=True, on_epoch=False)
-
-    def _account_population(self, done: Update, seconds: float, now: float) -> None:
-        """``account`` for a population: its numbers come per member, (N,). The guard reads
-        them per member (``check_members``: a member that fails drops out); then every
-        process's members are gathered (trainer=ddp shares them out), and the log gets the
-        median over the members still training, the min and max of each rate, and the speed
-        of all members together. ``games_played`` counts the games of one member."""
-        self.member_games += done.games * self.active.long()  # a member that fails now played them
-        self.check_members(done.terms, self.games_played + done.games)
-
-        def column(v) -> torch.Tensor:  # a number for all, or (n,) per member -> (n,) on the CPU
-            return torch.as_tensor(v, dtype=torch.float32).detach().cpu().reshape(-1).expand(self.n).clone()
-
-        mine = {f"rollout/{k}": column(v) for k, v in done.rates.items()}
-        mine.update({f"train/{k}": column(v) for k, v in done.terms.items()})
-        if done.moves is not None:
-            mine["moves"] = column(done.moves)
-        mine["active"] = self.active.float()
-        shares = self.gather_objects(mine)
-        every = {k: torch.cat([s[k] for s in shares]) for k in mine}  # (population_size,)
-        self.active_all = every.pop("active").bool()
-        live = self.active_all
-        if not bool(live.any()):  # trainer=ddp: no process has a member left
-            raise NonFiniteError(f"every member of the population went non-finite by update "
-                                 f"{self.update_index + 1}; population.json is not written")
-        metrics: dict[str, float] = {}
-        for k, v in every.items():
-            if k == "moves":
-                continue
-            metrics[k] = float(v[live].quantile(0.5))  # of an even count: the middle two's mean
-            if k.startswith("rollout/"):
-                metrics[f"{k}_min"], metrics[f"{k}_max"] = float(v[live].min()), float(v[live].max())
-        playing = int(live.sum())
-        if self._last_time is not None:
-            metrics["perf/games_per_s"] = done.games * playing / max(now - self._last_time, 1e-9)
-        self._last_time = now
-        self.games_local += done.games
-        self.games_played += done.games
-        if "moves" in every:
-            steps = int(every["moves"][live].sum())
-            self.env_steps += steps
-            metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
-            metrics["train/env_steps"] = float(self.env_steps)
-        self._log_update(metrics, done.games)
-
-    def gather_population(self) -> dict:
-        """Every process's members, for the run folder: the stacked weights of each process's
-        share (state dicts, in rank order), and the members, games, stops and activity."""
-        shares = self.gather_objects({
-            "net": {k: v.detach().cpu() for k, v in self.net.state_dict().items()},
-            "members": self.members, "member_games": self.member_games.clone(),
-            "active": self.active.clone(), "stopped": dict(self.stopped)})
-        net = MLPStack(self.population_size, self.net.hidden, self.net.encoding_name)
-        with torch.no_grad():
-            for name, p in net.named_parameters():
-                p.copy_(torch.cat([s["net"][name] for s in shares]))
-        return {"net": net.to(self.device), "members": [m for s in shares for m in s["members"]],
-                "member_games": torch.cat([s["member_games"] for s in shares]),
-                "active": torch.cat([s["active"] for s in shares]),
-                "stopped": {k: v for s in shares for k, v in s["stopped"].items()}}
-
-    # ------------------------------------------------------------------ position table
+    def scheduled(self, start, final, games_ahead: int = 0):
+        """A linear schedule from ``start`` to ``final`` over the game budget (None: constant)."""
 
     def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The learner's decision positions: (P, 9) mover's views and the (3^9,) map from a
-        view's code (``game.view_code``) to its row (-1: not a decision position): 4,520
-        positions, or the 2,097 where O moves (2,423 for X) with a fixed seat."""
-        if self._positions is None or self._positions[0].device != self.device:
-            t = game.tables(self.device)
-            side = torch.ones_like(t.done)  # seat both, or self-play: every position
-            if self.seat in ("x", "o") and not isinstance(self.opponent, SelfPlay):
-                side = t.mover == (game.X if self.seat == "x" else game.O)
-            codes = torch.nonzero(t.reachable & ~t.done & side).squeeze(-1)
-            views = t.view[codes]
-            row_of = torch.full((game.N_CODES,), -1, dtype=torch.long, device=self.device)
-            row_of[game.view_code(views)] = torch.arange(codes.numel(), device=self.device)
-            self._positions = (views.float(), row_of)
-        return self._positions
+        """(P, 9) float views of the learner's decision positions, and the (3^9,) map from a
+        view's code to its row (-1: none)."""
 
-    def lookup(self, table: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
-        """Logits of (B, 9) (a population's (N, B, 9)) views read from ``table``, the (P, 9)
-        logits of ``positions()`` (a population's N blocks of P rows): a gather in place of
-        a forward pass, so a batch of games costs one pass over the P positions per member,
-        not one per ply over all games.
 
-        Finished games ride along in lockstep; their boards have no row (-1), and whatever
-        is drawn for them is ignored: row 0 stands in."""
-        rows = self.positions()[1].index_select(0, game.view_code(view).reshape(-1)).clamp_min(0)
-        if self.n > 1:  # member k's games look up block k
-            P = self.positions()[0].shape[0]
-            rows = rows + (torch.arange(self.n, device=rows.device) * P).repeat_interleave(view.shape[1])
-        return table.index_select(0, rows).view(view.shape)
+def per_member(value, like: torch.Tensor):
+    """A number, or an (N,) tensor reshaped to broadcast against ``like`` (N, ...)."""
+    if isinstance(value, torch.Tensor) and value.dim() == 1:
+        return value.view(-1, *([1] * (like.dim() - 1)))
+    return value
 
-    # ------------------------------------------------------------------ policy
+
+def number(value):
+    """A hyperparameter as an algorithm keeps it: a float, None, or (N,) per-member values."""
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    return float(value)
+
+
+def lookup(table: torch.Tensor, view: torch.Tensor, row_of: torch.Tensor) -> torch.Tensor:
+    """Logits of (B, 9) (a stack's (N, B, 9)) views read from ``table``, the (P, 9) logits
+    of the positions (a stack's N blocks of P rows): a gather in place of a forward pass,
+    so a batch of games costs one pass over the P positions per member, not one per ply.
+
+    Finished games ride along in lockstep; their boards have no row (-1), and whatever
+    is drawn for them is ignored: row 0 stands in."""
+    rows = row_of.index_select(0, game.view_code(view).reshape(-1)).clamp_min(0)
+    if view.dim() == 3 and view.shape[0] > 1:  # member k's games look up block k
+        P = table.shape[0] // view.shape[0]
+        rows = rows + (torch.arange(view.shape[0], device=rows.device) * P).repeat_interleave(view.shape[1])
+    return table.index_select(0, rows).view(view.shape)
+
+
+class Algorithm(torch.nn.Module):
+    """The part of a training run that is the algorithm's own."""
+
+    name = "algorithm"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
+    one_process = False  # True: its updates bypass DDP's gradient averaging (refused with several)
+
+    def __init__(self, net: torch.nn.Module, games_per_update: int):
+        super().__init__()
+        self.net = net  # the policy: (..., 9) views -> masked logits; what evaluation and export see
+        self.games_per_update = int(games_per_update)
+
+    @staticmethod
+    def companion_nets(net: torch.nn.Module) -> dict[str, torch.nn.Module]:
+        """Networks an algorithm builds right after the policy, by name (PPO: its value
+        network), each a constructor argument; a population builds them per member, under
+        the member's seed, and passes them stacked."""
+        return {}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """The optimiser of the algorithm's parameters (``models.member_optim`` picks a
+        single run's torch optimiser or a stack's per-member one from the net)."""
+        raise NotImplementedError
+
+    def update(self, run: Run) -> Update:
+        """Play and learn from one batch of games: ``games_per_update`` per member."""
+        raise NotImplementedError
 
     @torch.no_grad()
     def policy_logits(self, view: torch.Tensor) -> torch.Tensor:
-        """(B, 9) mover's view -> (B, 9) masked logits; their argmax is the greedy policy
-        that evaluation and export see."""
-        return self.net(view.to(self.device)).float()
+        """(B, 9) mover's views -> (B, 9) masked logits; their argmax is the greedy policy
+        that the exact evaluation and the export see."""
+        return self.net(view).float()
 
     def extra_report(self) -> dict[str, float]:
         """Figures of this algorithm's own that ``eval.json`` adds to the exact evaluation."""
         return {}
-
-    def mean_over_processes(self, values: torch.Tensor) -> torch.Tensor:
-        """(K,) numbers of this process -> (K,) means over all processes (DDP), one all-reduce."""
-        if self.processes == 1 or self._trainer is None:
-            return values
-        return self.trainer.strategy.reduce(values, reduce_op="mean")
-
-    # ------------------------------------------------------------------ numerical guard
-
-    def check_finite(self, terms: dict[str, torch.Tensor]) -> None:
-        """Stop at the first non-finite loss term or parameter, naming the update.
-
-        Runs at the end of every update, before the checkpoint callback, so the last
-        checkpoint on disk is always a finite one. One synchronisation for all the
-        checks (a (K,) bool tensor read once); parameters are the same in every DDP
-        process and the terms are already averaged, so all processes stop together.
-        """
-        params = dict(self.named_parameters())
-        finite = torch.stack([torch.isfinite(v).all() for v in terms.values()]
-                             + [torch.isfinite(p).all() for p in params.values()])
-        if bool(finite.all()):
-            return
-        bad = int((~finite).nonzero()[0])
-        names = list(terms) + list(params)
-        what = (f"{names[bad]} = {float(terms[names[bad]])}" if bad < len(terms)
-                else f"parameter {names[bad]}")
-        raise NonFiniteError(
-            f"non-finite value at update {self.update_index + 1} of {self.total_updates} "
-            f"(after {self.games_played:,} games): {what}; training stopped")
-
-    def check_members(self, terms: dict[str, torch.Tensor], games: int) -> None:
-        """A population's guard: a member with a non-finite loss term or parameter is stopped
-        alone (named, with the update and the value, in ``stopped``) and the others go on.
-
-        Its parameters and optimiser state are zeroed, so that no checkpoint stores a
-        non-finite value, and its optimiser skips it from now on; its games stop counting,
-        and its row in population.json says why. When no member is left, the run stops.
-        """
-        per_term = {k: torch.as_tensor(v, device=self.device).reshape(-1) for k, v in terms.items()}
-        per_term = {k: v for k, v in per_term.items() if v.numel() == self.n}
-        stacked = {k: p for k, p in self.named_parameters() if p.dim() and p.shape[0] == self.n}
-        checks = [torch.isfinite(v) for v in per_term.values()]
-        checks += [torch.isfinite(p.detach()).flatten(1).all(1) for p in stacked.values()]
-        finite = torch.stack(checks)  # (K, N)
-        bad = (~finite.all(0)).cpu() & self.active
-        if not bool(bad.any()):
-            return
-        names = list(per_term) + [f"parameter {k}" for k in stacked]
-        for k in bad.nonzero().flatten().tolist():
-            first = int((~finite[:, k]).nonzero()[0])
-            what = names[first] + (f" = {float(per_term[names[first]][k])}" if first < len(per_term) else "")
-            self.stopped[self.members[k].index] = (f"non-finite {what} at update {self.update_index + 1} of "
-                               f"{self.total_updates} (after {games:,} games)")
-        self.active &= ~bad
-        self._zero_members(bad.to(self.device))
-        if not bool(self.active.any()) and not self.split:  # (split: the others may go on)
-            raise NonFiniteError(f"every member of the population went non-finite by update "
-                                 f"{self.update_index + 1}: " + "; ".join(
-                                     f"member {k}: {why}" for k, why in sorted(self.stopped.items())))
-
-    @torch.no_grad()
-    def _zero_members(self, members: torch.Tensor) -> None:
-        """Zero the stacked parameters and optimiser state of ``members`` ((N,) bool), and
-        tell the optimisers to leave them alone."""
-        def zero(t: torch.Tensor) -> None:
-            if isinstance(t, torch.Tensor) and t.dim() and t.shape[0] == self.n:
-                t.copy_(torch.where(members.view(-1, *([1] * (t.dim() - 1))).to(t.device), 0, t))
-
-        for p in self.parameters():
-            zero(p)
-        for opt in self.trainer.optimizers:
-            for state in opt.state.values():
-                for value in state.values():
-                    zero(value)
-            if hasattr(opt, "active"):
-                opt.active &= ~members.to(opt.active.device)

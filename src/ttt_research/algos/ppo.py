@@ -31,10 +31,12 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import RLModule, Update
+from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
 from ttt_research.env import game
+from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch
-from ttt_research.models.member_optim import MemberAdam, clip_member_grad_norm
+from ttt_research.evaluation.exact import greedy_actions
+from ttt_research.models import member_optim
 from ttt_research.models.nets import MLP, sample
 
 # ----------------------------------------------------------------------------- the terms
@@ -180,23 +182,24 @@ class Moves:
 # ----------------------------------------------------------------------------- the module
 
 
-class PPO(RLModule):
-    """The LightningModule for ``algo=ppo`` (manual optimisation)."""
+class PPO(Algorithm):
+    """``algo=ppo``: the clipped surrogate, GAE, a value network and an entropy bonus."""
 
     name = "ppo"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    def __init__(self, *args, lr: float = 1e-3, lr_final: float | None = None,
+    # The defaults are conf/algo/ppo.yaml's (tests/test_algo_defaults.py checks them).
+    def __init__(self, net, games_per_update: int = 2048, lr: float = 1e-3, lr_final: float | None = 1e-4,
                  gamma: float = 1.0, gae_lambda: float = 0.95, clip: float = 0.2,
-                 ent_coef: float = 0.01, ent_final: float | None = None, vf_coef: float = 0.5,
+                 ent_coef: float = 0.08, ent_final: float | None = 0.0, vf_coef: float = 0.5,
                  epochs: int = 4, minibatches: int = 4, max_grad_norm: float = 0.5,
                  masking: bool = True, shared_trunk: bool = False, norm_adv: bool = True,
-                 optimizer=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        # A population's members may each set these (``member_value``: an (N,) tensor).
-        self.lr = self.member_value("algo.lr", float(lr))
-        self.lr_final = self.member_value("algo.lr_final", lr_final)
+                 optimizer=None, value_net: torch.nn.Module | None = None):
+        super().__init__(net, games_per_update)
+        # A population's members may each set these: then an (N,) tensor (``number``).
+        self.lr = number(lr)
+        self.lr_final = lr_final  # (kept as given: a number, None or (N,))
         self.gamma, self.gae_lambda, self.clip = float(gamma), float(gae_lambda), float(clip)
-        self.ent_coef = self.member_value("algo.ent_coef", float(ent_coef))
+        self.ent_coef = number(ent_coef)
         self.ent_final, self.vf_coef = ent_final, float(vf_coef)
         self.epochs, self.minibatches = int(epochs), int(minibatches)
         self.max_grad_norm = float(max_grad_norm)
@@ -204,12 +207,10 @@ class PPO(RLModule):
         self.optimizer_factory = optimizer
         if self.shared_trunk:  # one body, two heads
             self.value_head = torch.nn.Linear(self.net.body[-1].in_features, 1)
-        elif "value_net" in self._member_nets:  # a population's, each built under its seed
-            self.value_net = self._member_nets["value_net"]
+        elif value_net is not None:  # built by the caller (a population's: each under its seed)
+            self.value_net = value_net
         else:  # a separate network of the same shape, as in the seed
             self.value_net = self.companion_nets(self.net)["value_net"]
-        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer", "members",
-                                          "member_nets"])
 
     @staticmethod
     def companion_nets(net: MLP) -> dict[str, MLP]:
@@ -219,10 +220,8 @@ class PPO(RLModule):
         return {"value_net": MLP(spec["hidden"], spec["encoding"], outputs=1)}
 
     def configure_optimizers(self):
-        if self.stacked:  # stacked members, each at its own learning rate
-            return MemberAdam(self.parameters(), self.n, lr=self.lr)
-        if self.optimizer_factory is None:
-            return torch.optim.Adam(self.parameters(), lr=self.lr, fused=True)
+        if self.optimizer_factory is None:  # Adam (a stack's: each member at its own rate)
+            return member_optim.adam(self.net, self.parameters(), lr=self.lr)
         return self.optimizer_factory(self.parameters(), lr=self.lr)
 
     # ------------------------------------------------------------------ acting
@@ -239,31 +238,33 @@ class PPO(RLModule):
         return self.value_net.raw_logits(view).squeeze(-1)
 
     @torch.no_grad()
-    def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    def act(self, view: torch.Tensor, legal: torch.Tensor, streams) -> torch.Tensor:
         """Sample from the policy by the Gumbel-max trick: argmax(logits + Gumbel noise)."""
-        return sample(self.logits(view), self.generator)
+        return sample(self.logits(view), streams)
 
     @torch.no_grad()
-    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor, table: torch.Tensor,
+                       row_of: torch.Tensor, streams) -> torch.Tensor:
         """``act`` with the logits read from the update's position table (``lookup``)."""
-        return sample(self.lookup(self._table, view), self.generator)
+        return sample(lookup(table, view, row_of), streams)
 
     # ------------------------------------------------------------------ learning
 
-    def trajectories(self, ep: Episodes) -> Moves:
+    def trajectories(self, ep: Episodes, reward: Reward) -> Moves:
         """The learned-from moves of ``ep``, member by member, with advantages and returns."""
         T, N, B = ep.learner.shape
+        device = ep.learner.device
         moves = Moves.of(ep)
-        side = torch.where(torch.arange(T, device=self.device) % 2 == 0, game.X, game.O)
+        side = torch.where(torch.arange(T, device=device) % 2 == 0, game.X, game.O)
         side = side.view(T, 1, 1).expand(T, N, B)  # who moved at each ply
         winner = ep.outcome * ep.seat  # (N, B) from X's side
         with torch.no_grad():  # the critic's estimates, on a (T, N, B) grid for GAE
             v = self.value(moves.view.float()).view(N, -1)
-            grid = torch.zeros(N, T * B, device=self.device)
+            grid = torch.zeros(N, T * B, device=device)
             grid.scatter_(1, moves.take, v if moves.valid is None else v.masked_fill(~moves.valid, 0))
             value = grid.view(N, T, B).transpose(0, 1)
-        adv = torch.zeros(T, N, B, device=self.device)
-        ret = torch.zeros(T, N, B, device=self.device)
+        adv = torch.zeros(T, N, B, device=device)
+        ret = torch.zeros(T, N, B, device=device)
         for s in (game.X, game.O):  # each side is its own episode
             mask = ep.learner & (side == s)
             if not bool(mask.any()):
@@ -272,9 +273,9 @@ class PPO(RLModule):
             later = mask.flip(0).long().cumsum(0).flip(0) - mask.long()
             last = mask & (later == 0)
             result = (winner * s).to(torch.int8)
-            r_game = self.reward.of(result, ep.forfeit & (result < 0))  # (N, B)
-            reward = torch.where(last, r_game[None], 0.0)
-            a, r = gae(*(x.reshape(T, N * B) for x in (reward, value, mask, last)),
+            r_game = reward.of(result, ep.forfeit & (result < 0))  # (N, B)
+            at_last = torch.where(last, r_game[None], 0.0)  # the reward, at the side's last move
+            a, r = gae(*(x.reshape(T, N * B) for x in (at_last, value, mask, last)),
                        self.gamma, self.gae_lambda)
             adv, ret = adv + a.view(T, N, B), ret + r.view(T, N, B)
         moves.adv, moves.ret = moves.gather(adv), moves.gather(ret)
@@ -330,36 +331,30 @@ class PPO(RLModule):
         valid = torch.arange(width, device=order.device) < length[:, None]
         return index, None if bool(valid.all()) else valid
 
-    def set_lr(self, opt, lr) -> None:
-        """The learning rate: a number for all parameters, or a population's (N,)."""
-        if self.stacked:
-            opt.optimizer.set_lr(lr)
-        else:
-            for group in opt.param_groups:
-                group["lr"] = lr
-
-    def update(self) -> Update:
-        opt = self.optimizers()  # Lightning's wrapper: precision and accelerator plugins apply
-        lr = self.scheduled(self.lr, self.lr_final)
-        ent_coef = self.scheduled(self.ent_coef, self.ent_final)
-        self.set_lr(opt, lr)
+    def update(self, run: Run) -> Update:
+        opt = run.optimizer()
+        lr = run.scheduled(self.lr, self.lr_final)
+        ent_coef = run.scheduled(self.ent_coef, self.ent_final)
+        member_optim.set_lr(opt.optimizer, lr)
         # The policy is fixed while the batch is played: its logits at every decision
         # position, once, and the games read them (the same numbers as a forward per ply).
+        views, row_of = run.positions()
         with torch.no_grad():
-            self._table = self.logits(self.positions()[0]).reshape(-1, 9)  # (P, 9) or (N P, 9)
-        ep = play_batch(self.games_per_update, self.act_from_table, self.opponent, self.seat,
-                        self.device, self.generator)
-        mv = self.trajectories(ep)
+            table = self.logits(views).reshape(-1, 9)  # (P, 9) or (N P, 9)
+        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        mv = self.trajectories(ep, run.reward)
         legal = mv.legal if self.masking else torch.ones_like(mv.legal)
         view, action, valid = mv.view.float(), mv.action, mv.valid
         code = game.view_code(view)  # (N, M) equal codes, equal positions
         with torch.no_grad():
             logp_old, value_old, _ = self._heads(view, code, action, legal, valid)
-        sums = torch.zeros(5, self.n, device=self.device)  # pg, vl, entropy, approx_kl, clip fraction
-        n = torch.zeros(self.n, device=self.device)  # (N,) minibatches each member stepped on
-        ent_coef_m = self.per_member(ent_coef, sums[0])
+        N = mv.take.shape[0]  # members (1: a single run)
+        sums = torch.zeros(5, N, device=run.device)  # pg, vl, entropy, approx_kl, clip fraction
+        n = torch.zeros(N, device=run.device)  # (N,) minibatches each member stepped on
+        ent_coef_m = per_member(ent_coef, sums[0])
         for _ in range(self.epochs):
-            order = self.generator.randperm(mv.counts.tolist())  # (N, M): each member's shuffle
+            order = run.streams.randperm(mv.counts.tolist())  # (N, M): each member's shuffle
             for j in range(self.minibatches):
                 cut = self.minibatch(order, mv.counts, j)
                 if cut is None:
@@ -372,9 +367,12 @@ class PPO(RLModule):
                 vl = value_loss(v, pick(mv.ret), ok)
                 loss = pg + self.vf_coef * vl - ent_coef_m * ent  # (N,): one per member
                 opt.zero_grad(set_to_none=True)
-                self.manual_backward(loss.sum())  # a member's gradient is its own loss's
-                self.clip_members(opt, ok)
-                opt.step()
+                run.backprop(loss.sum())  # a member's gradient is its own loss's
+                if self.max_grad_norm > 0:
+                    run.clip_grad_norm(opt, self.max_grad_norm)
+                # A member with no move in this minibatch does not step (its single run makes
+                # fewer steps); a single run's minibatches always hold moves (``ok`` None).
+                opt.step(**({} if ok is None else {"only": ok.any(-1).cpu()}))
                 with torch.no_grad():
                     log_ratio = logp - pick(logp_old)
                     ratio_m1 = log_ratio.exp() - 1
@@ -389,21 +387,8 @@ class PPO(RLModule):
             stats["explained_variance"] = explained_variance(value_old, mv.ret, valid)
             stats["lr"] = torch.as_tensor(lr)
             stats["ent_coef"] = torch.as_tensor(ent_coef)
-        # The learner's moves are PPO's environment steps (SB3's unit): the base counts them.
+        # The learner's moves are PPO's environment steps (SB3's unit): the shell counts them.
         return Update(ep.batch, ep.rates(), stats, moves=mv.counts)
-
-    def clip_members(self, opt, valid: torch.Tensor | None) -> None:
-        """Clip the gradient norm to ``max_grad_norm`` (0: no clipping): Lightning's clipping
-        for a single run, each member's own norm in a population (whose members with no
-        move in this minibatch do not step at all)."""
-        if not self.stacked:
-            if self.max_grad_norm > 0:
-                self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm,
-                                    gradient_clip_algorithm="norm")
-            return
-        opt.optimizer.only = None if valid is None else valid.any(-1).cpu()
-        if self.max_grad_norm > 0:
-            clip_member_grad_norm(self.parameters(), self.max_grad_norm, self.n)
 
     def extra_report(self) -> dict[str, float]:
         """Without masking: how often the raw policy would pick an occupied cell."""
@@ -412,10 +397,8 @@ class PPO(RLModule):
     @torch.no_grad()
     def raw_illegal_rate(self) -> float:
         """Share of decision positions where the unmasked argmax is an occupied cell."""
-
-        from ttt_research.evaluation.exact import greedy_actions
-
-        _, raw_illegal = greedy_actions(lambda v: self.net.raw_logits(v.to(self.device)))
+        device = next(self.net.parameters()).device
+        _, raw_illegal = greedy_actions(lambda v: self.net.raw_logits(v.to(device)))
         codes = game.tables().reachable & ~game.tables().done
         return float(raw_illegal[codes].double().mean())
 

@@ -46,16 +46,18 @@ The seed's own loop, one game and one SGD step per move, is ``algo=reinforce_fai
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import RLModule, Update
+from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
 from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch, rates
 from ttt_research.env.streams import uniform
-from ttt_research.models.member_optim import MemberSGD
+from ttt_research.models import member_optim
 from ttt_research.models.nets import MASKED, sample
 
 
@@ -136,24 +138,25 @@ def concat(eps: list[Episodes]) -> Episodes:
     return Episodes(**fields)
 
 
-class Reinforce(RLModule):
-    """The LightningModule for ``algo=reinforce``."""
+class Reinforce(Algorithm):
+    """``algo=reinforce``: antirez's loss, batched, from the position table or per move."""
 
     name = "reinforce"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    def __init__(self, *args, lr: float = 0.1, temperature: float = 1.0,
+    # The defaults are conf/algo/reinforce.yaml's (tests/test_algo_defaults.py checks them).
+    def __init__(self, net, games_per_update: int = 16384, lr: float = 2.0, temperature: float = 1.0,
                  masked_softmax: bool = True, baseline: bool = False,
-                 minibatches: int = 1, optimizer=None, temperature_final: float | None = None,
-                 rollouts: int = 1, position_table: bool = False, momentum: float = 0.0,
-                 lr_final: float | None = None, epsilon: float = 0.0, **kwargs):
-        super().__init__(*args, **kwargs)
+                 minibatches: int = 1, optimizer=None, temperature_final: float | None = 0.5,
+                 rollouts: int = 8, position_table: bool = True, momentum: float = 0.9,
+                 lr_final: float | None = 1.0, epsilon: float = 0.0):
+        super().__init__(net, games_per_update)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
-        # A population's members may each set these (``member_value``: an (N,) tensor).
-        self.lr = self.member_value("algo.lr", float(lr))
-        self.momentum = self.member_value("algo.momentum", float(momentum))
-        self.lr_final = self.member_value("algo.lr_final", None if lr_final is None else float(lr_final))
-        self.temperature = self.member_value("algo.temperature", float(temperature))
-        self.epsilon = self.member_value("algo.epsilon", float(epsilon))
+        # A population's members may each set these: then an (N,) tensor (``number``).
+        self.lr = number(lr)
+        self.momentum = number(momentum)
+        self.lr_final = number(lr_final)
+        self.temperature = number(temperature)
+        self.epsilon = number(epsilon)
         self.masked_softmax = bool(masked_softmax)
         self.baseline = bool(baseline)
         self.minibatches = int(minibatches)
@@ -162,16 +165,11 @@ class Reinforce(RLModule):
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
-        self.temperature_final = self.member_value(
-            "algo.temperature_final", None if temperature_final is None else float(temperature_final))
-        self.save_hyperparameters(ignore=["net", "opponent", "reward", "optimizer", "members",
-                                          "member_nets"])
+        self.temperature_final = number(temperature_final)
 
     def configure_optimizers(self):
-        if self.stacked:  # stacked members, each at its own learning rate and momentum
-            return MemberSGD(self.net.parameters(), self.n, lr=self.lr, momentum=self.momentum)
-        if self.optimizer_factory is None:  # the seed's SGD, here with momentum
-            return torch.optim.SGD(self.net.parameters(), lr=self.lr, momentum=self.momentum)
+        if self.optimizer_factory is None:  # the seed's SGD, here with momentum (a stack's: per member)
+            return member_optim.sgd(self.net, self.net.parameters(), lr=self.lr, momentum=self.momentum)
         return self.optimizer_factory(self.net.parameters(), lr=self.lr)
 
     # ------------------------------------------------------------------ acting
@@ -180,21 +178,27 @@ class Reinforce(RLModule):
         return self.net(view) if self.masked_softmax else self.net.raw_logits(view)
 
     @torch.no_grad()
-    def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    def act(self, view: torch.Tensor, legal: torch.Tensor, streams) -> torch.Tensor:
         """(B, 9) view and legal mask -> (B,) moves: greedy, or a softmax sample at
         ``temperature`` drawn by the Gumbel-max trick (argmax of logits/T + Gumbel noise)."""
-        return self._draw(self.net(view))  # masked: occupied cells are never chosen
+        return self._draw(self.net(view), streams)  # masked: occupied cells are never chosen
 
-    def _draw(self, logits: torch.Tensor) -> torch.Tensor:
+    @torch.no_grad()
+    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor, table: torch.Tensor,
+                       row_of: torch.Tensor, streams) -> torch.Tensor:
+        """``act`` with the logits looked up in this batch's (P, 9) table (``lookup``)."""
+        return self._draw(lookup(table, view, row_of), streams)
+
+    def _draw(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits: a softmax sample at the temperature, and with
         probability ``epsilon`` instead a move uniform over the legal cells."""
-        moves = self._sample(logits)
+        moves = self._sample(logits, streams)
         eps = self.epsilon
         if isinstance(eps, torch.Tensor) or eps > 0:
-            moves = self._explore(logits, moves, eps)
+            moves = self._explore(logits, moves, eps, streams)
         return moves
 
-    def _explore(self, logits: torch.Tensor, moves: torch.Tensor, eps) -> torch.Tensor:
+    def _explore(self, logits: torch.Tensor, moves: torch.Tensor, eps, streams) -> torch.Tensor:
         """epsilon-greedy on top of the softmax: (..., 9) masked logits, (...) moves ->
         (...) moves, each replaced with probability ``eps`` by a uniformly random legal one.
 
@@ -210,115 +214,100 @@ class Reinforce(RLModule):
             if not bool(draws.any()):
                 return moves
             draws = None if bool(draws.all()) else draws
-        u = uniform(tuple(logits.shape[:-1]), logits.device, self.generator, draws)
+        u = uniform(tuple(logits.shape[:-1]), logits.device, streams, draws)
         legal = torch.where(logits > MASKED / 2, 0.0, MASKED)  # uniform over the legal cells
-        random = sample(legal, self.generator, 1.0, members=draws)
-        return torch.where(u < self.per_member(eps, u), random, moves)
+        random = sample(legal, streams, 1.0, members=draws)
+        return torch.where(u < per_member(eps, u), random, moves)
 
-    def _sample(self, logits: torch.Tensor) -> torch.Tensor:
+    def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no
         draw). A population's temperatures are (N,): greedy members take the argmax and
         leave their random stream untouched, as a greedy single run does."""
         t = self.temperature
         if not isinstance(t, torch.Tensor):
-            return logits.argmax(-1) if t <= 0 else sample(logits, self.generator, t)
+            return logits.argmax(-1) if t <= 0 else sample(logits, streams, t)
         greedy = t <= 0  # (N,)
         if bool(greedy.all()):
             return logits.argmax(-1)
         some = greedy.cpu() if bool(greedy.any()) else None
-        drawn = sample(logits, self.generator, self.per_member(torch.where(greedy, 1.0, t), logits),
+        drawn = sample(logits, streams, per_member(torch.where(greedy, 1.0, t), logits),
                        members=None if some is None else ~some)
-        return torch.where(self.per_member(greedy, drawn), logits.argmax(-1), drawn)
+        return torch.where(per_member(greedy, drawn), logits.argmax(-1), drawn)
 
-    def anneal(self, opt, games_this_update: int = 0) -> None:
+    def anneal(self, run: Run, optimizer, games_this_update: int = 0) -> None:
         """Set the sampling temperature (and the learning rate, with ``lr_final``) from the
         share of the budget played, counting the games already played in this update (so
         the schedules do not depend on how batches are grouped into updates)."""
-        self.temperature = self.scheduled(self.temperature_start, self.temperature_final,
-                                          games_this_update)
+        self.temperature = run.scheduled(self.temperature_start, self.temperature_final,
+                                         games_this_update)
         if self.lr_final is not None:
-            lr = self.scheduled(self.lr, self.lr_final, games_this_update)
-            if self.stacked:
-                opt.optimizer.set_lr(lr)
-            else:
-                for group in opt.param_groups:
-                    group["lr"] = lr
+            member_optim.set_lr(optimizer, run.scheduled(self.lr, self.lr_final, games_this_update))
 
     # ------------------------------------------------------------------ learning
 
-    def move_batch(self, ep: Episodes):
-        """The learner's moves of ``ep`` with their scaled rewards (``learner_moves``)."""
-        return learner_moves(ep, self.reward, self.baseline)
-
-    def update(self) -> Update:
-        opt = self.optimizers()  # Lightning's wrapper: precision and accelerator plugins apply
-        # One Lightning step plays ``games_per_update`` games as ``rollouts`` successive
-        # batches, each learned from before the next is played: small batches keep the
-        # data close to the current policy, and the step's fixed costs (logging) are paid
-        # once per step rather than once per batch.
+    def update(self, run: Run) -> Update:
+        opt = run.optimizer()
+        # One update plays ``games_per_update`` games as ``rollouts`` successive batches,
+        # each learned from before the next is played: small batches keep the data close
+        # to the current policy, and the step's fixed costs (logging) are paid once per
+        # step rather than once per batch.
         games = -(-self.games_per_update // self.rollouts)
         results = []
-        total = torch.zeros((self.n,) if self.stacked else (), device=self.device)
+        total = 0.0  # the batches' losses: a number, or a stack's (N,)
         for i in range(self.rollouts):
-            self.anneal(opt, i * games)
+            self.anneal(run, opt.optimizer, i * games)
             if self.position_table:
-                total += self._learn_by_position(opt, games, results)
+                total = total + self._learn_by_position(run, opt, games, results)
                 continue
-            ep = play_batch(games, self.act, self.opponent, self.seat, self.device, self.generator)
-            total += self._learn(opt, ep)
+            ep = play_batch(games, partial(self.act, streams=run.streams), run.opponent, run.seat,
+                            run.device, run.streams)
+            total = total + self._learn(run, opt, ep)
             results.append(ep)
         # The update's rates over all its batches: only the outcomes need joining.
         outcome = torch.cat([ep.outcome for ep in results], dim=-1)
         steps = self.rollouts * (1 if self.position_table else self.minibatches)
-        lr = opt.optimizer.lr if self.stacked else opt.param_groups[0]["lr"]
         return Update(outcome.shape[-1], rates(outcome),
-                      {"loss": total / steps, "lr": lr, "temperature": self.temperature})
+                      {"loss": total / steps, "lr": member_optim.learning_rate(opt.optimizer),
+                       "temperature": self.temperature})
 
-    def _step(self, opt, loss: torch.Tensor) -> None:
+    def _step(self, run: Run, opt, loss: torch.Tensor) -> None:
         opt.zero_grad()
-        self.manual_backward(loss)
+        run.backprop(loss)
         opt.step()
 
-    def _learn(self, opt, ep: Episodes) -> torch.Tensor:
+    def _learn(self, run: Run, opt, ep: Episodes) -> torch.Tensor:
         """``minibatches`` SGD steps on the moves of ``ep``; returns the summed loss."""
-        view, legal, action, scaled, _ = self.move_batch(ep)
+        view, legal, action, scaled, _ = learner_moves(ep, run.reward, self.baseline)
         targets = antirez_targets(action, legal, scaled)
         # Several SGD steps per batch of games, each on a random share of the moves: many
         # small updates learn faster than one big one, and playing stays batched.
-        order = self.generator.randperm([view.shape[0]])[0]  # a single run's (config.py)
-        total = torch.zeros((), device=self.device)
+        order = run.streams.randperm([view.shape[0]])[0]  # a single run's (train/validate.py)
+        total = torch.zeros((), device=run.device)
         for idx in order.chunk(self.minibatches):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
             loss = antirez_loss(self.logits(view[idx]), targets[idx], scaled[idx].abs(), share)
-            self._step(opt, loss)
+            self._step(run, opt, loss)
             total += loss.detach()
         return total
 
-    # ------------------------------------------------------------------ position table
-
-    @torch.no_grad()
-    def act_from_table(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """``act`` with the logits looked up in this batch's table instead of a forward pass."""
-        return self._draw(self.lookup(self._table, view))
-
-    def _learn_by_position(self, opt, games: int, results: list) -> torch.Tensor:
+    def _learn_by_position(self, run: Run, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
-        per-move loss summed per position. Returns the loss (mean per game)."""
-
-        views, row_of = self.positions()
+        per-move loss summed per position. Returns the loss (mean per game; a stack's (N,))."""
+        views, row_of = run.positions()
         P = views.shape[0]
-        logits = self.logits(views).reshape(self.n * P, 9)  # (P, 9), or N blocks: with autograd
+        logits = self.logits(views)  # (P, 9), or a stack's (N, P, 9): with autograd
+        members = logits.shape[0] if logits.dim() == 3 else 1
+        logits = logits.reshape(-1, 9)  # a stack's: N blocks of the P positions
         # Acting is always masked; without the masked softmax, mask the same logits here.
         table = logits.detach()
-        if not self.masked_softmax:  # (a population's table is N blocks of the P positions)
+        if not self.masked_softmax:
             table = table.view(-1, P, 9).masked_fill(views != 0, MASKED).view(-1, 9)
-        self._table = table
-        ep = play_batch(games, self.act_from_table, self.opponent, self.seat, self.device,
-                  self.generator)
+        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
+        ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
         results.append(ep)
-        view, legal, action, scaled, member = self.move_batch(ep)
+        view, legal, action, scaled, member = learner_moves(ep, run.reward, self.baseline)
         rows = row_of[view_code(view)] + member * P  # each member's moves in its own block
         loss = antirez_loss(logits, antirez_targets(action, legal, scaled), scaled.abs(), games,
-                            rows=rows, members=self.n)
-        self._step(opt, loss.sum())  # a member's gradient is its own loss's
+                            rows=rows, members=members)
+        self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ttt_research.algos.base import RLModule, Update
+from ttt_research.algos.base import Algorithm, Run, Update
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, concat, learner_moves
 from ttt_research.env import game
 from ttt_research.env.opponents import RandomOpponent
@@ -122,69 +122,62 @@ def train_games(net, games: int, reward: Reward, lr: float, learner_seat: int,
     return stats
 
 
-class ReinforceFaithful(RLModule):
-    """The LightningModule for ``algo=reinforce_faithful``: one SGD step per move."""
+class ReinforceFaithful(Algorithm):
+    """``algo=reinforce_faithful``: one game at a time, one SGD step per move."""
 
     name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
+    one_process = True  # one game at a time, stepped outside DDP's gradient averaging
 
-    def __init__(self, *args, lr: float = 0.1, **kwargs):
-        super().__init__(*args, **kwargs)
+    # The defaults are conf/algo/reinforce_faithful.yaml's (tests/test_algo_defaults.py).
+    def __init__(self, net, games_per_update: int = 1000, lr: float = 0.1):
+        super().__init__(net, games_per_update)
         self.lr = float(lr)
-        self.save_hyperparameters(ignore=["net", "opponent", "reward"])
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.net.parameters(), lr=self.lr)  # the seed's plain SGD
 
-    def on_fit_start(self) -> None:
-        if self.trainer.world_size > 1:
-            raise RuntimeError("algo=reinforce_faithful trains in one process: its updates "
-                               "bypass DDP's gradient averaging")
-        super().on_fit_start()
-
-    @property
-    def numpy_loop(self) -> bool:
+    def numpy_loop(self, run: Run) -> bool:
         """Whether ``train_games`` can run this setting (else the torch loop does)."""
-        return (supports(self.net) and isinstance(self.opponent, RandomOpponent)
-                and self.seat in ("x", "o"))
+        return (supports(self.net) and isinstance(run.opponent, RandomOpponent)
+                and run.seat in ("x", "o"))
 
     @torch.no_grad()
     def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """(B, 9) view -> (B,) greedy moves: the highest logit among the empty cells."""
         return self.net(view).argmax(-1)
 
-    def update(self) -> Update:
-        if self.numpy_loop:
-            return self._numpy_games()
-        return self._torch_games()
+    def update(self, run: Run) -> Update:
+        if self.numpy_loop(run):
+            return self._numpy_games(run)
+        return self._torch_games(run)
 
-    def _numpy_games(self) -> Update:
+    def _numpy_games(self, run: Run) -> Update:
         """``games_per_update`` games in NumPy on the network's own weights."""
-        # Drawn from the module's stream, which keeps runs reproducible.
-        seed = int(torch.randint(2**62, (1,), generator=self.generator.generators[0]))
-        seat = game.X if self.seat == "x" else game.O
+        # Drawn from the run's stream, which keeps runs reproducible.
+        seed = int(torch.randint(2**62, (1,), generator=run.streams.generators[0]))
+        seat = game.X if run.seat == "x" else game.O
         with torch.no_grad():
-            s = train_games(self.net, self.games_per_update, self.reward, self.lr, seat,
-                                     np.random.default_rng(seed))
+            s = train_games(self.net, self.games_per_update, run.reward, self.lr, seat,
+                            np.random.default_rng(seed))
         n = self.games_per_update
         rates = {"win_rate": s["win"] / n, "loss_rate": s["loss"] / n, "tie_rate": s["tie"] / n}
         return Update(n, rates, {"loss": s["loss_sum"] / n, "lr": self.lr})
 
-    def _torch_games(self) -> Update:
+    def _torch_games(self, run: Run) -> Update:
         """The same loop with torch: one game, then one SGD step per learner move, in order."""
-
-        opt = self.optimizers()
+        opt = run.optimizer()
         results = []
-        total = torch.zeros((), device=self.device)
+        total = torch.zeros((), device=run.device)
         for _ in range(self.games_per_update):
-            ep = play_batch(1, self.act, self.opponent, self.seat, self.device,
-                            self.generator.generators[0])  # one game, no member axis
-            view, legal, action, scaled, _ = learner_moves(ep, self.reward)
+            ep = play_batch(1, self.act, run.opponent, run.seat, run.device,
+                            run.streams.generators[0])  # one game, no member axis
+            view, legal, action, scaled, _ = learner_moves(ep, run.reward)
             targets = antirez_targets(action, legal, scaled)
             for i in range(view.shape[0]):  # one SGD step per move, in playing order
                 m = slice(i, i + 1)
                 loss = antirez_loss(self.net.raw_logits(view[m]), targets[m], scaled[m].abs(), 1.0)
                 opt.zero_grad()
-                self.manual_backward(loss)
+                run.backprop(loss)
                 opt.step()
                 total += loss.detach()
             results.append(ep)

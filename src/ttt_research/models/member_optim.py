@@ -11,11 +11,18 @@ own rate, element for element, with no Python loop over members.
 ``active`` (N,) bool: a member marked inactive (e.g. one that went non-finite) keeps its
 parameters and optimiser state exactly as they are, whatever its gradient holds, while the
 others go on.
+
+An algorithm does not tell a single run from a stack: ``sgd``, ``adam``, ``set_lr``,
+``learning_rate`` and ``clip_grad_norm`` here take the net (or the optimiser) and answer
+with torch's own optimiser and rule for a plain ``MLP`` (a single run's numbers stay torch's,
+bit for bit) and with the per-member ones for an ``MLPStack``.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ttt_research.models.nets import MLPStack
 
 
 def _per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -31,11 +38,11 @@ class _MemberOptimizer(torch.optim.Optimizer):
         self.n = int(n)
         self.lr = torch.as_tensor(lr, dtype=torch.float32).expand(self.n).clone()  # (N,)
         self.active = torch.ones(self.n, dtype=torch.bool)
-        self.only: torch.Tensor | None = None  # (N,) bool: this step, only these members move
 
-    def stepping(self, like: torch.Tensor) -> torch.Tensor:
-        """(N, 1, ...) bool: the members that step now (active, and in ``only`` if set)."""
-        on = self.active if self.only is None else self.active & self.only.to(self.active.device)
+    def stepping(self, like: torch.Tensor, only: torch.Tensor | None) -> torch.Tensor:
+        """(N, 1, ...) bool: the members that step now (active, and in ``only`` if given:
+        (N,) bool, the members that move this step)."""
+        on = self.active if only is None else self.active & only.to(self.active.device)
         return _per_member(on.to(like.device), like)
 
     def set_lr(self, lr) -> None:
@@ -75,10 +82,10 @@ class MemberSGD(_MemberOptimizer):
         self.momentum = m.expand(self.n).clone()  # (N,) one per member
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure=None, only: torch.Tensor | None = None):
         for group, p in self._params():
             lr = _per_member(self.lr.to(p.device, p.dtype), p)
-            on = self.stepping(p)
+            on = self.stepping(p, only)
             g = p.grad
             if group["momentum"]:  # some member has momentum
                 state = self.state[p]
@@ -106,7 +113,7 @@ class MemberAdam(_MemberOptimizer):
         super().__init__(params, lr, n, {"betas": tuple(betas), "eps": float(eps)})
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure=None, only: torch.Tensor | None = None):
         for group, p in self._params():
             b1, b2 = group["betas"]
             state = self.state[p]
@@ -116,7 +123,7 @@ class MemberAdam(_MemberOptimizer):
                 state["exp_avg_sq"] = torch.zeros_like(p)
             elif not isinstance(state["step"], torch.Tensor) or state["step"].dim() == 0:
                 state["step"] = torch.full((self.n,), float(state["step"]))  # one count for all
-            on = self.stepping(p)
+            on = self.stepping(p, only)
             state["step"] = state["step"].to(p.device) + on.reshape(-1)
             t = state["step"].double().clamp_min(1)  # (N,); 0: never stepped (and does not now)
             bias1 = _per_member((1 - b1 ** t).to(p.dtype), p)
@@ -142,3 +149,42 @@ def clip_member_grad_norm(params, max_norm: float, n: int) -> torch.Tensor:
     for g in grads:
         g.mul_(_per_member(coef.to(g.dtype), g))
     return total
+
+
+# ----------------------------------------------------------------------------- one interface
+
+
+def sgd(net: torch.nn.Module, params, lr, momentum) -> torch.optim.Optimizer:
+    """SGD with momentum for ``net``'s algorithm: torch's for a plain net, ``MemberSGD`` (each
+    member at its own rate and momentum, (N,) or a number) for a stack."""
+    if isinstance(net, MLPStack):
+        return MemberSGD(params, net.n, lr=lr, momentum=momentum)
+    return torch.optim.SGD(params, lr=lr, momentum=momentum)
+
+
+def adam(net: torch.nn.Module, params, lr) -> torch.optim.Optimizer:
+    """Adam: torch's (fused) for a plain net, ``MemberAdam`` for a stack."""
+    if isinstance(net, MLPStack):
+        return MemberAdam(params, net.n, lr=lr)
+    return torch.optim.Adam(params, lr=lr, fused=True)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr) -> None:
+    """Set the learning rate: a number for every parameter group, or a stack's (N,)."""
+    if isinstance(optimizer, _MemberOptimizer):
+        optimizer.set_lr(lr)
+    else:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+
+
+def learning_rate(optimizer: torch.optim.Optimizer):
+    """The learning rate in use: a number, or a stack's (N,) (for the logs)."""
+    if isinstance(optimizer, _MemberOptimizer):
+        return optimizer.lr
+    return optimizer.param_groups[0]["lr"]
+
+
+def is_stacked(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` steps a stack's members (one rate, state and step count each)."""
+    return isinstance(optimizer, _MemberOptimizer)

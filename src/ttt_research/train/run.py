@@ -21,7 +21,7 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves
@@ -38,6 +38,7 @@ from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint
 from ttt_research.train.console import OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
+from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
@@ -70,31 +71,30 @@ def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: st
     return bar
 
 
-def build(cfg: DictConfig):
-    """The LightningModule of the config, with its net, opponent and reward: one agent, or
-    a population of them (``population.size`` and friends), all in one module."""
+def build(cfg: DictConfig) -> RLModule:
+    """The LightningModule of the config: its algorithm (``cfg.algo``'s ``_target_``) with
+    its net, and the opponent, reward and budget; one agent, or a population of them
+    (``population.size`` and friends), all in one module."""
     members = population.members(cfg)
     if len(members) > 1:
         return build_population(cfg, members)
     net = instantiate(cfg.net)
     opponent = instantiate(cfg.opponent)
     reward = instantiate(cfg.reward)
-    # A partial, called with the built objects: instantiate() would turn them into configs.
-    algo = instantiate(cfg.algo, _partial_=True)
-    return algo(net=net, opponent=opponent, reward=reward, seat=cfg.seat.side,
-                budget_games=cfg.budget.games, seed=cfg.seed)
+    # A partial, called with the built net: instantiate() would turn it into a config.
+    algo = instantiate(cfg.algo, _partial_=True)(net=net)
+    return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
+                    seed=cfg.seed)
 
 
-def build_population(cfg: DictConfig, members: list, size: int | None = None):
+def build_population(cfg: DictConfig, members: list, size: int | None = None,
+                     shard_rank: int | None = None) -> RLModule:
     """One module for N members: each member's networks are built under its own seed, as
     its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
-    then stacked (``nets.MLPStack``); the values members set for themselves become (N,)
-    tensors in the module (``RLModule.member_value``), the reward table and the mixed
-    opponent's ``p_perfect`` (N, 1) ones."""
-    import dataclasses
-
-    from hydra.utils import get_class
-
+    then stacked (``nets.MLPStack``); the values members set for themselves are passed as
+    (N,) tensors to the algorithm, (N, 1) ones to the reward table (one per member,
+    broadcast over its games) and the mixed opponent's ``p_perfect``. ``size``: the members
+    of all processes; ``shard_rank``: trainer=ddp's rank whose share ``members`` is."""
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
     for m in members:
@@ -107,20 +107,20 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None):
     stack = MLPStack.from_members(nets)
     member_nets = {name: MLPStack.from_members(group) for name, group in extra.items()}
 
-    def column(key: str) -> torch.Tensor:  # (N, 1): one value per member, broadcast over games
-        return torch.tensor([[float(m.hparams[key])] for m in members])
+    def values(key: str) -> torch.Tensor:  # (N,) float32: one value per member
+        return torch.tensor([float(m.hparams[key]) for m in members])
 
     keys = members[0].hparams
-    reward = instantiate(cfg.reward)
-    reward = dataclasses.replace(reward, **{k.split(".")[1]: column(k) for k in keys
-                                            if k.startswith("reward.")})
+    own = {group: {k.split(".", 1)[1]: values(k) for k in keys if k.startswith(group + ".")}
+           for group in ("algo", "reward", "opponent")}
+    reward = instantiate(cfg.reward, _partial_=True)(**{k: v[:, None] for k, v in own["reward"].items()})
     opponent = instantiate(cfg.opponent)
-    if "opponent.p_perfect" in keys:
-        opponent.p_perfect = column("opponent.p_perfect")
-    algo = instantiate(cfg.algo, _partial_=True)
-    return algo(net=stack, opponent=opponent, reward=reward, seat=cfg.seat.side,
-                budget_games=cfg.budget.games, seed=cfg.seed, members=members,
-                member_nets=member_nets, population_size=size or len(members))
+    if "p_perfect" in own["opponent"]:  # MixedOpponent checks a number: the (N, 1) go in after
+        opponent.p_perfect = own["opponent"]["p_perfect"][:, None]
+    algo = instantiate(cfg.algo, _partial_=True)(net=stack, **member_nets, **own["algo"])
+    return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
+                    seed=cfg.seed, members=members, population_size=size or len(members),
+                    shard_rank=shard_rank)
 
 
 def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
@@ -165,8 +165,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     extra = {}
     if many and world > 1:  # trainer=ddp: each process trains its share of the members
         rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
-        module = build_population(cfg, sharing.shard(members, rank, world), len(members))
-        module._shard_rank = rank
+        module = build_population(cfg, sharing.shard(members, rank, world), len(members), rank)
         extra["strategy"] = population_run.SplitMembers()
     else:
         module = build(cfg)
@@ -179,7 +178,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
     callbacks.append(StopOnSignal(stop, checkpoint))  # last: after the update's evaluation and checkpoint
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
-    # The number of updates is the length of the module's data (algos/base.py), sized from
+    # The number of updates is the length of the module's data (train/module.py), sized from
     # the Trainer's world_size: with trainer=ddp the budget takes that many times fewer.
     trainer = instantiate(cfg.trainer, logger=loggers, callbacks=callbacks,
                           enable_checkpointing=False, enable_progress_bar=show_bar, **extra)

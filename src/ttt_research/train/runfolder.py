@@ -246,7 +246,7 @@ class Claim:
                 n = len(shards) if isinstance(shards, list) else "?"
                 raise ConfigError(f"{self.resume_from} holds a population trained by {n} process(es); "
                                   f"resume it with as many (trainer.devices), not {world}")
-            state = shards[getattr(module, "_shard_rank", 0)].get("state_dict", {})
+            state = shards[module.shard_rank or 0].get("state_dict", {})
         mine = module.state_dict()
         problems = [f"{k} is absent from the checkpoint" for k in mine if k not in state]
         problems += [f"{k} is in the checkpoint, not in the module" for k in state if k not in mine]
