@@ -38,8 +38,6 @@ DEFERRED = {
     ("__main__", "train.runfolder"): "start-up: as train.run",
     ("__main__", "train.signals"): "start-up: as train.run",
     ("__main__", "train.tracking"): "start-up: as train.run (Lightning's loggers)",
-    ("__main__", "evaluation.exact"): "start-up: as train.run (torch)",
-    ("__main__", "evaluation.objectives"): "start-up: as train.run",
     # SB3's comparison: the gym adapter imports gymnasium, of the optional `compare` extra.
     ("baselines.sb3", "env"): "the `compare` extra (gymnasium)",
     ("baselines.sb3", "env.gymnasium"): "the `compare` extra (gymnasium)",
