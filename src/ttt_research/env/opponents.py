@@ -172,14 +172,18 @@ class RulesOpponent(TableOpponent):
 class MixedOpponent(Opponent):
     """Per game: ``strong`` with probability ``p_perfect``, else ``weak`` (random)."""
 
-    def __init__(self, p_perfect: float = 0.5, strong: Opponent | str = "minimax",
+    def __init__(self, p_perfect: float | torch.Tensor = 0.5, strong: Opponent | str = "minimax",
                  weak: Opponent | str = "random"):
-        if not 0.0 <= p_perfect <= 1.0:
+        # A number, or a population's (N, 1) tensor: each member's own chance, over its games.
+        each = p_perfect if isinstance(p_perfect, torch.Tensor) else torch.tensor(float(p_perfect))
+        if not bool(((each >= 0.0) & (each <= 1.0)).all()):
             raise ValueError(f"opponent.p_perfect must be in [0, 1], got {p_perfect}")
-        self.p_perfect = float(p_perfect)
+        per_member = isinstance(p_perfect, torch.Tensor)
+        self.p_perfect = p_perfect if per_member else float(p_perfect)
         self.strong = build(strong) if isinstance(strong, str) else strong
         self.weak = build(weak) if isinstance(weak, str) else weak
-        self.name = f"mixed({self.strong.name}@{self.p_perfect:g})"
+        chance = "each member's" if per_member else f"{self.p_perfect:g}"
+        self.name = f"mixed({self.strong.name}@{chance})"
         self.is_strong: torch.Tensor | None = None  # (B,) bool, drawn per game
 
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:

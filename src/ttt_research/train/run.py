@@ -113,10 +113,9 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
     keys = members[0].hparams
     own = {group: {k.split(".", 1)[1]: values(k) for k in keys if k.startswith(group + ".")}
            for group in ("algo", "reward", "opponent")}
-    reward = instantiate(cfg.reward, _partial_=True)(**{k: v[:, None] for k, v in own["reward"].items()})
-    opponent = instantiate(cfg.opponent)
-    if "p_perfect" in own["opponent"]:  # MixedOpponent checks a number: the (N, 1) go in after
-        opponent.p_perfect = own["opponent"]["p_perfect"][:, None]
+    columns = {group: {k: v[:, None] for k, v in own[group].items()} for group in ("reward", "opponent")}
+    reward = instantiate(cfg.reward, _partial_=True)(**columns["reward"])
+    opponent = instantiate(cfg.opponent, _partial_=True)(**columns["opponent"])
     algo = instantiate(cfg.algo, _partial_=True)(net=stack, **member_nets, **own["algo"])
     return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
                     seed=cfg.seed, members=members, population_size=size or len(members),
