@@ -5,7 +5,7 @@ module imports these; none redefines them.
 Standard library only, so the config validation, the report and the sweep objective can
 use it without importing torch.
 
-An ``eval.json`` report (``evaluate.py``) has one block per seat, ``as_x`` and ``as_o``,
+An ``eval.json`` report (``evaluation/exact.py``) has one block per seat, ``as_x`` and ``as_o``,
 each with exact ``vs_random`` and ``vs_perfect`` rates and a ``worst_case`` against a
 best-response opponent. A learner is trained from a *training seat*: ``x``, ``o`` or
 ``both``; the report's blocks for that training seat are ``SEAT_KEYS[seat]``.
@@ -92,7 +92,7 @@ def learner_loss(report: dict, seat: str) -> float:
 SEED_MAX = 2**32 - 1
 
 # Games: counters are int64 and a resumed run's random streams are seeded from
-# ``games_played << 20`` (64 bits: base.py), so 2**44 games is the hard limit; 10**13 keeps
+# ``games_played << 20`` (64 bits: train/module.py), so 2**44 games is the hard limit; 10**13 keeps
 # clear of it (about 230 days at 500k games/s) and of float64's exact integers (2**53).
 GAMES_MAX = 10**13
 

@@ -1,6 +1,6 @@
 """``python -m ttt_research.evaluate PATH [--json]``: the exact evaluation of a policy file.
 
-Apart from ``evaluate.py`` so that the evaluator itself needs only torch: loading a policy
+Apart from ``evaluation/exact.py`` so that the evaluator itself needs only torch: loading a policy
 file brings in ``policy_file`` and, for an ONNX model, onnxruntime.
 """
 

@@ -1,7 +1,7 @@
 """Play a person against a trained agent: in the terminal, or in the browser with ``--web``.
 
     python -m ttt_research.play PATH [--seat x|o]        # terminal game
-    python -m ttt_research.play PATH --web [--port N]     # the browser game (see serve.py)
+    python -m ttt_research.play PATH --web [--port N]     # the browser game (see web/server.py)
 
 PATH is a training checkpoint (``.ckpt``) or an ONNX file that follows the contract. The
 agent is the evaluated one: the greedy policy (masked argmax, ties to the lowest cell),
@@ -41,10 +41,10 @@ class Quit(Exception):
 def decide(policy: PolicyFn, code: int) -> tuple[int, torch.Tensor]:
     """The greedy move at ``code`` and the (9,) move probabilities behind it.
 
-    The same rule as ``evaluate.greedy_actions``: mask occupied cells, argmax, ties to the
+    The same rule as ``exact.greedy_actions``: mask occupied cells, argmax, ties to the
     lowest cell (torch.argmax returns the first maximum). Probabilities are the softmax
     over the empty cells; a model that masks its own logits gives the same numbers.
-    Logits without a legal greedy move here raise ``evaluate.IllegalMoveError`` (one line
+    Logits without a legal greedy move here raise ``errors.IllegalMoveError`` (one line
     naming the board), the strict rule of a policy file.
     """
     t = game.tables()

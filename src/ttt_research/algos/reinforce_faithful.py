@@ -20,7 +20,7 @@ Two implementations of the same loop:
   same games and steps with autograd, through Lightning's optimizer wrapper.
 
 Both play one game at a time and update outside DDP's gradient averaging, so this
-algorithm trains in one process only (``config.py`` refuses it with several).
+algorithm trains in one process only (``train/validate.py`` refuses it with several).
 """
 
 from __future__ import annotations

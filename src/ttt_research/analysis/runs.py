@@ -1,32 +1,15 @@
-"""``python -m ttt_research.report DIR``: statistics across seeds for a sweep, a population, or both.
+"""Finding and reading the runs under a folder, for the report: every folder under DIR that
+holds an ``eval.json`` is a run; a population's folder (``population.json``) counts as one run
+per member, with the member's seed and its varied hyperparameters as overrides. Runs are
+grouped into *configurations* by their Hydra overrides (``.hydra/overrides.yaml``) and member
+hyperparameters, minus ``seed`` and the ``population.*`` keys (``NOISE``); only the keys that
+differ between runs become columns (``varying_keys``, ``group_runs``).
 
-Every folder under DIR that holds an ``eval.json`` is a run; a population's folder
-(``population.json``) counts as one run per member, with the member's seed and its varied
-hyperparameters as overrides. Runs are grouped into *configurations* by their Hydra
-overrides (``.hydra/overrides.yaml``) and member hyperparameters, minus ``seed`` and the
-``population.*`` keys; only the keys that differ between runs become columns.
-
-Per configuration and per exact metric M (default: win and loss vs random for each trained
-seat, and the optimal-move rate; ``--metrics`` picks others from the metric contract, e.g.
-``o_perfect_loss``): the interquartile mean with its 95% stratified bootstrap interval, the
-median and the mean; and the share of seeds that cannot be beaten with its Wilson interval
-(``stats.py`` says why these). Also the training games after which a seed first was, and
-then stayed, unbeatable (from the exact evaluations during training) and the sweep objective.
-
-Writes, into DIR (or ``--out``): ``report.md`` (also printed), ``report.csv`` (one row per
-configuration: ``M_iqm``, ``M_iqm_ci_low``, ``M_iqm_ci_high``, ``M_median``, ``M_mean``, ...,
-``seeds``, ``unbeatable``, ``unbeatable_fraction``, ``unbeatable_ci_low``,
-``unbeatable_ci_high``), ``runs.csv`` (one row per seed), ``report.png`` (IQM learning curves
-with their 95% bands) and ``report_profiles.png`` (performance profiles: the share of seeds
-above each score; for a loss, at or below). ``--json`` prints report.csv's rows as JSON
-instead of the table. ``--compare A B`` prints the probability that configuration A improves
-on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
-a side has fewer than ``FEW_SEEDS`` seeds.
-
-DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
-resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
-file a run writes: still running, or killed) and a folder whose files are malformed are
-skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
+DIR may come from anywhere: its files are read as data (``files/untrusted.py``: no
+interpolation is resolved, so no environment value reaches a report); a folder without
+``eval.json`` (the last file a run writes: still running, or killed) and a folder whose files
+are malformed are skipped (``Skipped``), each with a warning on stderr naming the file and the
+field, and counted in report.md.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ our PPO, measured the same way:
 
 * ``steps_per_s``: learner environment steps per second of ``learn()``, updates included,
   evaluation time excluded.
-* ``time_to_unbeatable_s``: training time until our exact evaluation (``evaluate.py``, the
+* ``time_to_unbeatable_s``: training time until our exact evaluation (``evaluation/exact.py``, the
   whole game tree) first finds it unbeatable from both seats (``contract.unbeatable``: no
   opponent can beat it, the same as 0 losses against a random player); ``None``
   if that never happened within the budget. The evaluation runs after every

@@ -4,7 +4,7 @@ One environment is one game at a time, seen from the learner's side: the learner
 the opponent answers inside the same ``step``, and the learner sees the board again when
 it is its turn. Everything about the game comes from the engine: ``game.step`` plays a
 move (including the forfeit rule for an occupied cell), ``game.tables`` gives the mover's
-view and the legal moves, ``opponents.build`` the opponent, ``rollout.Reward`` the reward
+view and the legal moves, ``opponents.build`` the opponent, ``reward.Reward`` the reward
 table. This module only does the bookkeeping gymnasium asks for.
 
 * Observation: float32 (9,), the board from the learner's view (+1 own, -1 opponent,
@@ -57,7 +57,7 @@ class TicTacToeEnv(gymnasium.Env):
             config group) or an ``Opponent`` object (policy-free: ``self`` is not a gym
             opponent, the learner would have to move for both sides).
         seat: ``x``, ``o``, ``both`` (random per episode) or ``alternate``.
-        reward: a ``rollout.Reward`` or a dict with ``win``, ``tie``, ``loss``, ``illegal``.
+        reward: a ``reward.Reward`` or a dict with ``win``, ``tie``, ``loss``, ``illegal``.
         p_perfect, strong: for ``opponent="mixed"``: the chance per game of the strong
             player (``minimax`` or ``rules``), else random.
         render_mode: ``None`` or ``"ansi"`` (a three-line text board).

@@ -261,7 +261,7 @@ def evaluate_policy(policy: PolicyFn) -> dict:
 # gathers whole rows of members; members go through in chunks to bound memory. They run on
 # the device of the logits (CPU or GPU). The figures are those of ``evaluate_actions`` on
 # each member alone: the same operations per position, in the same order
-# (tests/test_population_core.py checks that the reports are equal dicts).
+# (tests/models/test_population_core.py checks that the reports are equal dicts).
 
 StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
 # Members per DP pass. On the CPU small chunks keep the (5,478, chunk, 3) float64 tables

@@ -8,7 +8,7 @@ encoding (``planes18`` or ``signed9``) is inside the graph. Metadata properties 
 Parity: after writing the file we run it with onnxruntime on all 4,520 positions where
 somebody is to move and compare with torch: the largest absolute difference over the
 unmasked logits is reported, and the greedy moves must be identical. Both sides' logits
-must give every position a legal greedy move (``evaluate.check_logits``, strict: no NaN,
+must give every position a legal greedy move (``exact.check_logits``, strict: no NaN,
 the argmax on an empty cell); otherwise nothing is written. The file is written through
 ``atomic.atomic_path``: a kill or a failed check leaves the old file or none, never a torn one.
 

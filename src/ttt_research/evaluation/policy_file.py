@@ -4,11 +4,11 @@ A policy file is either an ONNX model that follows the contract (input ``board``
 ``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``) or a Lightning
 checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec``, what it
 takes to rebuild the network). Loading returns a batched logits function
-(``evaluate.PolicyFn``) and metadata. Anything wrong with the file raises
+(``exact.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
 
 Every loaded policy is run once on all 4,520 positions where somebody moves and checked
-with the strict rule of ``evaluate.check_logits`` (no NaN, the argmax on an empty cell,
+with the strict rule of ``exact.check_logits`` (no NaN, the argmax on an empty cell,
 a finite largest logit), so that no command scores, plays or exports a policy that picks
 an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
 before it is built: the sizes are bounded and every tensor must have the shape the spec
@@ -40,7 +40,7 @@ class PolicyFileError(UserError):
 
 
 def _checked(path: Path, logits) -> None:
-    """The strict check of every decision position (``evaluate.check_logits``), as a
+    """The strict check of every decision position (``exact.check_logits``), as a
     ``PolicyFileError`` that names the file."""
     try:
         check_policy(logits, where=f"{path}: ", strict=True)

@@ -1,8 +1,8 @@
 """Lightning callbacks: exact evaluation during training, and crash-safe checkpoints.
 
-``ExactEvaluation`` runs the exact evaluator (``evaluate.py``: the whole game tree, no
+``ExactEvaluation`` runs the exact evaluator (``evaluation/exact.py``: the whole game tree, no
 sampling) every ``every`` updates and after the last one, logs the ``eval/*`` metrics of
-the contract, and keeps the history that ``plots.py`` draws. It costs ~15 ms, so an
+the contract, and keeps the history that ``analysis/curves.py`` draws. It costs ~15 ms, so an
 evaluation every few dozen updates is nearly free.
 
 ``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, renames

@@ -10,7 +10,7 @@ atomic rewrite of the file under the wider header (a temporary file renamed over
 
 The format is Lightning's: one wide CSV, a header row of the columns sorted by name, a row
 per ``log_metrics`` call (the metrics, plus ``step``), empty cells for what a row lacks,
-floats as Python writes them. ``plots.py``, ``report.py`` and the tests read it as before.
+floats as Python writes them. ``analysis/curves.py``, ``analysis/runs.py`` and the tests read it as before.
 
 A resume keeps the rows up to its checkpoint (``keep_rows_until``, one atomic rewrite) and
 appends from there: the rows the killed session wrote after its last checkpoint are played

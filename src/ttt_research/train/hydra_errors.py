@@ -1,5 +1,5 @@
 """Hydra's own errors (an unknown option, key or plugin, an override it cannot parse) as one
-``error:`` line and exit code 2, like every other mistake on the command line (``cli.py``).
+``error:`` line and exit code 2, like every other mistake on the command line (``errors.py``).
 
 Hydra reports these in 7-12 lines ending with "Set the environment variable
 HYDRA_FULL_ERROR=1 for a complete stack trace." and exits 1. ``run(app)`` runs the Hydra app

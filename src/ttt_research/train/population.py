@@ -1,8 +1,8 @@
 """A population run's own parts: exact evaluation of every member during training, and the
-run folder it leaves (``population.py`` has the spec and the file formats; this is the
-torch side).
+run folder it leaves (``population/spec.py`` and ``population/results.py`` have the spec and
+the file formats; this is the torch side).
 
-``PopulationEvaluation`` evaluates all N members at once (``evaluate.evaluate_stack``: one
+``PopulationEvaluation`` evaluates all N members at once (``exact.evaluate_stack``: one
 batched forward over the 4,520 decision positions and a batched DP) every ``eval_every``
 updates and after the last. It keeps every member's report (the history the plot and
 ``population_evals.csv`` are drawn from; in checkpoints, so a resumed run has it all) and
@@ -217,7 +217,7 @@ def _print_summary(report: dict, agg: dict, members: list, games: int, describe:
 
 class SplitMembers(DDPStrategy):
     """``trainer=ddp`` for a population: each process trains its own share of the members
-    (``population.shard``). Members are independent, so nothing is averaged: the module is
+    (``population/sharing.shard``). Members are independent, so nothing is averaged: the module is
     not wrapped in ``DistributedDataParallel`` (whose gradient all-reduce would mix one
     process's members with another's), and the processes meet only to share numbers: the
     logged medians, the exact evaluations, the checkpoint, the run folder."""

@@ -1,7 +1,7 @@
 """Experiment tracking: the loggers of a run and what they receive when it ends.
 
 ``make_loggers`` gives Lightning the CSV logger (always on: ``metrics.csv`` is what plots and
-``report.py`` read; ``csvlog.MetricsCSV``, append-only, so no kill loses a row) plus
+``analysis/runs.py`` read; ``csvlog.MetricsCSV``, append-only, so no kill loses a row) plus
 whatever ``logger=`` chose (``wandb``, ``tensorboard``, or both with
 ``logger=[wandb,tensorboard]``), each writing under the run folder. ``publish`` runs once
 the run folder is complete: the objective and the final report as the run's summary,

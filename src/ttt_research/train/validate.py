@@ -6,7 +6,7 @@ becomes the one-line error a user sees (``ConfigError``), with no traceback.
 
 Values are also bounded by what the code can hold (``SEED_MAX``, ``GAMES_MAX``, ``VALUE_MAX``),
 so a value that passes here never overflows later, and a population's memory is estimated
-(``population.memory_estimate``) and refused when the machine cannot hold it.
+(``population/spec.memory_estimate``) and refused when the machine cannot hold it.
 
 It imports neither torch nor Lightning (the names it checks come from ``contract.py``), so
 ``python -m ttt_research`` refuses a bad value about as fast as ``--cfg job`` prints the
@@ -173,7 +173,7 @@ def _validate_stages(cfg: DictConfig) -> None:
 
 
 def validate_population(cfg: DictConfig) -> None:
-    """The ``population:`` block (``population.py`` says what each key means)."""
+    """The ``population:`` block (``population/spec.py`` says what each key means)."""
     if value_of(cfg, "population") is None:  # a config from before populations: one agent
         return
     positive_int(cfg, "population.size", MEMBERS_MAX, " (members of one process)")
@@ -268,7 +268,7 @@ ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")
 
 
 # Arguments of lightning.Trainer and strategy names that need no import of Lightning to
-# accept (tests/test_cli.py checks each against Lightning); any other is looked up there.
+# accept (tests/commands/test_cli.py checks each against Lightning); any other is looked up there.
 TRAINER_KEYS = frozenset({
     "accelerator", "strategy", "devices", "num_nodes", "precision", "logger", "callbacks",
     "max_epochs", "min_epochs", "max_steps", "min_steps", "max_time", "log_every_n_steps",
@@ -357,7 +357,7 @@ def _gb(n: float) -> str:
 
 
 def check_memory(cfg: DictConfig) -> None:
-    """Refuse a run whose estimated peak memory (``population.memory_estimate``) exceeds what
+    """Refuse a run whose estimated peak memory (``population/spec.memory_estimate``) exceeds what
     the machine has available, before it starts rather than in the allocator minutes later.
     CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
     started (a DDP rank's own start would see the others' memory as taken)."""
