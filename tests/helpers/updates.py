@@ -29,3 +29,18 @@ def first_update(*overrides):
 
 def rates(update, k=None):
     return {name: float(v if k is None else v.reshape(-1)[k]) for name, v in update.rates.items()}
+
+
+class Stepping:
+    """A plain torch optimiser dressed as Lightning's wrapper of it (``.optimizer``, ``step``,
+    ``zero_grad``): what ``Run.optimizer()`` hands an algorithm, for an update taken by hand,
+    without a Trainer."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def step(self, closure=None):
+        return self.optimizer.step(closure)
+
+    def zero_grad(self, set_to_none: bool = True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)

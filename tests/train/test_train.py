@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.configs import make_cfg
+from tests.helpers.updates import Stepping
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, learner_moves, move_importance
 from ttt_research.env import game
 from ttt_research.errors import ConfigError
@@ -225,7 +226,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
         gb1 += d_hid
     # Now let the module take its step from the same state.
     module.streams.set_state(state)
-    sgd = torch.optim.SGD(module.net.parameters(), lr=0.1)
+    sgd = Stepping(torch.optim.SGD(module.net.parameters(), lr=0.1))
     module.optimizers = lambda: sgd  # steps like Lightning's wrapper of it, without a Trainer
     module.manual_backward = lambda loss: loss.backward()
     assert module.algo.update(module).games == 1
