@@ -1,21 +1,7 @@
-"""ONNX export of a greedy policy, with a parity check against onnxruntime.
-
-The exported graph follows the contract: input ``board`` float32 [N, 9] in the mover's
-view, output ``logits`` float32 [N, 9] with occupied cells masked; the network's own
-encoding (``planes18`` or ``signed9``) is inside the graph. Metadata properties carry
-``algo``, ``net``, ``seed``, ``games_trained`` and the ``eval.json`` summary.
-
-Parity: after writing the file we run it with onnxruntime on all 4,520 positions where
-somebody is to move and compare with torch: the largest absolute difference over the
-unmasked logits is reported, and the greedy moves must be identical. Both sides' logits
-must give every position a legal greedy move (``exact.check_logits``, strict: no NaN,
-the argmax on an empty cell); otherwise nothing is written. The file is written through
-``atomic.atomic_path``: a kill or a failed check leaves the old file or none, never a torn one.
-
-    python -m ttt_research.export CHECKPOINT [-o OUT.onnx]   # default: CHECKPOINT with .onnx
-
-The command adds the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation
-of the exported policy (``eval.json``'s report).
+"""``python -m ttt_research.export CHECKPOINT [-o OUT.onnx]``: a checkpoint's greedy policy as
+an ONNX model of the contract (``evaluation/onnx.py`` writes it and checks its parity with
+torch), with the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation of the
+exported policy (``eval.json``'s report). The default output is CHECKPOINT with ``.onnx``.
 """
 from __future__ import annotations
 

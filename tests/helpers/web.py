@@ -8,10 +8,8 @@ from ttt_research.web.server import make_server
 
 
 @contextmanager
-def in_thread(path, node_modules="find"):
-    """The same server in this process (no interpreter start-up); yields its base URL.
-    ``node_modules=None``: as if onnxruntime-web were not installed (the page asks the server)."""
-    server = make_server(path, 0, node_modules=node_modules)
+def serving(server):
+    """``server`` answering from a thread of this process; yields its base URL."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -19,6 +17,14 @@ def in_thread(path, node_modules="find"):
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def in_thread(path, node_modules="find"):
+    """The same server in this process (no interpreter start-up); yields its base URL.
+    ``node_modules=None``: as if onnxruntime-web were not installed (the page asks the server)."""
+    with serving(make_server(path, 0, node_modules=node_modules)) as url:
+        yield url
 
 
 def open_game(page, url):

@@ -7,14 +7,13 @@ chromium driven by Playwright; the in-browser engine needs ``web/node_modules``)
 """
 
 import math
-import threading
 from contextlib import contextmanager
 from functools import partial
 
 import pytest
 
 from tests.helpers.onnx_models import preference_model
-from tests.helpers.web import in_thread, open_game
+from tests.helpers.web import in_thread, open_game, serving
 from ttt_research.web.server import PAGE_DIR, Handler, Server, find_node_modules
 
 HIGHEST_FIRST = list(range(9))
@@ -27,14 +26,8 @@ def unchecked(model: bytes, name: str = "bad.onnx"):
     info = {"name": name, "meta": {}, "error": None, "engine": "browser"}
     handler = partial(Handler, model=model, info=info, policy=None, node_modules=find_node_modules(),
                       directory=str(PAGE_DIR))
-    server = Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Server(("127.0.0.1", 0), handler)) as url:
+        yield url
 
 
 def refused(tab) -> str:

@@ -1,14 +1,6 @@
-"""Learner-vs-opponent games, B at once, recorded as (T, B) tensors.
-
-``play_batch`` starts B games on the empty board and plays them in lockstep to the end (at
-most 9 plies). At each ply the learner moves in the games where it is to move and the
-opponent in the others; a game that has ended is carried along untouched (its moves are
-marked inactive). The result is an ``Episodes`` record that algorithms turn into
-updates, and the reward table that turns outcomes into numbers.
-
-Lockstep has a useful property: at ply t every unfinished game has t pieces, so with a
-fixed seat we know before looking at any board whether the learner or the opponent moves,
-and skip the other's computation.
+"""The reward table (``reward=`` config group): what a win, a tie, a loss and an illegal move
+are worth to the learner. Its fields are numbers, or a population's (N, 1) tensors when
+members set their own, broadcast over each member's games.
 """
 from __future__ import annotations
 

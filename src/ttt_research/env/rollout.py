@@ -4,7 +4,7 @@
 most 9 plies). At each ply the learner moves in the games where it is to move and the
 opponent in the others; a game that has ended is carried along untouched (its moves are
 marked inactive). The result is an ``Episodes`` record that algorithms turn into
-updates, and the reward table that turns outcomes into numbers.
+updates (with the reward table of ``env/reward.py``).
 
 Lockstep has a useful property: at ply t every unfinished game has t pieces, so with a
 fixed seat we know before looking at any board whether the learner or the opponent moves,

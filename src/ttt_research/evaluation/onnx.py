@@ -11,11 +11,7 @@ unmasked logits is reported, and the greedy moves must be identical. Both sides'
 must give every position a legal greedy move (``exact.check_logits``, strict: no NaN,
 the argmax on an empty cell); otherwise nothing is written. The file is written through
 ``atomic.atomic_path``: a kill or a failed check leaves the old file or none, never a torn one.
-
-    python -m ttt_research.export CHECKPOINT [-o OUT.onnx]   # default: CHECKPOINT with .onnx
-
-The command adds the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation
-of the exported policy (``eval.json``'s report).
+A run writes its ``policy.onnx`` with it; ``python -m ttt_research.export`` exports a checkpoint.
 """
 from __future__ import annotations
 
