@@ -187,7 +187,7 @@ class PPO(Algorithm):
 
     name = "ppo"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    # The defaults are conf/algo/ppo.yaml's (tests/test_algo_defaults.py checks them).
+    # The defaults are conf/algo/ppo.yaml's (tests/algos/test_algo_defaults.py checks them).
     def __init__(self, net, games_per_update: int = 2048, lr: float = 1e-3, lr_final: float | None = 1e-4,
                  gamma: float = 1.0, gae_lambda: float = 0.95, clip: float = 0.2,
                  ent_coef: float = 0.08, ent_final: float | None = 0.0, vf_coef: float = 0.5,

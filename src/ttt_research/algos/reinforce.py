@@ -143,7 +143,7 @@ class Reinforce(Algorithm):
 
     name = "reinforce"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    # The defaults are conf/algo/reinforce.yaml's (tests/test_algo_defaults.py checks them).
+    # The defaults are conf/algo/reinforce.yaml's (tests/algos/test_algo_defaults.py checks them).
     def __init__(self, net, games_per_update: int = 16384, lr: float = 2.0, temperature: float = 1.0,
                  masked_softmax: bool = True, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = 0.5,

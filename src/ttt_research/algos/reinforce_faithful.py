@@ -128,7 +128,7 @@ class ReinforceFaithful(Algorithm):
     name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
     one_process = True  # one game at a time, stepped outside DDP's gradient averaging
 
-    # The defaults are conf/algo/reinforce_faithful.yaml's (tests/test_algo_defaults.py).
+    # The defaults are conf/algo/reinforce_faithful.yaml's (tests/algos/test_algo_defaults.py).
     def __init__(self, net, games_per_update: int = 1000, lr: float = 0.1):
         super().__init__(net, games_per_update)
         self.lr = float(lr)

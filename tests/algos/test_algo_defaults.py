@@ -12,7 +12,7 @@ import pytest
 import yaml
 from hydra.utils import get_class
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "algo"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "algo"
 
 
 @pytest.mark.parametrize("path", sorted(CONF.glob("*.yaml")), ids=lambda p: p.stem)
