@@ -149,7 +149,7 @@ def test_same_config_and_seed_give_identical_eval_and_metrics(tmp_path, algo):
 # ----------------------------------------------------------------------------- NaN guard
 
 POISON_LOSS = """
-    from ttt_research.rollout import Reward
+    from ttt_research.env.reward import Reward
     honest, calls = Reward.of, [0]
     def poisoned(self, *args):  # update 5's rewards, hence its loss, are NaN (one call per update)
         calls[0] += 1

@@ -50,7 +50,7 @@ SEED_REWARD = Reward(win=1.0, tie=0.5, loss=-1.0, illegal=-10.0)
 
 
 class TicTacToeEnv(gymnasium.Env):
-    """The learner against a batched opponent from ``ttt_research.opponents``, one game.
+    """The learner against a batched opponent from ``ttt_research.env.opponents``, one game.
 
     Args:
         opponent: an opponent name (``random``, ``minimax``, ``rules``, ``mixed``, as in the
