@@ -4,8 +4,7 @@ checkpointed state restores every stream."""
 
 import torch
 
-from ttt_research.env.streams import Streams, uniform
-from ttt_research.models.nets import sample
+from ttt_research.env.streams import Streams, sample, uniform
 
 
 def test_each_row_is_its_own_generators_draw_in_order():

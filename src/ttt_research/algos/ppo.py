@@ -35,9 +35,10 @@ from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_
 from ttt_research.env import game
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch
+from ttt_research.env.streams import sample
 from ttt_research.evaluation.exact import greedy_actions
 from ttt_research.models import member_optim
-from ttt_research.models.nets import MLP, sample
+from ttt_research.models.nets import MLP
 
 # ----------------------------------------------------------------------------- the terms
 

@@ -56,9 +56,9 @@ from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch, rates
-from ttt_research.env.streams import uniform
+from ttt_research.env.streams import sample, uniform
 from ttt_research.models import member_optim
-from ttt_research.models.nets import MASKED, sample
+from ttt_research.models.nets import MASKED
 
 
 def move_importance(ply: torch.Tensor, plies: torch.Tensor) -> torch.Tensor:

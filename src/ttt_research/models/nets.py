@@ -17,9 +17,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-# ``sample`` (Gumbel-max draws from logits) lives with the other draws in env/streams.py; it is
-# named here too for the algorithms that import it with the networks.
-from ttt_research.env.streams import sample  # noqa: F401
 from ttt_research.models import encodings
 
 MASKED = -1e9
