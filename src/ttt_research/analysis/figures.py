@@ -114,12 +114,7 @@ def plot(path: Path, keys: list[str], rows: list[dict], reps: int = stats.REPS, 
         title += "\none exact evaluation per run (its last), so no curves: lower eval_every for them"
     fig.suptitle(wrap_phrases(title, math.floor(width * 13)), fontsize=9)
     # Below the plots, not on them nor beside the title: a sweep can have dozens of configurations.
-    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
-               title_fontsize=7)
-    with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    return _save(fig, path, ncols)
 
 
 def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: int = 0) -> Path:
@@ -167,6 +162,13 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
     for ax in list(axes.flat)[len(metrics):]:
         ax.set_visible(False)
     fig.suptitle("performance profiles: each configuration's seeds, band 95% bootstrap CI", fontsize=9)
+    return _save(fig, path, ncols)
+
+
+def _save(fig, path: Path, ncols: int) -> Path:
+    """The configurations' legend below the plots, then the PNG written whole."""
+    import matplotlib.pyplot as plt  # as in the plots: matplotlib loads only when one is drawn
+
     fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
                title_fontsize=7)
     with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
