@@ -128,6 +128,16 @@ class Algorithm(torch.nn.Module):
         that the exact evaluation and the export see."""
         return self.net(view).float()
 
+    @torch.no_grad()
+    def action_values(self, view: torch.Tensor) -> torch.Tensor | None:
+        """(B, 9) mover's views (a stack's (N, B, 9) or shared (B, 9)) -> (B, 9) (a stack's
+        (N, B, 9)) the learned value of each move for the mover: the return it expects after
+        playing that cell, in the reward table's units (a win is worth ``reward.win``), the
+        occupied cells anything. None (the default): the algorithm learns no action values.
+        The exact evaluation compares them with the game-theoretic values (``eval.json``'s
+        ``value_accuracy``)."""
+        return None
+
     def extra_report(self) -> dict[str, float]:
         """Figures of this algorithm's own that ``eval.json`` adds to the exact evaluation."""
         return {}
