@@ -1,4 +1,4 @@
-"""``python -m ttt_research.report DIR``: statistics across seeds for a sweep, a population, or both.
+"""``python -m ttt_research.report DIR [DIR ...]``: statistics across seeds for sweeps, populations, or both.
 
 Every folder under DIR that holds an ``eval.json`` is a run; a population's folder
 (``population.json``) counts as one run per member, with the member's seed and its varied
@@ -23,6 +23,18 @@ instead of the table. ``--compare A B`` prints the probability that configuratio
 on B (a seed of A beats a seed of B), with its 95% interval, for each metric, and warns when
 a side has fewer than ``FEW_SEEDS`` seeds.
 
+Also, per configuration and trained seat (all together; X and O apart when it trains both):
+the games until each seed's first unbeatable evaluation (median and IQR over the seeds that got
+there, and how many never did) and the training wall seconds per agent until then (from
+``elapsed_s``: the job's seconds divided by the agents it trained together), in a second table
+of report.md and in report.csv; value accuracy (IQM of eval.json's ``value_accuracy``) where
+the runs learn values; and ``report_safe.png``, the share of seeds unbeatable against games
+(and wall seconds) with its Wilson band (``analysis/safety.py``).
+
+Several folders (``DIR DIR ...``, e.g. one population per algorithm) compare as one
+configuration each, named by the folder (or ``--names a,b,c``), whatever their runs'
+overrides are; the report then goes to ``--out``.
+
 DIR may come from anywhere: its files are read as data (``untrusted.py``: no interpolation is
 resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
 file a run writes: still running, or killed) and a folder whose files are malformed are
@@ -35,9 +47,11 @@ import json
 import sys
 from pathlib import Path
 
-from ttt_research.analysis.figures import plot, plot_profiles
+from ttt_research.analysis import safety
+from ttt_research.analysis.figures import plot, plot_profiles, plot_safe
 from ttt_research.analysis.runs import ReportError, find_runs, scan_runs, skipped_markdown, warn_skipped
 from ttt_research.analysis.summary import (
+    CONFIGURATION,
     FEW_SEEDS,
     METRICS,
     best_trial,
@@ -45,6 +59,8 @@ from ttt_research.analysis.summary import (
     compare,
     default_metrics,
     find_group,
+    label_folders,
+    label_text,
     markdown,
     records,
     summarise,
@@ -60,39 +76,77 @@ from ttt_research.evaluation.objectives import direction
 from ttt_research.files.atomic import describe_os_error, write_atomic
 
 
-def report(root: str | Path, out: str | Path | None = None, sort: str = "none",
-           metrics: list[str] | None = None, reps: int = stats.REPS, seed: int = 0) -> dict[str, Path]:
-    """Write report.md, report.csv, runs.csv, report.png and report_profiles.png for the runs
-    under ``root``."""
-    return _report(root, out, sort, metrics, reps, seed)[0]
+def report(root: str | Path | list, out: str | Path | None = None, sort: str = "none",
+           metrics: list[str] | None = None, reps: int = stats.REPS, seed: int = 0,
+           names: list[str] | None = None) -> dict[str, Path]:
+    """Write report.md, report.csv, runs.csv, report.png, report_profiles.png and report_safe.png
+    for the runs under ``root`` (a folder; or a list of folders, one configuration each,
+    named by ``names`` or their folder names)."""
+    return _report(root, out, sort, metrics, reps, seed, names)[0]
 
 
-def _report(root, out, sort, metrics, reps, seed) -> tuple[dict[str, Path], list[dict]]:
+def _folders(roots: list[Path], names: list[str] | None) -> tuple[list, list[tuple[Path, list]]]:
+    """(the runs of several folders, each labelled as its configuration; each folder's skipped
+    runs). A folder that is missing or holds no complete run is left out with a warning."""
+    if names is not None and len(names) != len(roots):
+        raise ReportError(f"--names gives {len(names)} name(s) for {len(roots)} folders: one name per folder")
+    names = names or [r.name or str(r) for r in roots]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ReportError(f"two folders would be named {dup[0]!r}: name each with --names a,b,c")
+    found, skipped = [], []
+    for root, name in zip(roots, names, strict=True):
+        try:
+            runs, skip = scan_runs(root)
+        except ReportError as e:
+            print(f"warning: left out {root}: {e}", file=sys.stderr)
+            continue
+        warn_skipped(skip, root)
+        found.append((name, runs))
+        skipped.append((root, skip))
+    if not found:
+        raise ReportError(f"none of the {len(roots)} folders holds a complete run")
+    return label_folders(found), skipped
+
+
+def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str, Path], list[dict]]:
     """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
-    root = Path(root)
-    runs, skipped = scan_runs(root)
-    warn_skipped(skipped, root)
-    out = Path(out) if out else root
+    roots = [Path(r) for r in root] if isinstance(root, (list, tuple)) else [Path(root)]
+    if len(roots) == 1 and names is None:
+        runs, skipped = scan_runs(roots[0])
+        warn_skipped(skipped, roots[0])
+        skipped, keys = [(roots[0], skipped)], None
+    else:
+        if out is None and len(roots) > 1:
+            raise ReportError("several folders: say where the report goes with --out DIR")
+        runs, skipped = _folders(roots, names)
+        keys = [CONFIGURATION]
+    out = Path(out) if out else roots[0]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ReportError(f"cannot write the report into {out}: {describe_os_error(e)}") from e
-    keys, rows, per_run = summarise(runs, metrics, reps, seed)
+    keys, rows, per_run = summarise(runs, metrics, reps, seed, keys)
     if sort == "objective":  # best first (the objectives that are minimised: smallest first)
         sign = -1 if direction(rows[0]["metric"]) == "maximize" else 1
         rows.sort(key=lambda r: sign * (r["objective"].iqm if r["objective"] else float("-inf")))
     files = {"md": out / "report.md", "csv": out / "report.csv", "runs": out / "runs.csv",
-             "png": out / "report.png", "profiles": out / "report_profiles.png"}
-    intro = (f"{len(runs)} seeds under {root}, {len(rows)} configuration(s). Metrics: the interquartile "
+             "png": out / "report.png", "profiles": out / "report_profiles.png",
+             "safe": out / "report_safe.png"}
+    where = ", ".join(str(r) for r, _ in skipped)
+    intro = (f"{len(runs)} seeds under {where}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
              f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
-    write_atomic(files["md"], intro + markdown(keys, rows) + skipped_markdown(skipped, root)
-                 + best_trial(root))
+    tables = markdown(keys, rows) + safety.markdown([label_text(r["label"]) for r in rows],
+                                                     [r["runs"] for r in rows])
+    write_atomic(files["md"], intro + tables + "".join(skipped_markdown(s, r) for r, s in skipped)
+                 + (best_trial(roots[0]) if len(roots) == 1 else ""))
     table = records(keys, rows)
     write_rows(files["csv"], table)
     write_rows(files["runs"], per_run)
     plot(files["png"], keys, rows, reps, seed)
     plot_profiles(files["profiles"], rows, reps, seed)
+    plot_safe(files["safe"], rows)
     return files, table
 
 
@@ -110,9 +164,11 @@ def _metric_list(text: str | None) -> list[str] | None:
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttt_research.report", description=__doc__.split("\n")[0])
-    parser.add_argument("dir", nargs="?", help="a sweep folder (multirun/DATE/TIME), a population's run "
-                        "folder, or any folder of them")
-    parser.add_argument("--out", help="where to write the report files (default: DIR)")
+    parser.add_argument("dir", nargs="*", metavar="DIR", help="a sweep folder (multirun/DATE/TIME), a "
+                        "population's run folder, or any folder of them; several: one configuration each")
+    parser.add_argument("--out", help="where to write the report files (default: DIR; required for several)")
+    parser.add_argument("--names", help="comma-separated names of the DIRs' configurations, in order "
+                        "(default: each folder's name)")
     parser.add_argument("--sort", choices=("none", "objective"), default="none",
                         help="order of the configurations: as found (job order), or best objective first")
     parser.add_argument("--metrics", help="comma-separated exact metrics, e.g. o_random_win,o_perfect_loss "
@@ -128,11 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     metrics = _metric_list(args.metrics)
     if args.reps < 100:
         raise ReportError(f"--reps must be at least 100, got {args.reps}")
+    names = None if args.names is None else [n.strip() for n in args.names.split(",")]
+    if names is not None and (not all(names) or not args.dir):
+        raise ReportError(f"--names: {args.names!r} is not one name per DIR, separated by commas")
     if args.compare:
-        return _compare_main(args, metrics)
-    if args.dir is None:
+        return _compare_main(args, metrics, names)
+    if not args.dir:
         raise ReportError("give a folder of runs (DIR), or --compare A B with two folders")
-    files, rows = _report(args.dir, args.out, args.sort, metrics, args.reps, args.seed)
+    files, rows = _report(args.dir, args.out, args.sort, metrics, args.reps, args.seed, names)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -141,9 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _compare_main(args, metrics: list[str] | None) -> int:
+def _compare_main(args, metrics: list[str] | None, names: list[str] | None) -> int:
     a_spec, b_spec = args.compare
-    if args.dir is None:  # two folders: each is one configuration, whatever its runs vary
+    if not args.dir:  # two folders: each is one configuration, whatever its runs vary
         for d in (a_spec, b_spec):
             if not Path(d).is_dir():
                 raise ReportError(f"--compare without DIR takes two folders of runs; no such directory: {d}")
@@ -151,8 +210,14 @@ def _compare_main(args, metrics: list[str] | None) -> int:
         seats = [s for s in EVAL_SEATS if any(s in r.trained for rs in runs.values() for r in rs)]
         metrics = metrics or default_metrics(seats)
         a, b = (summarise_one(runs[d], metrics, d) for d in (a_spec, b_spec))
+    elif len(args.dir) > 1 or names is not None:  # A and B: configuration names (or row numbers)
+        runs, _ = _folders([Path(d) for d in args.dir], names)
+        keys, rows, _ = summarise(runs, metrics, args.reps, args.seed, [CONFIGURATION])
+        metrics = rows[0]["metrics"]
+        a_spec, b_spec = (s if "=" in s or s.isdigit() else f"{CONFIGURATION}={s}" for s in args.compare)
+        a, b = find_group(keys, rows, a_spec), find_group(keys, rows, b_spec)
     else:
-        keys, rows, _ = summarise(find_runs(Path(args.dir)), metrics, args.reps, args.seed)
+        keys, rows, _ = summarise(find_runs(Path(args.dir[0])), metrics, args.reps, args.seed)
         metrics = rows[0]["metrics"]
         a, b = find_group(keys, rows, a_spec), find_group(keys, rows, b_spec)
     if a is b:

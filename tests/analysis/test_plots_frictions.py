@@ -57,7 +57,7 @@ def test_the_table_shows_the_unbeatable_share_with_its_interval_even_for_two_see
     md = files["md"].read_text()
     # Wilson's interval of 0 of 2 reaches 0.66: "0 of 2" alone read as "never".
     assert md.count("| 0 of 2: 0.00 [0.00, 0.66] |") == 2
-    curves, profiles = figures
+    curves, profiles, _ = figures
     # The title breaks where a phrase ends, not inside "its 95% CI".
     assert curves._suptitle.get_text().split("\n") == [
         "exact evaluations during training:", "the IQM of each configuration's seeds, band its 95% CI"]

@@ -27,18 +27,18 @@ def fake_run(path: Path, seed: int, net: str, side: str, evals: list[tuple[int, 
     (path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
         {"seed": seed, "seat": {"side": side}, "optimized_metric": "score"}))
     seats = ("x", "o") if side == "both" else (side,)
-    cols = [f"eval/{s}_random_{o}" for s in seats for o in ("win", "loss")]
+    cols = [f"eval/{s}_{o}" for s in seats for o in ("random_win", "random_loss", "worst_case")]
     with open(path / "metrics.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["step", "train/games", "rollout/win_rate", *cols])
         for i, (games, win, loss) in enumerate(evals):
             w.writerow([2 * i, games - 512, 0.5, *[""] * len(cols)])  # updates between evaluations
-            w.writerow([2 * i + 1, games, 0.5, *[win, loss] * len(seats)])
+            w.writerow([2 * i + 1, games, 0.5, *[win, loss, -1.0 if loss else 0.0] * len(seats)])
 
 
 def drawn_report(tmp_path, monkeypatch, side: str, evals: list[tuple[int, float, float]], nets: int):
     """report.report over ``nets`` groups of 2 seeds; returns the figures it drew (not closed):
-    the learning curves and the performance profiles."""
+    the learning curves, the performance profiles and the share of seeds unbeatable."""
     for n in range(nets):
         for seed in (0, 1):
             fake_run(tmp_path / f"{n}{seed}", seed, f"mlp{25 + n}_with_a_long_name_{n}", side,
@@ -61,8 +61,8 @@ CURVE = [(g, 0.5 + 0.03 * i, 0.1 / (i + 1)) for i, g in enumerate(range(10_000, 
 @pytest.mark.parametrize("side,nets", [("o", 1), ("o", 4), ("both", 7)])
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_the_legend_covers_neither_the_title_nor_a_plot(tmp_path, monkeypatch, side, nets):
-    curves, profiles = drawn_report(tmp_path, monkeypatch, side, CURVE, nets)
-    for fig in (curves, profiles):
+    curves, profiles, safe = drawn_report(tmp_path, monkeypatch, side, CURVE, nets)
+    for fig in (curves, profiles, safe):
         r = fig.canvas.get_renderer()
         (legend,) = fig.legends
         box, title = legend.get_window_extent(r), fig._suptitle.get_window_extent(r)
@@ -77,7 +77,7 @@ def test_the_legend_covers_neither_the_title_nor_a_plot(tmp_path, monkeypatch, s
 
 
 def test_one_evaluation_per_run_is_drawn_in_context_not_as_a_lone_dot(tmp_path, monkeypatch):
-    fig, _ = drawn_report(tmp_path, monkeypatch, "o", [(4096, 0.7556, 0.149)], 1)
+    fig, *_ = drawn_report(tmp_path, monkeypatch, "o", [(4096, 0.7556, 0.149)], 1)
     win_ax, loss_ax = fig.axes
     for ax in (win_ax, loss_ax):
         assert ax.get_xlim()[0] <= 0 < 4096 < ax.get_xlim()[1]  # training from 0 games on

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttt_research.analysis.curves import wrap_phrases
-from ttt_research.analysis.summary import fmt, metric_title
+from ttt_research.analysis.safety import share_curve, wilson_band
+from ttt_research.analysis.summary import label_text, metric_title
 from ttt_research.contract import (
     EVAL_SEATS,
 )
@@ -18,8 +19,7 @@ from ttt_research.files.atomic import atomic_path
 
 
 def _labels(rows: list[dict]) -> list[str]:
-    return [wrap_phrases(", ".join(f"{k}={fmt(v)}" for k, v in row["label"].items()), 36) or "all runs"
-            for row in rows]
+    return [wrap_phrases(label_text(row["label"]), 36) for row in rows]
 
 
 def _legend_layout(labels: list[str], width: float) -> tuple[int, int]:
@@ -165,12 +165,58 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
     return _save(fig, path, ncols)
 
 
+def plot_safe(path: Path, rows: list[dict]) -> Path:
+    """The share of each configuration's seeds unbeatable from every seat it trains, at each
+    exact evaluation during training, in its Wilson 95% band: against training games, and
+    (where the runs record ``elapsed_s``) against training wall seconds per agent. A seed
+    counts at its latest evaluation so far; the line ends where the shortest seed's does."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = _labels(rows)
+    curves = [[share_curve(row["runs"], seconds) for row in rows] for seconds in (False, True)]
+    panels = [c for c in curves if any(x is not None for x in c)] or [curves[0]]
+    width = 6.0 * len(panels)
+    ncols, lines = _legend_layout(labels, width)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 4.2 + 0.4 + 0.16 * lines), squeeze=False,
+                             layout="constrained")
+    colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
+    for j, (ax, panel) in enumerate(zip(axes[0], panels, strict=True)):
+        for i, found in enumerate(panel):
+            if found is None:
+                continue
+            x, count, seeds = found
+            low, high = wilson_band(count, seeds)
+            colour = colours(i % colours.N)
+            label = f"{labels[i]} ({seeds})" if j == 0 else None
+            if len(x) == 1:  # one evaluation: a point and its interval
+                share = count / seeds
+                ax.errorbar(x, share, yerr=[share - low, high - share], fmt="o", color=colour, capsize=4,
+                            label=label)
+                continue
+            ax.step(x, count / seeds, where="post", color=colour, lw=1.8, label=label)
+            ax.fill_between(x, low, high, step="post", color=colour, alpha=0.15)
+        seconds = panel is curves[1]
+        ax.set_xlabel("training wall seconds per agent (elapsed_s / agents trained together)"
+                      if seconds else "training games")
+        ax.set_ylabel("share of seeds unbeatable")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.set_title("against wall seconds" if seconds else "against games played", fontsize=9)
+    fig.suptitle("seeds unbeatable from every seat they train, at each exact evaluation; band: Wilson 95%",
+                 fontsize=9)
+    return _save(fig, path, ncols)
+
+
 def _save(fig, path: Path, ncols: int) -> Path:
     """The configurations' legend below the plots, then the PNG written whole."""
     import matplotlib.pyplot as plt  # as in the plots: matplotlib loads only when one is drawn
 
-    fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
-               title_fontsize=7)
+    if any(ax.get_legend_handles_labels()[0] for ax in fig.axes):  # report_safe.png may have no line
+        fig.legend(fontsize=7, loc="outside lower center", ncols=ncols, title="configuration (seeds)",
+                   title_fontsize=7)
     with atomic_path(path) as tmp:  # a kill mid-draw leaves the old figure, not half a PNG
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)

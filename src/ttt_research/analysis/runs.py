@@ -38,6 +38,10 @@ from ttt_research.files import untrusted
 from ttt_research.files.untrusted import Malformed
 
 NOISE = ("seed", "progress", "hydra.run.dir", "hydra.sweep.dir", "resume")  # never a config axis
+# Training wall seconds since the fit started, at each exact evaluation (continued across a
+# resume): metrics.csv's ``train/elapsed_s``, population_evals.csv's ``elapsed_s`` column.
+ELAPSED = "train/elapsed_s"
+VALUE_KEYS = ("sign_agreement", "mae")  # eval.json's value_accuracy block (where a run learns values)
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Run:
     config: Any = None                          # .hydra/config.yaml as plain data (nothing resolved)
     choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
     member: int | None = None                    # a population member's index (None: a run)
+    together: int = 1                            # agents trained in the one job (a population's members)
 
     def value(self, key: str) -> str:
         """The run's value of an override key; a key it did not override is read from what
@@ -98,22 +103,40 @@ class Run:
                 if p.is_file()]
         return max(ends) - start.stat().st_mtime if start.is_file() and ends else None
 
-    def _safe_at(self) -> list[tuple[float, bool]]:
-        """(games, unbeatable from every trained seat) at each exact evaluation."""
-        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in self.trained]
+    def safe_at(self, seats: tuple[str, ...] | None = None) -> list[tuple[float, bool]]:
+        """(games, unbeatable from every seat of ``seats``: default, every trained seat) at each
+        exact evaluation."""
+        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in seats or self.trained]
         points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
         return [(g, all(w[g] >= 0 for w in worst)) for g in points]
 
     @property
     def first_unbeatable(self) -> float | None:
         """Games at the first exact evaluation that finds the agent unbeatable."""
-        return next((g for g, safe in self._safe_at() if safe), None)
+        return self.first_unbeatable_from(None)
+
+    def first_unbeatable_from(self, seats: tuple[str, ...] | None) -> float | None:
+        """Games at the first exact evaluation that finds the agent unbeatable from ``seats``."""
+        return next((g for g, safe in self.safe_at(seats) if safe), None)
+
+    def seconds_at(self, games: float | None) -> float | None:
+        """Training wall seconds per agent at the exact evaluation after ``games`` games: the
+        job's elapsed seconds there divided by the agents it trained together (a population of
+        100 counts a hundredth of its time for each member); None without ``elapsed_s``."""
+        at = dict(self.series.get(ELAPSED, []))
+        return None if games is None or games not in at else at[games] / self.together
+
+    @property
+    def value_accuracy(self) -> dict | None:
+        """eval.json's ``value_accuracy`` block (an algorithm that learns values: qlearning, dqn)."""
+        found = None if self.report is None else self.report.get("value_accuracy")
+        return found if isinstance(found, dict) else None
 
     @property
     def unbeatable_since(self) -> float | None:
         """Games at the first exact evaluation after which every evaluation is unbeatable."""
         since = None
-        for g, safe in self._safe_at():
+        for g, safe in self.safe_at():
             since = (since if since is not None else g) if safe else None
         return since
 
@@ -184,7 +207,26 @@ def _series(path: Path) -> dict:
     for name, points in series.items():
         if name in CHECKED_SERIES:
             _check_points(points, name, "metrics.csv", exact_worst=False)
+    _check_elapsed(series.get(ELAPSED, []), "metrics.csv")
     return series
+
+
+def _check_elapsed(points: list[tuple[float, float]], file: str) -> None:
+    for games, v in points:
+        if not (math.isfinite(v) and v >= 0):
+            raise Malformed(f"{file}: {ELAPSED} is {v} at {games:.0f} games, not a number of seconds")
+
+
+def _check_values(report: dict | None, where: str) -> None:
+    """A report's ``value_accuracy`` block, when it has one: a rate and an error the report
+    can average."""
+    if report is None or "value_accuracy" not in report:
+        return
+    block = untrusted.mapping(report["value_accuracy"], f"{where}: value_accuracy")
+    untrusted.rate(block.get("sign_agreement"), f"{where}: value_accuracy.sign_agreement")
+    mae = block.get("mae")
+    if not (untrusted.is_number(mae) and math.isfinite(mae) and mae >= 0):
+        raise Malformed(f"{where}: value_accuracy.mae is {untrusted.kind(mae)}, not a mean absolute error")
 
 
 # The eval/* series report reads, and a population's band of each (its members' min and max).
@@ -208,6 +250,7 @@ def _check_points(points: list[tuple[float, float]], name: str, file: str, exact
 def load_run(path: Path) -> Run:
     """The run in ``path`` (complete: it has an eval.json), or ``Malformed``."""
     report = untrusted.check_report(untrusted.load_json(path / "eval.json"))
+    _check_values(report, "eval.json")
     hydra = path / ".hydra"
     overrides: dict[str, str] = {}
     cfg, seat, metric, seed, choices = None, "both", "score", None, {}
@@ -349,12 +392,13 @@ def load_population(job: Run) -> list[Run]:
                 raise Malformed(f"{where}.hparams.{k} is {untrusted.kind(v)}, not a value")
         if m.get("eval") is not None:
             untrusted.check_report(m["eval"], f"{where}.eval")
+            _check_values(m["eval"], f"{where}.eval")
     series = _population_series(job.path / "population_evals.csv") \
         if (job.path / "population_evals.csv").exists() else {}
     overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
     runs = [Run(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}}, m["seed"],
                 job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config, job.choices,
-                member=m["index"])
+                member=m["index"], together=len(members))
             for m in members]
     for i, r in enumerate(runs):
         _check_objective(r, f"population.json: members[{i}].eval")
@@ -372,6 +416,13 @@ def _population_series(path: Path) -> dict[int, dict]:
             except (KeyError, TypeError, ValueError) as e:
                 raise Malformed(f"population_evals.csv: line {n}: member and games must be numbers") from e
             mine = series.setdefault(member, {})
+            if row.get("elapsed_s") not in ("", None):  # the job's seconds at this evaluation
+                try:
+                    elapsed = float(row["elapsed_s"])
+                except (TypeError, ValueError) as e:
+                    raise Malformed(f"population_evals.csv: line {n}: elapsed_s is not a number") from e
+                _check_elapsed([(games, elapsed)], f"population_evals.csv: line {n}")
+                mine.setdefault(ELAPSED, []).append((games, elapsed))
             for name, value in row.items():
                 if name in CHECKED_SERIES and value not in ("", None):
                     try:

@@ -15,7 +15,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttt_research.analysis.runs import ReportError, Run, group_runs, parse_override, seeds_text, varying_keys
+from ttt_research.analysis import safety
+from ttt_research.analysis.runs import (
+    VALUE_KEYS,
+    ReportError,
+    Run,
+    group_runs,
+    parse_override,
+    seeds_text,
+    varying_keys,
+)
 from ttt_research.contract import (
     EVAL_NAMES,
     EVAL_SEATS,
@@ -37,6 +46,14 @@ FEW_SEEDS = 5
 
 
 METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
+CONFIGURATION = "configuration"  # the one key of a report over several folders: each folder's name
+
+
+def label_text(label: dict[str, str]) -> str:
+    """A configuration's name: its folder's (several folders), else its ``key=value`` pairs."""
+    if list(label) == [CONFIGURATION]:
+        return str(label[CONFIGURATION])
+    return ", ".join(f"{k}={fmt(v)}" for k, v in label.items()) or "all runs"
 
 
 def default_metrics(seats) -> list[str]:
@@ -79,25 +96,31 @@ class Summary:
 
 
 def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = stats.REPS,
-              seed: int = 0) -> tuple[list[str], list[dict], list[dict]]:
+              seed: int = 0, keys: list[str] | None = None) -> tuple[list[str], list[dict], list[dict]]:
     """(varying keys, one row per configuration, one row per seed): numbers, formatted later.
+    ``keys``: the keys that name configurations (default: the override keys that vary).
 
     A row holds, per metric M, ``values[M]`` (per seed with a report) and ``summary[M]``."""
-    keys = varying_keys(runs)
+    keys = varying_keys(runs) if keys is None else keys
     seats = [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
     metrics = list(metrics or default_metrics(seats))
     rows, per_run = [], []
     for label, rs in group_runs(runs, keys):
         row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs], "metrics": metrics,
                      "values": {}, "summary": {}}
+        mine = [s for s in seats if any(s in r.trained for r in rs)]  # the seats this configuration trains
         for m in metrics:
-            judged = m.split("_")[0] not in EVAL_SEATS or any(m.startswith(f"{s}_") for s in seats)
+            judged = m.split("_")[0] not in EVAL_SEATS or any(m.startswith(f"{s}_") for s in mine)
             vals = [v for r in rs if (v := r.metric_value(m)) is not None] if judged else []
             row["values"][m] = vals
             row["summary"][m] = Summary.of(vals, reps, seed) if vals else None
         k, n = sum(r.unbeatable for r in rs), len(rs)
         row["unbeatable"], row["unbeatable_ci"] = k, stats.wilson(k, n)
         row["first"] = [r.first_unbeatable for r in rs]
+        row["value"] = {}  # value accuracy (eval.json's value_accuracy) over the seeds that have one
+        for v in VALUE_KEYS:
+            found = [float(a[v]) for r in rs if (a := r.value_accuracy) is not None]
+            row["value"][v] = Summary.of(found, reps, seed) if found else None
         row["since"] = [r.unbeatable_since for r in rs]
         objectives = [o for r in rs if (o := r.objective) is not None]
         row["objective"] = Summary.of(objectives, reps, seed) if objectives else None
@@ -139,6 +162,12 @@ def records(keys: list[str], rows: list[dict]) -> list[dict]:
                           ("since", "unbeatable_since_games_median")):
             reached = [g for g in row[name] if g is not None]
             rec[key] = statistics.median(reached) if reached else None
+        rec.update(safety.records(row["runs"]))
+        for v, s in row["value"].items():
+            if s is not None:
+                rec.update({f"value_{v}_iqm": s.iqm, f"value_{v}_iqm_ci_low": s.ci_low,
+                            f"value_{v}_iqm_ci_high": s.ci_high, f"value_{v}_median": s.median,
+                            f"value_{v}_mean": s.mean})
         if row["objective"] is not None:
             o = row["objective"]
             rec.update({"objective_iqm": o.iqm, "objective_iqm_ci_low": o.ci_low,
@@ -179,6 +208,8 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     head = [*(keys or ["runs"]), "seeds", *(metric_title(m) for m in metrics)]
     head += ["unbeatable (Wilson 95%)", "first unbeatable (median games)", "unbeatable for good from",
              f"objective ({rows[0]['metric']})", "job s"]
+    values = [v for v in VALUE_KEYS if any(r["value"][v] for r in rows)]
+    head += [VALUE_TITLES[v] for v in values]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         n = len(row["runs"])
@@ -197,8 +228,15 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
         secs = row["seconds"]
         cells.append("" if not secs else f"{statistics.fmean(secs):.0f}" if len(secs) == 1
                      else f"{len(secs)} x {statistics.fmean(secs):.0f}")
+        for v in values:
+            s = row["value"][v]
+            cells.append("" if s is None else f"{s.iqm:.4f}" if s.min == s.max
+                         else f"{s.iqm:.4f} {ci_text(s.ci_low, s.ci_high)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+VALUE_TITLES = {"sign_agreement": "value sign agreement (IQM)", "mae": "value MAE (IQM)"}
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -287,3 +325,15 @@ def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
     assert not more
     row["label"] = {"folder": name}
     return row
+
+
+def label_folders(folders: list[tuple[str, list[Run]]]) -> list[Run]:
+    """The runs of several folders, each folder one configuration named ``name`` (whatever
+    its runs' overrides say: a preset and the plain overrides it stands for compare as two
+    rows, and one folder's seeds stay together)."""
+    runs = []
+    for name, rs in folders:
+        for r in rs:
+            r.overrides = {CONFIGURATION: name}
+        runs += rs
+    return runs
