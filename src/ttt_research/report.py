@@ -97,11 +97,14 @@ def _folders(roots: list[Path], names: list[str] | None) -> tuple[list, list[tup
     found, skipped = [], []
     for root, name in zip(roots, names, strict=True):
         try:
-            runs, skip = scan_runs(root)
+            runs, skip = scan_runs(root, empty=True)
         except ReportError as e:
             print(f"warning: left out {root}: {e}", file=sys.stderr)
             continue
         warn_skipped(skip, root)
+        if not runs:
+            print(f"warning: left out {root}: no complete run", file=sys.stderr)
+            continue
         found.append((name, runs))
         skipped.append((root, skip))
     if not found:

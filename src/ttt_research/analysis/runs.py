@@ -297,10 +297,11 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(found, key=_natural)
 
 
-def scan_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
+def scan_runs(root: Path, empty: bool = False) -> tuple[list[Run], list[Skipped]]:
     """The complete, well-formed runs under ``root`` (a population's folder: one Run per
     member), and the folders skipped: incomplete (no ``eval.json``: still running, or
-    killed before its end) or malformed."""
+    killed before its end) or malformed. ``empty``: none complete is no error (the report of
+    several folders says which it left out, and why)."""
     if not root.is_dir():
         raise ReportError(f"no such directory: {root}")
     paths = run_folders(root)
@@ -317,7 +318,7 @@ def scan_runs(root: Path) -> tuple[list[Run], list[Skipped]]:
             runs += load_population(run) if (p / "population.json").exists() else [run]
         except Malformed as e:
             skipped.append(Skipped(p, str(e)))
-    if not runs:
+    if not runs and not empty:
         raise ReportError(f"no complete run under {root}: {_skipped_counts(skipped)}")
     return runs, skipped
 
