@@ -178,7 +178,7 @@ def test_a_folder_without_runs_is_left_out_with_a_warning(rows_dir, capsys, no_f
     assert f"left out {rows_dir / 'empty'}: no runs under" in err and "no such directory" in err
 
 
-def test_a_bad_elapsed_s_or_value_accuracy_skips_the_population_naming_the_field(rows_dir, capsys, no_figures):
+def test_a_bad_elapsed_s_or_value_accuracy_skips_its_population_naming_it(rows_dir, capsys, no_figures):
     evals = rows_dir / "qtab" / "population_evals.csv"
     evals.write_text(evals.read_text().replace(",80.0", ",-3"))
     pop = json.loads((rows_dir / "ppo" / "population.json").read_text())
