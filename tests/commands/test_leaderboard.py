@@ -39,3 +39,19 @@ def test_the_rows_train_what_the_leaderboard_says():
     assert ppo["algo"]["_target_"].endswith("ppo.PPO") and ppo["net"]["hidden"] == [128, 128]
     assert ppo["seat"]["side"] == "both" and ppo["reward"]["loss"] == -5.0  # the flagship's cautious table
     assert reinforce["algo"]["_target_"].endswith("reinforce.Reinforce") and reinforce["seat"]["side"] == "o"
+
+
+def test_the_tianshou_anchor_is_what_docs_leaderboard_says():
+    """docs/leaderboard.md: under win 1 / tie 0 / loss -1 (PettingZoo's tic-tac-toe) the best an
+    O can score against the random X is 874/945 (win 881/945, loss 7/945), about 0.866 when it
+    moves at random 5% of the time (the best unbeatable O's 866/945: tests/evaluation/test_exact.py)."""
+    from ttt_research.env import game
+    from ttt_research.env.solver import best_response, one_hot, outcome_probs, random_probs
+
+    rnd = random_probs()
+    actions, value = best_response(rnd, game.O, (1.0, 0.0, -1.0))
+    assert float(value[game.EMPTY_CODE]) == pytest.approx(874 / 945, abs=1e-12)
+    x, o, tie = outcome_probs(rnd, one_hot(actions))[game.EMPTY_CODE].tolist()
+    assert (o, x, tie) == pytest.approx((881 / 945, 7 / 945, 57 / 945), abs=1e-12)
+    noisy = outcome_probs(rnd, 0.95 * one_hot(actions).double() + 0.05 * rnd)[game.EMPTY_CODE].tolist()
+    assert noisy[1] - noisy[0] == pytest.approx(0.866, abs=5e-4)
