@@ -206,3 +206,27 @@ def test_bad_folder_arguments_are_one_line_and_exit_2(rows_dir, args, needle):
     assert res.returncode == 2 and res.stdout == "", res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], res.stderr
+
+
+def single_run(path: Path, seed: int, evals: list[tuple[int, bool, float]]) -> None:
+    """A run folder with metrics.csv's exact evaluations (games, unbeatable as O, elapsed_s)."""
+    (path / ".hydra").mkdir(parents=True)
+    (path / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"seed={seed}"]))
+    (path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
+        {"seed": seed, "seat": {"side": "o"}, "optimized_metric": "score"}))
+    (path / "eval.json").write_text(json.dumps(eval_report("loss", "draw" if evals[-1][1] else "loss")))
+    with open(path / "metrics.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "train/games", "eval/o_worst_case", "train/elapsed_s"])
+        for i, (games, safe, elapsed) in enumerate(evals):
+            w.writerow([i, games, 0.0 if safe else -1.0, elapsed])
+
+
+def test_single_runs_count_their_own_elapsed_s_whole(tmp_path, no_figures):
+    single_run(tmp_path / "sweep" / "0", 0, [(1000, False, 3.0), (2000, True, 6.0)])
+    single_run(tmp_path / "sweep" / "1", 1, [(1000, True, 2.5), (2000, True, 5.0)])
+    single_run(tmp_path / "sweep" / "2", 2, [(1000, False, 2.0), (2000, False, 4.0)])
+    files = report.report([tmp_path / "sweep"], out=tmp_path / "o", reps=200, names=["runs"])
+    row = csv_rows(files["csv"])["runs"]
+    assert (num(row, "first_unbeatable_games_median"), row["first_unbeatable_never"]) == (1500, "1")
+    assert num(row, "first_unbeatable_seconds_median") == pytest.approx((6.0 + 2.5) / 2)  # one agent a job
