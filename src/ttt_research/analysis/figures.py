@@ -196,9 +196,13 @@ def plot_safe(path: Path, rows: list[dict]) -> Path:
                 ax.errorbar(x, share, yerr=[share - low, high - share], fmt="o", color=colour, capsize=4,
                             label=label)
                 continue
-            ax.step(x, count / seeds, where="post", color=colour, lw=1.8, label=label)
+            ax.step(x, count / seeds, where="post", color=colour, lw=1.8, label=label,
+                    marker="o" if len(x) < 12 else None, ms=4)  # few evaluations: each one shown
             ax.fill_between(x, low, high, step="post", color=colour, alpha=0.15)
         seconds = panel is curves[1]
+        xs = [v for found in panel if found is not None for v in found[0]]
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 30:  # rows that differ tenfold in speed
+            ax.set_xscale("log")
         ax.set_xlabel("training wall seconds per agent (elapsed_s / agents trained together)"
                       if seconds else "training games")
         ax.set_ylabel("share of seeds unbeatable")
