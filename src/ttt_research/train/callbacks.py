@@ -32,9 +32,12 @@ from ttt_research.files.atomic import removed_on_error, sync_and_replace, tempor
 def learned_values(module) -> dict | list[dict] | None:
     """The ``value_accuracy`` of the module's algorithm (``values.value_accuracy``: a block,
     a population's list of one per member), or None when it learns no action values."""
-    device = module.device
-    return value_accuracy(lambda view: module.algo.action_values(view.to(device)), module.reward,
-                          JUDGED_SEATS[module.seat], logits=module.policy_logits)
+    def views(view):  # (P, 9) -> on the module's device; a stack's (N, P, 9), one block per member
+        view = view.to(module.device)
+        return view.expand(module.n, -1, -1) if module.stacked else view
+
+    return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
+                          JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)))
 
 
 def value_report(module) -> dict:
