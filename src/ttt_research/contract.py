@@ -50,6 +50,11 @@ GAMES = "train/games"
 ROLLOUT_NAMES = tuple(f"rollout/{o}_rate" for o in OUTCOMES)  # sampled, vs the training opponent
 PERF_NAMES = ("perf/games_per_s", "perf/steps_per_s")        # steps: PPO only
 UNBEATABLE_FRACTION = "population/unbeatable_fraction"       # a population's share, per evaluation
+ELAPSED = "train/elapsed_s"  # training wall seconds since the fit began (resumes continue it), per evaluation
+# An algorithm with action values (Algorithm.action_values): eval.json's value_accuracy
+# block (evaluation/values.py) and the eval/* metrics logged from it.
+VALUE_KEY = "value_accuracy"
+VALUE_NAMES = {"sign_agreement": "eval/value_sign_agreement", "mae": "eval/value_mae"}
 
 
 def band(name: str) -> tuple[str, str]:
@@ -73,6 +78,12 @@ def eval_metrics(report: dict) -> dict[str, float]:
         m[eval_name(seat, "worst_case")] = WORST_VALUE[side["worst_case"]]
     m["eval/optimal_move_rate"] = float(report["optimal_move_rate"])
     return m
+
+
+def value_metrics(report: dict) -> dict[str, float]:
+    """The ``eval/value_*`` metrics of a report's ``value_accuracy`` block (none without one)."""
+    block = report.get(VALUE_KEY)
+    return {name: float(block[key]) for key, name in VALUE_NAMES.items()} if block else {}
 
 
 def unbeatable(report: dict, seat: str = "both") -> bool:

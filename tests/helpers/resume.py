@@ -1,17 +1,30 @@
 """A training run killed on purpose after its first checkpoint (``Crash`` stands for the process
-dying), and the metrics.csv rows that a resumed run must share with the uninterrupted one."""
+dying), and the metrics.csv / population_evals.csv rows that a resumed run must share with the
+uninterrupted one (all but the wall-clock columns)."""
 
 import csv
 
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.module import RLModule
 
+# Wall-clock columns: the only values a resumed (or DDP) run may write differently.
+TIMING = ("perf/", "train/elapsed_s", "elapsed_s")
+
+
+def timeless_rows(path):
+    """A CSV file's rows without its timing columns (``TIMING``)."""
+    with open(path, newline="") as f:
+        return [{k: v for k, v in row.items() if not k.startswith(TIMING)} for row in csv.DictReader(f)]
+
 
 def metric_rows(run_dir):
     """metrics.csv without its timing columns (the only values allowed to differ)."""
-    with open(run_dir / "metrics.csv", newline="") as f:
-        return [{k: v for k, v in row.items() if not k.startswith("perf/")}
-                for row in csv.DictReader(f)]
+    return timeless_rows(run_dir / "metrics.csv")
+
+
+def evals_rows(run_dir):
+    """population_evals.csv without its ``elapsed_s`` column (the only one allowed to differ)."""
+    return timeless_rows(run_dir / "population_evals.csv")
 
 
 class Crash(Exception):

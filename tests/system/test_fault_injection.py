@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import fault_wrapper
+from tests.helpers.resume import TIMING, evals_rows
 
 SINGLE = ["debug=tiny", "checkpoint_every=1", "threads=1", "progress=lines"]
 POPULATION = ["debug=tiny", "population.size=3", "checkpoint_every=1", "threads=1", "progress=lines"]
@@ -75,15 +76,15 @@ SCENARIOS = [
 ARGS = {"single": SINGLE, "population": POPULATION}
 # Compared byte for byte with the uninterrupted run (metrics.csv: by rows, below).
 SAME_BYTES = ["eval.json", "policy.onnx", "curves.png", "hparams.yaml"]
-SAME_BYTES_POPULATION = ["population.json", "population.csv", "population_evals.csv",
-                         "members/000/policy.onnx"]
+SAME_BYTES_POPULATION = ["population.json", "population.csv", "members/000/policy.onnx"]
+# population_evals.csv: by rows, without its wall-clock column (elapsed_s), below.
 
 
 def metric_rows(run_dir: Path) -> tuple[list[str], list[dict]]:
-    """metrics.csv's header and rows without the ``perf/*`` timing values."""
+    """metrics.csv's header and rows without the timing values (``perf/*``, ``train/elapsed_s``)."""
     with open(run_dir / "metrics.csv", newline="") as f:
         reader = csv.DictReader(f)
-        rows = [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in reader]
+        rows = [{k: v for k, v in r.items() if not k.startswith(TIMING)} for r in reader]
         return list(reader.fieldnames or []), rows
 
 
@@ -137,6 +138,8 @@ def test_runs_killed_at_every_file_event_resume_to_the_uninterrupted_files(tmp_p
         assert files(run_dir) - (leftover if fresh else set()) == files(whole), where
         for name in SAME_BYTES + (SAME_BYTES_POPULATION if kind == "population" else []):
             assert (run_dir / name).read_bytes() == (whole / name).read_bytes(), f"{where}: {name}"
+        if kind == "population":
+            assert evals_rows(run_dir) == evals_rows(whole), f"{where}: population_evals.csv"
         header, rows = metric_rows(run_dir)
         assert (header, rows) == metric_rows(whole), f"{where}: metrics.csv"
         games = [(r["train/games"], bool(r["eval/o_random_win"])) for r in rows]

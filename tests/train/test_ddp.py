@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import torch
 
+from tests.helpers.resume import evals_rows
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_policy
 
@@ -63,8 +64,10 @@ POPULATION = ["debug=tiny", "budget.games=4096", "population.size=3", "checkpoin
 
 
 def run_folder_files(run_dir):
-    return {name: (run_dir / name).read_text()
-            for name in ("population.json", "eval.json", "population_evals.csv")}
+    """What a DDP population writes as one process does: the files, and the exact evaluations
+    (population_evals.csv but its wall-clock column, elapsed_s)."""
+    return {**{name: (run_dir / name).read_text() for name in ("population.json", "eval.json")},
+            "population_evals.csv": evals_rows(run_dir)}
 
 
 @pytest.mark.slow  # three commands in subprocesses, two of them with two processes each

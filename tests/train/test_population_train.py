@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.resume import Crash, crash_after_first_checkpoint, evals_rows, metric_rows
 from tests.helpers.updates import first_update, rates
 from ttt_research.analysis.runs import find_runs
 from ttt_research.analysis.summary import records, summarise
@@ -152,8 +152,9 @@ def test_a_killed_population_resumes_to_the_uninterrupted_result(tmp_path, monke
         train(make_cfg(*overrides), tmp_path / "killed")
     monkeypatch.undo()
     train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
-    for name in ("population.json", "eval.json", "population_evals.csv"):
+    for name in ("population.json", "eval.json"):
         assert (tmp_path / "killed" / name).read_text() == (tmp_path / "whole" / name).read_text(), name
+    assert evals_rows(tmp_path / "killed") == evals_rows(tmp_path / "whole")
     assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
 
 

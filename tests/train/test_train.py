@@ -90,8 +90,10 @@ def test_run_folder_follows_the_contract(tmp_path):
     header = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
     for metric in ("rollout/win_rate", "rollout/loss_rate", "rollout/tie_rate", "train/loss",
                    "perf/games_per_s", "eval/x_random_win", "eval/o_random_loss",
-                   "eval/x_perfect_loss", "eval/o_worst_case", "eval/optimal_move_rate"):
+                   "eval/x_perfect_loss", "eval/o_worst_case", "eval/optimal_move_rate",
+                   "train/elapsed_s"):
         assert metric in header
+    assert "value_accuracy" not in report  # REINFORCE learns no action values
     # The checkpoint and the ONNX file both evaluate to exactly the run's eval.json.
     for file in ("checkpoints/last.ckpt", "policy.onnx"):
         policy, meta = load_policy(tmp_path / file)

@@ -43,6 +43,7 @@ from ttt_research.env.solver import (
     solve,
 )
 from ttt_research.errors import IllegalMoveError
+from ttt_research.evaluation.values import value_lines
 from ttt_research.models.nets import MLPStack
 
 PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
@@ -487,6 +488,7 @@ def eval_table(report: dict, seat: str = "both") -> str:
                         f"{r['tie']:<8.4f} {worst}")
     rows.append(f"optimal moves: {report['optimal_move_rate']:.4f} of "
                 f"{report['decision_points']} decision points")
+    rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows.append(unbeatable_line(report, seat))
     return "\n".join(rows)
 

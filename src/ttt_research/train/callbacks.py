@@ -3,7 +3,11 @@
 ``ExactEvaluation`` runs the exact evaluator (``evaluation/exact.py``: the whole game tree, no
 sampling) every ``every`` updates and after the last one, logs the ``eval/*`` metrics of
 the contract, and keeps the history that ``analysis/curves.py`` draws. It costs ~15 ms, so an
-evaluation every few dozen updates is nearly free.
+evaluation every few dozen updates is nearly free. An algorithm with action values gets its
+``value_accuracy`` block too (``evaluation/values.py``). Each evaluation also records the
+training wall seconds since the fit began (``train/elapsed_s``); the clock is saved in the
+checkpoint, so a resumed run continues it (the seconds up to the checkpoint count, those of
+the updates after it that the kill lost do not: the resumed run plays them again).
 
 ``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, renames
 it into place only once the ``metrics.csv`` rows it covers are on disk, and never replaces a
@@ -13,29 +17,69 @@ good checkpoint with a non-finite one.
 from __future__ import annotations
 
 import os
+import time
 
 import lightning as L
 import torch
 
-from ttt_research.contract import eval_metrics, learner_loss
+from ttt_research.contract import ELAPSED, JUDGED_SEATS, VALUE_KEY, eval_metrics, learner_loss, value_metrics
 from ttt_research.errors import NonFiniteError
 from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.evaluation.values import value_accuracy
 from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
 
 
+def learned_values(module) -> dict | list[dict] | None:
+    """The ``value_accuracy`` of the module's algorithm (``values.value_accuracy``: a block,
+    a population's list of one per member), or None when it learns no action values."""
+    def views(view):  # (P, 9) -> on the module's device; a stack's (N, P, 9), one block per member
+        view = view.to(module.device)
+        return view.expand(module.n, -1, -1) if module.stacked else view
+
+    return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
+                          JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)))
+
+
+def value_report(module) -> dict:
+    """``{"value_accuracy": block}`` for a single run's ``eval.json``, or {} without values."""
+    block = learned_values(module)
+    return {} if block is None else {VALUE_KEY: block}
+
+
 class ExactEvaluation(L.Callback):
-    """Evaluate the greedy policy exactly every ``every`` updates and at the end."""
+    """Evaluate the greedy policy exactly every ``every`` updates and at the end.
+
+    ``history``: ``(games, report)`` per evaluation; ``elapsed``: the training wall seconds
+    at each (``clock``; None for evaluations of a checkpoint written before they were kept)."""
 
     def __init__(self, every: int = 25):
         self.every = int(every)
         self.history: list[tuple[int, dict]] = []  # (games played, report)
+        self.elapsed: list[float | None] = []  # train/elapsed_s of each history entry
+        self._offset = 0.0  # seconds trained by the sessions before a resume (the checkpoint's)
+        self._start: float | None = None  # perf_counter() when this session's fit began
+
+    def on_fit_start(self, trainer, module) -> None:
+        self._start = time.perf_counter()
+
+    def clock(self) -> float:
+        """Training wall seconds since the fit began, the sessions before a resume included."""
+        return self._offset + (time.perf_counter() - self._start if self._start is not None else 0.0)
+
+    def record(self, games: int, report, seconds: float | None = None) -> None:
+        """Add an evaluation (a report, or a population's list) to the history, at
+        ``seconds`` of training (default: now)."""
+        self.history.append((games, report))
+        self.elapsed.append(round(self.clock() if seconds is None else seconds, 3))
 
     def evaluate(self, trainer: L.Trainer, module) -> dict:
         was_training = module.training
         module.eval()
+        seconds = self.clock()  # the time trained until this evaluation, not counting it
         report = evaluate_policy(module.policy_logits)
+        report.update(value_report(module))
         module.train(was_training)
-        self.history.append((module.games_played, report))
+        self.record(module.games_played, report, seconds)
         return report
 
     def due(self, trainer, batch_idx: int) -> bool:
@@ -49,17 +93,23 @@ class ExactEvaluation(L.Callback):
         report = self.evaluate(trainer, module)
         # Straight to the loggers, in float64 and once: values logged with self.log from a
         # callback are rounded to float32 and repeated on later rows until logged again.
-        metrics = {**eval_metrics(report), "train/games": float(module.games_played)}
+        metrics = {**eval_metrics(report), **value_metrics(report), ELAPSED: self.elapsed[-1],
+                   "train/games": float(module.games_played)}
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=batch_idx)
         module.log("exact_loss", learner_loss(report, module.seat), prog_bar=True, logger=False,
                    on_step=True, on_epoch=False)
 
     def state_dict(self) -> dict:
-        return {"history": self.history}
+        return {"history": self.history, "elapsed": self.elapsed, "elapsed_s": self.clock()}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.history = list(state_dict.get("history", []))
+        # A checkpoint written before the clock was kept has neither: its evaluations have no
+        # time (None), and the clock starts again from 0 at the resume.
+        elapsed = list(state_dict.get("elapsed", []))
+        self.elapsed = (elapsed + [None] * len(self.history))[: len(self.history)]
+        self._offset = float(state_dict.get("elapsed_s", 0.0))
 
 
 class PeriodicCheckpoint(L.Callback):

@@ -28,12 +28,23 @@ from pathlib import Path
 from lightning.pytorch.strategies import DDPStrategy
 
 from ttt_research.analysis.curves import plot_population
-from ttt_research.contract import EVAL_NAMES, JUDGED_SEATS, REPORT_KEY, eval_metrics, learner_loss, unbeatable
+from ttt_research.contract import (
+    ELAPSED,
+    EVAL_NAMES,
+    JUDGED_SEATS,
+    REPORT_KEY,
+    VALUE_KEY,
+    VALUE_NAMES,
+    eval_metrics,
+    learner_loss,
+    unbeatable,
+    value_metrics,
+)
 from ttt_research.evaluation.exact import eval_table, evaluate_stack
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.population import results
-from ttt_research.train.callbacks import ExactEvaluation
+from ttt_research.train.callbacks import ExactEvaluation, learned_values
 
 
 class PopulationEvaluation(ExactEvaluation):
@@ -50,19 +61,25 @@ class PopulationEvaluation(ExactEvaluation):
     def evaluate(self, trainer, module) -> list[dict | None]:
         was_training = module.training
         module.eval()
+        seconds = self.clock()  # the time trained until this evaluation, not counting it
         reports = evaluate_stack(module.net)
+        blocks = learned_values(module)  # each member's value_accuracy, None without values
         module.train(was_training)
+        if blocks is not None:
+            for r, block in zip(reports, blocks, strict=True):
+                r[VALUE_KEY] = block
         active = module.active.tolist()
         mine = [r if on else None for r, on in zip(reports, active, strict=True)]
         reports = [r for share in module.gather_objects(mine) for r in share]  # every process's
-        self.history.append((module.games_played, reports))
+        self.record(module.games_played, reports, seconds)
         return reports
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         if not self.due(trainer, batch_idx):
             return
         reports = self.evaluate(trainer, module)
-        metrics = {**aggregate_metrics(reports, self.seat), "train/games": float(module.games_played)}
+        metrics = {**aggregate_metrics(reports, self.seat), ELAPSED: self.elapsed[-1],
+                   "train/games": float(module.games_played)}
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=batch_idx)
         live = [learner_loss(r, self.seat) for r in reports if r is not None]
@@ -104,10 +121,10 @@ class PopulationEvaluation(ExactEvaluation):
 def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]:
     """The logged aggregate of one evaluation: each ``eval/*`` metric's median, min and max
     over the members with a report, and the share of all members unbeatable."""
-    live = [eval_metrics(r) for r in reports if r is not None]
+    live = [{**eval_metrics(r), **value_metrics(r)} for r in reports if r is not None]
     out: dict[str, float] = {}
     if live:
-        for name in EVAL_NAMES:
+        for name in [n for n in (*EVAL_NAMES, *VALUE_NAMES.values()) if n in live[0]]:
             values = [m[name] for m in live]
             out[name] = float(statistics.median(values))
             out[f"{name}_min"], out[f"{name}_max"] = min(values), max(values)
@@ -116,18 +133,21 @@ def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]
     return out
 
 
-def write_evals_csv(path: Path, history: list, members: list) -> None:
-    """``population_evals.csv``: games, member, seed and the ``eval/*`` metrics, one row per
-    member per exact evaluation (none for a member after it stopped); written whole, then
-    renamed into place (``atomic.write_atomic``)."""
+def write_evals_csv(path: Path, history: list, members: list, elapsed: list | None = None) -> None:
+    """``population_evals.csv``: games, member, seed, the ``eval/*`` metrics and, last,
+    ``elapsed_s`` (the training wall seconds at the evaluation, ``elapsed``: one per history
+    entry; empty where unknown), one row per member per exact evaluation (none for a member
+    after it stopped); written whole, then renamed into place (``atomic.write_atomic``)."""
     f = io.StringIO(newline="")
     out = csv.writer(f)
-    out.writerow(["games", "member", "seed", *EVAL_NAMES])
-    for games, reports in history:
+    out.writerow(["games", "member", "seed", *EVAL_NAMES, "elapsed_s"])
+    elapsed = elapsed if elapsed is not None else [None] * len(history)
+    for (games, reports), seconds in zip(history, elapsed, strict=True):
         for m, r in zip(members, reports, strict=True):
             if r is not None:
                 metrics = eval_metrics(r)
-                out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES)])
+                out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES),
+                              "" if seconds is None else seconds])
     write_atomic(path, f.getvalue())
 
 
@@ -141,7 +161,7 @@ def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) ->
         final = evaluate_stack(whole["net"])
         active = whole["active"].tolist()
         final = [r if on else None for r, on in zip(final, active, strict=True)]
-        evaluation.history.append((games_played, final))
+        evaluation.record(games_played, final)
     latest = evaluation.latest(n)
     first = evaluation.first_unbeatable(n)
     games = whole["member_games"].tolist()
@@ -181,7 +201,7 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
     members = whole["members"]
     results.write_population_json(run_dir / "population.json", rows, agg)
     results.write_population_csv(run_dir / "population.csv", rows, cfg.seat.side)
-    write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members)
+    write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members, evaluation.elapsed)
     best = agg["best"]
     chosen = range(len(members)) if cfg.population.export == "all" else [best]
     parity = 0.0

@@ -34,7 +34,7 @@ from ttt_research.population import spec as population
 from ttt_research.population.sharing import processes
 from ttt_research.train import population as population_run
 from ttt_research.train import runfolder
-from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint
+from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, value_report
 from ttt_research.train.console import OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
@@ -206,6 +206,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         return report
     report = evaluate_policy(module.policy_logits)
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
+    report.update(value_report(module))  # value_accuracy, for an algorithm with action values
     if trainer.is_global_zero:
         write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
