@@ -8,8 +8,9 @@ export and the play commands see.
 
 One update:
 
-1. **Play** ``games_per_update`` games with ``env.rollout.play_batch``, all at once (a
-   population's members each their own, one batch), acting epsilon-greedy on the table:
+1. **Play** ``games_per_update / rollouts`` games with ``env.rollout.play_batch``, all at
+   once (a population's members each their own, one batch; an update plays ``rollouts``
+   such batches, learning from each before the next), acting epsilon-greedy on the table:
    with probability epsilon a move uniform over the legal cells, else the greedy one.
    Epsilon is annealed linearly over the budget from ``epsilon`` to ``epsilon_final``.
 2. **Transitions**, one per learner move, from the ``Episodes`` record (``transitions``):
@@ -148,9 +149,9 @@ class QLearning(Algorithm):
     one_process = True  # the update writes the table, outside DDP's gradient averaging
 
     # The defaults are conf/algo/qlearning.yaml's (tests/algos/test_algo_defaults.py checks them).
-    def __init__(self, net, games_per_update: int = 128, lr: float = 0.1, lr_final: float | None = None,
+    def __init__(self, net, games_per_update: int = 1024, lr: float = 0.1, lr_final: float | None = None,
                  epsilon: float = 0.6, epsilon_final: float | None = 0.0, gamma: float = 1.0,
-                 running_mean: bool = True):
+                 running_mean: bool = True, rollouts: int = 8):
         super().__init__(net, games_per_update)
         if not hasattr(net, "q"):
             raise ValueError("algo=qlearning learns a table: use net=qtable")
@@ -160,6 +161,7 @@ class QLearning(Algorithm):
         self.epsilon_final = number(epsilon_final)
         self.gamma = float(gamma)
         self.running_mean = bool(running_mean)
+        self.rollouts = max(1, int(rollouts))
 
     def configure_optimizers(self):
         return None  # the update writes the table itself: nothing for an optimiser to do
@@ -189,9 +191,29 @@ class QLearning(Algorithm):
 
     @torch.no_grad()
     def update(self, run: Run) -> Update:
-        eps = run.scheduled(self.epsilon, self.epsilon_final)
-        lr = run.scheduled(self.lr, self.lr_final)
-        ep = play_batch(self.games_per_update, lambda v, legal: self.act(v, legal, eps, run.streams),
+        # One update plays ``games_per_update`` games as ``rollouts`` successive batches, each
+        # learned from before the next is played: each batch is one backup step, and the
+        # shell's fixed costs per update (logging) are paid once, not once per batch.
+        games = self.games_per_update // self.rollouts
+        outcomes, terms = [], []
+        for i in range(self.rollouts):
+            ep, done = self._learn(run, games, i * games)
+            outcomes.append(ep.outcome)
+            terms.append(done)
+        mean = {k: sum(t[k] for t in terms) / len(terms) for k in ("td_error", "q_mean")}
+        last = terms[-1]
+        moves = sum(t["moves"] for t in terms)
+        outcome = torch.cat(outcomes, dim=-1)
+        return Update(outcome.shape[-1], rates(outcome),
+                      {**mean, "epsilon": last["epsilon"], "lr": last["lr"]}, moves=moves)
+
+    def _learn(self, run: Run, games: int, games_ahead: int):
+        """Play ``games`` games epsilon-greedy and step the table on their transitions; the
+        schedules read at ``games_ahead`` games into the update. Returns the episodes and
+        the batch's figures (per member: (N,), or () for a single run)."""
+        eps = run.scheduled(self.epsilon, self.epsilon_final, games_ahead)
+        lr = run.scheduled(self.lr, self.lr_final, games_ahead)
+        ep = play_batch(games, lambda v, legal: self.act(v, legal, eps, run.streams),
                         run.opponent, run.seat, run.device, run.streams)
         self_play = isinstance(run.opponent, SelfPlay)
         s, a, s_next, has_next, r, member = transitions(ep, run.reward, self_play)
@@ -203,20 +225,19 @@ class QLearning(Algorithm):
         step = lr.to(q.device).index_select(0, member) if isinstance(lr, torch.Tensor) else lr
         before = averaged_step(self.net.q.view(-1), index, target, step,
                                self.net.visits.view(-1) if self.running_mean else None)
-        members = self.net.n if hasattr(self.net, "n") else 1
+        stacked = hasattr(self.net, "n")
+        members = self.net.n if stacked else 1
 
         def per(values: torch.Tensor) -> torch.Tensor:  # (M,) -> each member's mean, (N,) or ()
             sums = torch.zeros(members, device=q.device).index_add_(0, member, values)
             counts = torch.zeros(members, device=q.device).index_add_(0, member, torch.ones_like(values))
             out = sums / counts.clamp_min(1)
-            return out if hasattr(self.net, "n") else out.squeeze(0)
+            return out if stacked else out.squeeze(0)
 
         moves = torch.zeros(members, dtype=torch.long, device=q.device).index_add_(
             0, member, torch.ones_like(member))
-        terms = {"td_error": per((target - before).abs()), "q_mean": per(before),
-                 "epsilon": eps, "lr": lr}
-        return Update(ep.batch, rates(ep.outcome), terms,
-                      moves=moves if hasattr(self.net, "n") else moves.squeeze(0))
+        return ep, {"td_error": per((target - before).abs()), "q_mean": per(before), "epsilon": eps,
+                    "lr": lr, "moves": moves if stacked else moves.squeeze(0)}
 
     # ------------------------------------------------------------------ values
 
