@@ -149,7 +149,7 @@ class QLearning(Algorithm):
     one_process = True  # the update writes the table, outside DDP's gradient averaging
 
     # The defaults are conf/algo/qlearning.yaml's (tests/algos/test_algo_defaults.py checks them).
-    def __init__(self, net, games_per_update: int = 1024, lr: float = 0.1, lr_final: float | None = None,
+    def __init__(self, net, games_per_update: int = 1024, lr: float = 0.1, lr_final: float | None = 0.02,
                  epsilon: float = 0.6, epsilon_final: float | None = 0.0, gamma: float = 1.0,
                  running_mean: bool = True, rollouts: int = 8):
         super().__init__(net, games_per_update)

@@ -367,6 +367,8 @@ def _validate_trainer(cfg: DictConfig) -> None:
         need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
               "plays one game at a time and updates the weights outside DDP's gradient averaging)",
               "reinforce_faithful")
+        need(value_of(cfg, "algo._target_") != TABLE_ALGO, "algo", "one that trains in several processes "
+             "(qlearning writes its table in place, outside DDP's averaging: use trainer=cpu)", "qlearning")
 
 
 def available_memory() -> int | None:
