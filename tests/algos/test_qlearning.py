@@ -15,10 +15,12 @@ from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
+from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_checkpoint
 from ttt_research.models.qtable import QTable
 from ttt_research.train.run import train
+from ttt_research.train.validate import validate
 
 CAUTIOUS = Reward(1.0, 0.3, -5.0, -10.0)
 
@@ -145,3 +147,15 @@ def test_a_killed_run_resumes_to_the_uninterrupted_runs_eval_json(tmp_path, monk
     assert train(make_cfg(*small, "resume=true"), tmp_path / "killed") == whole
     assert json.loads((tmp_path / "killed" / "eval.json").read_text()) == whole
     assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["algo=qlearning", "net=mlp100"], "algo=qlearning learns a table of action values: use net=qtable"),
+    (["algo=ppo", "net=qtable"], "net must be an MLP"),
+    (["algo=qlearning", "algo.lr=1.5"], "algo.lr must be a step size in"),
+    (["algo=qlearning", "algo.gamma=2"], "algo.gamma must be a number in"),
+    (["algo=qlearning", "algo.epsilon_final=2"], "algo.epsilon_final must be a probability"),
+])
+def test_bad_table_settings_are_refused_in_one_line(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(make_cfg(*overrides))
