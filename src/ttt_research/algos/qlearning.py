@@ -37,8 +37,8 @@ One update:
 
 4. **Step** (``averaged_step``): each (s, a) played in the batch moves towards the *mean*
    of its targets, ``Q[s, a] += lr * (mean target - Q[s, a])``: a move played 300 times
-   in a batch takes one step of size ``lr`` towards its average outcome, not 300 (which
-   would overshoot for any lr > 1/300). With ``running_mean`` (the default) the step is
+   in a batch takes one step of size ``lr`` towards its average outcome, not the sum of
+   300 steps taken from the same value (which overshoots for any lr > 1/300). With ``running_mean`` (the default) the step is
    ``max(lr, c / n)`` for an entry with c targets in this batch and n so far: each value
    is the mean of all the targets it has had, until the latest batch would weigh less than
    ``lr``; then it follows them at rate ``lr``, annealed linearly to ``lr_final``.
@@ -52,7 +52,8 @@ One update:
 
 It is not a gradient method: the table is a parameter without gradient, written in place,
 and there is no optimiser (``configure_optimizers`` returns None: Lightning then runs
-without one). The table is the module's state, so a checkpoint restores it exactly.
+without one). The table and its visit counts are the module's state, so a checkpoint
+restores them exactly and a resumed run continues as the uninterrupted one.
 
 Why these defaults (conf/algo/qlearning.yaml, experiments/qlearning/README.md): seat
 ``both`` (one table for X's and O's positions), reward ``cautious`` (a loss costs five
