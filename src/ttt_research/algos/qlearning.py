@@ -38,10 +38,11 @@ One update:
 4. **Step** (``averaged_step``): each (s, a) played in the batch moves towards the *mean*
    of its targets, ``Q[s, a] += lr * (mean target - Q[s, a])``: a move played 300 times
    in a batch takes one step of size ``lr`` towards its average outcome, not the sum of
-   300 steps taken from the same value (which overshoots for any lr > 1/300). With ``running_mean`` (the default) the step is
-   ``max(lr, c / n)`` for an entry with c targets in this batch and n so far: each value
-   is the mean of all the targets it has had, until the latest batch would weigh less than
-   ``lr``; then it follows them at rate ``lr``, annealed linearly to ``lr_final``.
+   300 steps taken from the same value (which overshoots for any lr > 1/300). With
+   ``running_mean`` (the default) the step is ``max(lr, c / n)`` for an entry with c
+   targets in this batch and n so far: each value is the mean of all the targets it has
+   had, until the latest batch would weigh less than ``lr``; then it follows them at rate
+   ``lr``, annealed linearly to ``lr_final``.
 
        Why: against a random opponent a target is one draw of the opponent's reply, and
        the values the moves are told apart by differ by a few hundredths of a win. A fixed

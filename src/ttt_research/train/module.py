@@ -410,7 +410,7 @@ class RLModule(L.LightningModule):
             "active": self.active.clone(), "stopped": dict(self.stopped)})
         net = blank_like(self.net, self.population_size)  # an MLPStack, or a QTableStack
         with torch.no_grad():
-            for name, p in net.named_parameters():
+            for name, p in net.state_dict().items():  # parameters and buffers (a table's visits)
                 p.copy_(torch.cat([s["net"][name] for s in shares]))
         return {"net": net.to(self.device), "members": [m for s in shares for m in s["members"]],
                 "member_games": torch.cat([s["member_games"] for s in shares]),
