@@ -45,6 +45,7 @@ from ttt_research.env.solver import (
 from ttt_research.errors import IllegalMoveError
 from ttt_research.evaluation.values import value_lines
 from ttt_research.models.nets import MLPStack
+from ttt_research.models.qtable import QTableStack
 
 PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
 
@@ -434,16 +435,17 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
 
     ``policy`` is one of:
 
-    * an ``nets.MLPStack``: run on the 4,520 decision positions ``chunk`` members at a time
-      (bounds the (chunk, 4,520, H) activations; ``n`` defaults to its size);
+    * an ``nets.MLPStack`` (or a ``qtable.QTableStack``): run on the 4,520 decision
+      positions ``chunk`` members at a time (bounds the (chunk, 4,520, H) activations;
+      ``n`` defaults to its size);
     * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
     * the (N, M, 9) logits at ``decision_codes()`` themselves.
 
     A member without a legal greedy move somewhere is refused (``check_logits``).
     """
     views = game.tables().view[decision_codes()].float()  # (M, 9)
-    if isinstance(policy, MLPStack):
-        views = views.to(policy.weights[0].device)
+    if isinstance(policy, MLPStack | QTableStack):
+        views = views.to(next(policy.parameters()).device)
         chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
         parts = []
         with torch.no_grad():

@@ -3,8 +3,8 @@
 A policy file is either an ONNX model that follows the contract (input ``board`` float32
 ``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``) or a Lightning
 checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec``, what it
-takes to rebuild the network). Loading returns a batched logits function
-(``exact.PolicyFn``) and metadata. Anything wrong with the file raises
+takes to rebuild the network: an MLP's sizes, or a Q-table's ``{"table": "q"}``). Loading
+returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
 
 Every loaded policy is run once on all 4,520 positions where somebody moves and checked
@@ -28,6 +28,7 @@ from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation.exact import check_policy
 from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
+from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
 
 # Bounds on a checkpoint's network, far beyond what is trained here (mlp128 is [128, 128]):
 # what a hostile or corrupt net_spec may ask for before anything is allocated.
@@ -113,9 +114,27 @@ def load_onnx(path: str | Path):
     return logits, meta
 
 
+def _is_table(spec) -> bool:
+    """A ``qtable.QTable``'s spec ({"table": "q", "init": ...}) rather than an MLP's."""
+    return isinstance(spec, dict) and "table" in spec
+
+
+def _table_shapes(path: Path, spec: dict) -> dict[str, tuple[int, ...]]:
+    """The tensors of a ``QTable`` (``q``, its values, and ``visits``, its counts: 3^9 view
+    codes x 9 cells each), after checking its spec."""
+    init = spec.get("init", 0.0)
+    if spec["table"] != TABLE or type(init) not in (int, float) or not np.isfinite(init):
+        raise PolicyFileError(f"{path}: net_spec {str(spec)[:60]} is not a table this version "
+                              f"reads (expected {{'table': {TABLE!r}, 'init': a finite number}})")
+    return {"q": (N_CODES, CELLS), "visits": (N_CODES, CELLS)}
+
+
 def _spec_shapes(path: Path, spec) -> dict[str, tuple[int, ...]]:
     """The state-dict shapes the network of ``spec`` has (``nets.MLP``'s ``body.I.weight``
-    / ``.bias``), after checking the spec's sizes; ``PolicyFileError`` otherwise."""
+    / ``.bias``; a table's ``q``), after checking the spec's sizes; ``PolicyFileError``
+    otherwise."""
+    if _is_table(spec):
+        return _table_shapes(path, spec)
     hidden = spec.get("hidden") if isinstance(spec, dict) else None
     encoding = spec.get("encoding") if isinstance(spec, dict) else None
     if not isinstance(encoding, str) or encoding not in WIDTH:
@@ -176,7 +195,8 @@ def load_checkpoint(path: str | Path):
     weights = {k[len("net."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("net.")}
     _check_weights(path, spec, weights)  # before MLP(...) allocates anything
     try:
-        net = MLP(hidden=spec["hidden"], encoding=spec["encoding"])
+        net = QTable(init=spec.get("init", 0.0)) if _is_table(spec) else MLP(
+            hidden=spec["hidden"], encoding=spec["encoding"])
         net.load_state_dict(weights)
     except Exception as e:
         why = " ".join(str(e).split())  # one line: torch's message spans several

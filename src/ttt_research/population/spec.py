@@ -314,6 +314,8 @@ def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
     # The weights themselves: small for the shipped nets, the whole story for a huge one.
     widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
     params = sum(a * b + b for a, b in itertools.pairwise(widths))
+    if algo == "qlearning":  # no hidden layer: a (3^9, 9) table of values and one of visits
+        hidden, params = 0, 2 * 3**9 * 9
     per_member = (games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
                   + positions * PER_TABLE_UNIT[key] * hidden
                   + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too

@@ -43,7 +43,7 @@ from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams
 from ttt_research.errors import ConfigError, NonFiniteError
 from ttt_research.models.member_optim import clip_member_grad_norm
-from ttt_research.models.nets import MLPStack
+from ttt_research.models.qtable import blank_like
 from ttt_research.train.guards import check_finite, check_members
 
 
@@ -408,9 +408,9 @@ class RLModule(L.LightningModule):
             "net": {k: v.detach().cpu() for k, v in self.net.state_dict().items()},
             "members": self.members, "member_games": self.member_games.clone(),
             "active": self.active.clone(), "stopped": dict(self.stopped)})
-        net = MLPStack(self.population_size, self.net.hidden, self.net.encoding_name)
+        net = blank_like(self.net, self.population_size)  # an MLPStack, or a QTableStack
         with torch.no_grad():
-            for name, p in net.named_parameters():
+            for name, p in net.state_dict().items():  # parameters and buffers (a table's visits)
                 p.copy_(torch.cat([s["net"][name] for s in shares]))
         return {"net": net.to(self.device), "members": [m for s in shares for m in s["members"]],
                 "member_games": torch.cat([s["member_games"] for s in shares]),

@@ -28,7 +28,7 @@ from ttt_research.analysis.curves import plot_curves
 from ttt_research.evaluation.exact import eval_table, evaluate_policy
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
-from ttt_research.models.nets import MLPStack
+from ttt_research.models.qtable import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
 from ttt_research.population.sharing import processes
@@ -52,7 +52,7 @@ def quiet_lightning() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     for pattern in (".*does not have many workers.*", ".*litlogger.*", ".*LitLogger.*",
                     ".*smaller than the logging interval.*", ".*TorchScript-based ONNX.*",
-                    ".*LeafSpec.*"):
+                    ".*LeafSpec.*", ".*this fit will run with no optimizer.*"):  # a table's update writes it
         warnings.filterwarnings("ignore", message=pattern)
 
 
@@ -91,9 +91,10 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
                      shard_rank: int | None = None) -> RLModule:
     """One module for N members: each member's networks are built under its own seed, as
     its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
-    then stacked (``nets.MLPStack``); the values members set for themselves are passed as
-    (N,) tensors to the algorithm, (N, 1) ones to the reward table (one per member,
-    broadcast over its games) and the mixed opponent's ``p_perfect``. ``size``: the members
+    then stacked (``qtable.stack_of``: an ``MLPStack``, or a ``QTableStack`` of tables); the
+    values members set for themselves are passed as (N,) tensors to the algorithm, (N, 1)
+    ones to the reward table (one per member, broadcast over its games) and the mixed
+    opponent's ``p_perfect``. ``size``: the members
     of all processes; ``shard_rank``: trainer=ddp's rank whose share ``members`` is."""
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
@@ -104,8 +105,8 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
         for name, companion in companions(net).items():
             extra.setdefault(name, []).append(companion)
     L.seed_everything(cfg.seed, verbose=False)
-    stack = MLPStack.from_members(nets)
-    member_nets = {name: MLPStack.from_members(group) for name, group in extra.items()}
+    stack = stack_of(nets)
+    member_nets = {name: stack_of(group) for name, group in extra.items()}
 
     def values(key: str) -> torch.Tensor:  # (N,) float32: one value per member
         return torch.tensor([float(m.hparams[key]) for m in members])
@@ -220,7 +221,8 @@ def describe(cfg: DictConfig, module, opponent: bool = True, members: list | Non
     against = _choice("opponent") if opponent else None
     members = members or module.members
     who = population.phrase(members) if members and len(members) > 1 else f"seed {cfg.seed}"
-    return (f"{module.name} {spec['hidden']} {spec['encoding']}, seat {cfg.seat.side}"
+    net = "table" if "table" in spec else f"{spec['hidden']} {spec['encoding']}"  # models/qtable.py
+    return (f"{module.name} {net}, seat {cfg.seat.side}"
             f"{f' vs {against}' if against else ''}, {who}")
 
 

@@ -56,14 +56,7 @@ def validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "optimized_metric")
     need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
 
-    hidden = value_of(cfg, "net.hidden")
-    ok = OmegaConf.is_list(hidden) and len(hidden) > 0 and all(is_int(h) and h > 0 for h in hidden)
-    need(ok, "net.hidden", "a non-empty list of positive integers, e.g. [128, 128]",
-          OmegaConf.to_container(hidden) if OmegaConf.is_list(hidden) else hidden)
-    v = value_of(cfg, "net.encoding")
-    need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
-    v = value_of(cfg, "net.init")
-    need(v in ("default", "uniform"), "net.init", "default or uniform", v)
+    _validate_net(cfg)
 
     for term in ("win", "tie", "loss"):
         in_range(cfg, f"reward.{term}", FLOAT32)
@@ -89,6 +82,35 @@ def validate(cfg: DictConfig) -> None:
     validate_population(cfg)
     _validate_trainer(cfg)
     check_memory(cfg)
+
+
+TABLE_NET = "ttt_research.models.qtable.QTable"  # net=qtable: the table of algo=qlearning
+TABLE_ALGO = "ttt_research.algos.qlearning.QLearning"
+
+
+def _validate_net(cfg: DictConfig) -> None:
+    """An MLP's sizes and encoding, or a table's initial value; a table goes with a table
+    algorithm (``algo=qlearning``) and no other."""
+    table = value_of(cfg, "net._target_") == TABLE_NET
+    tabular = value_of(cfg, "algo._target_") == TABLE_ALGO
+    if tabular and not table:
+        raise ConfigError("algo=qlearning learns a table of action values: use net=qtable "
+                          f"(got net={value_of(cfg, 'net._target_')})")
+    if table:
+        need(tabular, "net", "an MLP (mlp25, mlp100, mlp128) for this algorithm: net=qtable "
+             "is algo=qlearning's table", "qtable")
+        v = value_of(cfg, "net.init")
+        need(bounded(v, -VALUE_MAX, VALUE_MAX), "net.init",
+             f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] (the table's initial value)", v)
+        return
+    hidden = value_of(cfg, "net.hidden")
+    ok = OmegaConf.is_list(hidden) and len(hidden) > 0 and all(is_int(h) and h > 0 for h in hidden)
+    need(ok, "net.hidden", "a non-empty list of positive integers, e.g. [128, 128]",
+          OmegaConf.to_container(hidden) if OmegaConf.is_list(hidden) else hidden)
+    v = value_of(cfg, "net.encoding")
+    need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
+    v = value_of(cfg, "net.init")
+    need(v in ("default", "uniform"), "net.init", "default or uniform", v)
 
 
 def in_range(cfg: DictConfig, key: str, why: str = "") -> None:
@@ -119,7 +141,7 @@ def _validate_algo(cfg: DictConfig) -> None:
             need(bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
     if value_of(cfg, "algo.momentum") is not None:
         in_range(cfg, "algo.momentum")
-    for key in ("algo.masked_softmax", "algo.masking", "algo.shared_trunk",
+    for key in ("algo.masked_softmax", "algo.masking", "algo.shared_trunk", "algo.running_mean",
                 "algo.norm_adv", "algo.position_table"):
         if value_of(cfg, key) is not None:
             v = value_of(cfg, key)
@@ -141,6 +163,14 @@ def _validate_algo(cfg: DictConfig) -> None:
             raise ConfigError(f"algo.games_per_update must be a multiple of algo.rollouts ({rollouts}): "
                               f"an update plays {rollouts} equal batches, so {gpu:,} would play "
                               f"{high:,} games per update; use e.g. {nearest}")
+    v = value_of(cfg, "algo.epsilon_final")
+    need(v is None or bounded(v, 0, 1), "algo.epsilon_final", "a probability in [0, 1], or null (constant)",
+         v)
+    if value_of(cfg, "algo._target_") == TABLE_ALGO:  # a step towards a mean target: at most all the way
+        for key in ("algo.lr", "algo.lr_final"):
+            v = value_of(cfg, key)
+            need(v is None or bounded(v, 0, 1, low_open=key == "algo.lr"), key,
+                 "a step size in (0, 1] for algo=qlearning (1: the batch's mean target)", v)
     if value_of(cfg, "algo.baseline") is not None:
         v = value_of(cfg, "algo.baseline")
         need(isinstance(v, bool), "algo.baseline", "true or false", v)
@@ -337,6 +367,8 @@ def _validate_trainer(cfg: DictConfig) -> None:
         need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
               "plays one game at a time and updates the weights outside DDP's gradient averaging)",
               "reinforce_faithful")
+        need(value_of(cfg, "algo._target_") != TABLE_ALGO, "algo", "one that trains in several processes "
+             "(qlearning writes its table in place, outside DDP's averaging: use trainer=cpu)", "qlearning")
 
 
 def available_memory() -> int | None:

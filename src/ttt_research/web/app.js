@@ -251,7 +251,8 @@ function describe(info) {
   const m = info.meta ?? {};
   let hidden = null;
   try {
-    hidden = JSON.parse(m.net).hidden.join("x");
+    const net = JSON.parse(m.net);
+    hidden = net.table ? "table" : net.hidden.join("x"); // a Q-table (algo=qlearning) has no layers
   } catch {
     // a foreign model without our metadata: the file name says enough
   }
