@@ -253,8 +253,7 @@ class DQN(Algorithm):
                 sums += self.learn(run, opt)
                 steps += 1
         sums = sums / max(steps, 1)
-        terms = dict(zip(("loss", "td_error", "q_mean"), sums.squeeze(0).unbind(0) if N == 1
-                         else sums.unbind(0), strict=True))
+        terms = dict(zip(("loss", "td_error", "q_mean"), sums.unbind(0), strict=True))  # (N,) each
         terms["epsilon"] = torch.as_tensor(epsilon, dtype=torch.float32)
         terms["lr"] = torch.as_tensor(lr, dtype=torch.float32)
         return Update(ep.batch, ep.rates(), terms, moves=ep.learner.sum((0, 2)))
