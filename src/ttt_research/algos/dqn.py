@@ -189,8 +189,8 @@ class Replay(torch.nn.Module):
 class DQN(Algorithm):
     name = "dqn"
 
-    def __init__(self, net, games_per_update: int = 256, lr: float = 0.0005,
-                 lr_final: float | None = None, gamma: float = 1.0, epsilon: float = 0.5,
+    def __init__(self, net, games_per_update: int = 256, lr: float = 0.001,
+                 lr_final: float | None = 0.0001, gamma: float = 1.0, epsilon: float = 0.5,
                  epsilon_final: float = 0.0, capacity: int = 50000, batch_size: int = 256,
                  warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
                  tau: float | None = None, double: bool = True, n_step: int = 1,
