@@ -10,7 +10,7 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
 from tests.helpers.updates import first_update, rates
-from ttt_research.algos.dqn import Replay, td_target, transitions
+from ttt_research.algos.dqn import Replay, huber, td_target, transitions
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -95,6 +95,12 @@ def test_double_dqn_lets_the_online_net_pick_and_the_target_evaluate():
     assert td_target(r, d, online, target).tolist() == [0.5 + 2.0, -0.5 * -1.0]
     assert td_target(r, d, None, target, double=False).tolist() == [0.5 + 3.0, -0.5 * 7.0]
     assert td_target(r, torch.zeros(2), online, target).tolist() == [0.5, 0.0]  # terminal
+
+
+def test_huber_is_quadratic_up_to_delta_and_linear_beyond():
+    q, target = torch.tensor([[0.0, 3.0]]), torch.tensor([[0.5, 0.0]])
+    assert huber(q, target).tolist() == [(0.125 + 2.5) / 2]  # 0.5 * 0.5^2; 1 * (3 - 0.5)
+    assert huber(q, target, delta=10.0).tolist() == [(0.125 + 4.5) / 2]  # both quadratic
 
 
 def test_an_occupied_cell_with_a_huge_value_is_never_bootstrapped_from():
@@ -188,6 +194,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_one_replay_included(tmp_path,
     ("algo.epsilon=2", "algo.epsilon must be a probability in [0, 1]"),
     ("algo.warmup_games=-1", "algo.warmup_games must be an integer"),
     ("algo.double=maybe", "algo.double must be true or false"),
+    ("algo.huber_delta=0", "algo.huber_delta must be a number in (0,"),
     ("opponent=self", "reward must be a zero-sum table"),
 ])
 def test_bad_values_are_refused_naming_the_key(override, needle):

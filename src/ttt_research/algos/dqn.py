@@ -19,7 +19,9 @@ each checked by a test on hand-built numbers:
   cells of s' (double DQN) or the target net's own (``double=false``); 0 after a terminal move.
   The legal cells of s' are its empty ones: the net masks the rest (``MASKED``), so an
   occupied cell is never the max, whatever the net says of it.
-* ``huber``: the loss of Q(s, a) against the target (``smooth_l1``, delta 1).
+* ``huber``: the loss of Q(s, a) against the target (``huber_delta``). Beyond delta the
+  gradient is clipped, so the fit leans from the mean towards the median: with a loss worth
+  -5 a rare loss is then underweighted and a risky move looks better than it is.
 
     Note on masking: the behaviour never chooses an occupied cell (epsilon draws uniform
     over the empty ones, the greedy move is the masked argmax) and no target bootstraps from
@@ -121,9 +123,10 @@ def td_target(reward: torch.Tensor, discount: torch.Tensor, q_next_online: torch
     return reward + torch.where(discount == 0, 0.0, discount * boot)
 
 
-def huber(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Huber loss (delta 1) over the last axis: (N, K) -> (N,) one per member."""
-    return F.smooth_l1_loss(q, target, reduction="none", beta=1.0).mean(-1)
+def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Tensor:
+    """Huber loss over the last axis, (N, K) -> (N,) one per member: 0.5 e^2 for |e| <= delta,
+    delta (|e| - 0.5 delta) beyond (``torch.nn.functional.huber_loss``)."""
+    return F.huber_loss(q, target, reduction="none", delta=delta).mean(-1)
 
 
 def epsilon_greedy(q: torch.Tensor, legal: torch.Tensor, epsilon, streams) -> torch.Tensor:
@@ -194,7 +197,7 @@ class DQN(Algorithm):
                  epsilon_final: float = 0.0, capacity: int = 50000, batch_size: int = 256,
                  warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
                  tau: float | None = None, double: bool = True, n_step: int = 1,
-                 max_grad_norm: float = 10.0):
+                 max_grad_norm: float = 10.0, huber_delta: float = 1.0):
         super().__init__(net, games_per_update)
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)
@@ -204,6 +207,7 @@ class DQN(Algorithm):
         self.tau = None if tau is None else float(tau)
         self.double, self.n_step = bool(double), int(n_step)
         self.max_grad_norm = float(max_grad_norm)
+        self.huber_delta = float(huber_delta)
         # The target starts as the online net (a copy: no random draw, so a population's
         # member starts as its single run does) and only ever moves by copying it.
         self.target_net = copy.deepcopy(net).requires_grad_(False)
@@ -266,7 +270,7 @@ class DQN(Algorithm):
             target = td_target(b["reward"], b["discount"], self.net(nxt) if self.double else None,
                                self.target_net(nxt), self.double)
         q = self.net(b["view"].float()).gather(-1, b["action"].long()[..., None]).squeeze(-1)  # (N, K)
-        loss = huber(q, target)  # (N,)
+        loss = huber(q, target, self.huber_delta)  # (N,)
         opt.zero_grad(set_to_none=True)
         run.backprop(loss.sum())  # a member's gradient is its own loss's
         if self.max_grad_norm > 0:

@@ -169,6 +169,8 @@ def _validate_dqn(cfg: DictConfig) -> None:
          "null (hard target updates) or a number in (0, 1] (Polyak averaging)", v)
     v = value_of(cfg, "algo.double")
     need(isinstance(v, bool), "algo.double", "true or false", v)
+    v = value_of(cfg, "algo.huber_delta")
+    need(bounded(v, 0.0, VALUE_MAX, low_open=True), "algo.huber_delta", f"a number in (0, {VALUE_MAX:g}]", v)
     v = value_of(cfg, "algo.epsilon_final")
     need(v is None or bounded(v, 0.0, 1.0), "algo.epsilon_final",
          "a probability in [0, 1], or null (constant)", v)
