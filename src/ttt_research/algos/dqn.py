@@ -197,7 +197,7 @@ class DQN(Algorithm):
                  epsilon_final: float = 0.0, capacity: int = 50000, batch_size: int = 256,
                  warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
                  tau: float | None = None, double: bool = True, n_step: int = 1,
-                 max_grad_norm: float = 10.0, huber_delta: float = 1.0):
+                 max_grad_norm: float = 10.0, huber_delta: float = 10.0):
         super().__init__(net, games_per_update)
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)
