@@ -1,0 +1,283 @@
+"""Masked DQN (``algo=dqn``): a Q network on the project's nets, replay, a target network.
+
+Each update plays ``games_per_update`` complete games (``rollout.play_batch``) with an
+epsilon-greedy policy over the online net's Q values (epsilon annealed over the budget),
+turns the learner's moves into transitions, pushes them into a replay ring, and, once the
+ring holds ``warmup_games`` games' worth, takes ``gradient_steps`` Adam steps on minibatches
+of ``batch_size`` transitions drawn uniformly from it. The pieces are small pure functions,
+each checked by a test on hand-built numbers:
+
+* ``transitions``: the learner's moves on the (T, N, B) grid of plies x games -> (s, a, R,
+  s', discount, done). Against a fixed opponent the game is an MDP from the learner's view:
+  its step is its move *plus the opponent's reply*, so s' is its next decision position, two
+  plies later, and the only reward is the game's result (``reward.of``) at its last move.
+  With ``opponent=self`` the learner moves at every ply and the step is one ply (negamax):
+  s' is the opponent's view and its value counts negated (discount -gamma).
+  ``n_step`` > 1: R sums n of the learner's steps (the result if the game ends within them,
+  discounted), and s' is the position n steps on.
+* ``td_target``: R + discount * Q_target(s', a*), a* the online net's argmax over the legal
+  cells of s' (double DQN) or the target net's own (``double=false``); 0 after a terminal move.
+  The legal cells of s' are its empty ones: the net masks the rest (``MASKED``), so an
+  occupied cell is never the max, whatever the net says of it.
+* ``huber``: the loss of Q(s, a) against the target (``huber_delta``). Beyond delta the
+  gradient is clipped, so the fit leans from the mean towards the median: with a loss worth
+  -5 a rare loss is then underweighted and a risky move looks better than it is.
+
+    Note on masking: the behaviour never chooses an occupied cell (epsilon draws uniform
+    over the empty ones, the greedy move is the masked argmax) and no target bootstraps from
+    one, so the Q net only ever learns values of legal moves.
+
+The replay is preallocated tensors, a ring per member (``Replay``: (N, capacity, ...)), a
+child module, so its buffers (and the counters of games and gradient steps) land in the
+checkpoint beside ``net.*`` and ``target_net.*``: a resumed run samples what it would have.
+A population's members each fill and sample only their own ring, from their own stream.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
+from ttt_research.env import game
+from ttt_research.env.opponents import SelfPlay
+from ttt_research.env.reward import Reward
+from ttt_research.env.rollout import Episodes, play_batch
+from ttt_research.env.streams import sample, uniform
+from ttt_research.models import member_optim
+from ttt_research.models.nets import MASKED
+
+# ----------------------------------------------------------------------------- the terms
+
+
+def transitions(ep: Episodes, reward: Reward, self_play: bool, gamma: float, n_step: int = 1) -> dict:
+    """The learner's moves of (T, N, B) episodes as n-step transitions, member by member.
+
+    Returns a dict of flat (M,) tensors in grid order (ply, member, game): ``member``,
+    ``view`` (M, 9) int8, ``action``, ``reward`` (R, float), ``next_view`` (M, 9) int8 (the
+    bootstrap position: the view n of the learner's steps on; zeros when ``done``),
+    ``discount`` (0 when done, else gamma^n against a fixed opponent, (-gamma)^n in
+    self-play), ``done`` (bool: the game ends within the n steps).
+
+    A chain is the sequence of decisions one value is learned along: the learner's moves in
+    a game (2 plies apart) against a fixed opponent, every ply in self-play. If it ends
+    within n steps, at its j-th decision from here, R = gamma^j times the reward of the
+    game's result for the side that moves here; otherwise R = 0 (no reward before the end)
+    and the target bootstraps from the position n steps on.
+    """
+    T, N, B = ep.learner.shape
+    dev = ep.learner.device
+    step = 1 if self_play else 2  # plies from one decision of a chain to its next
+    pad = n_step * step
+    learner = torch.cat([ep.learner, ep.learner.new_zeros(pad, N, B)])  # (T + pad, N, B)
+    view = torch.cat([ep.view, ep.view.new_zeros(pad, N, B, 9)])
+    last = learner[:T] & ~learner[step:T + step]  # (T, N, B) no decision of its chain follows
+    if self_play:  # the result for the side to move at each ply (the learner sits at X)
+        side = torch.where(torch.arange(T, device=dev) % 2 == 0, game.X, game.O).view(T, 1, 1)
+        result = (ep.outcome * ep.seat)[None] * side
+    else:  # the learner's result, at each of its moves
+        result = ep.outcome[None].expand(T, N, B)
+    result = result.to(torch.int8)
+    mine = reward.of(result, ep.forfeit[None] & (result < 0))  # (T, N, B)
+    R = torch.zeros(T, N, B, device=dev)
+    done = torch.zeros(T, N, B, dtype=torch.bool, device=dev)
+    for j in range(n_step):  # the chain ends at its j-th decision from here
+        ends = shift(last, j * step) & ~done
+        R = torch.where(ends, gamma ** j * mine, R)
+        done |= ends
+    sign = -1.0 if self_play else 1.0  # negamax: the opponent's value, negated
+    discount = torch.where(done, 0.0, (sign * gamma) ** n_step)
+    nxt = torch.where(done[..., None], 0, view[pad:pad + T])  # (T, N, B, 9)
+    mask = ep.learner
+    member = torch.arange(N, device=dev).view(1, N, 1).expand(T, N, B)
+    return {"member": member[mask], "view": ep.view[mask], "action": ep.action[mask],
+            "reward": R[mask], "next_view": nxt.to(torch.int8)[mask],
+            "discount": discount[mask], "done": done[mask]}
+
+
+def shift(x: torch.Tensor, k: int) -> torch.Tensor:
+    """(T, ...) -> (T, ...) with row t holding row t + k (zeros past the end)."""
+    if k == 0:
+        return x
+    return torch.cat([x[k:], x.new_zeros(k, *x.shape[1:])])
+
+
+def masked_max(q: torch.Tensor) -> torch.Tensor:
+    """(..., 9) masked Q values -> (...) the best legal move's value (occupied cells hold
+    ``MASKED`` and never win)."""
+    return q.max(-1).values
+
+
+def td_target(reward: torch.Tensor, discount: torch.Tensor, q_next_online: torch.Tensor,
+              q_next_target: torch.Tensor, double: bool = True) -> torch.Tensor:
+    """R + discount * Q_target(s', a*): a* = argmax of the online net's masked values (double
+    DQN) or of the target's own; (..., 9) masked values of s'. ``discount`` 0 (terminal) cuts it."""
+    if double:
+        best = q_next_online.argmax(-1, keepdim=True)
+        boot = q_next_target.gather(-1, best).squeeze(-1)
+    else:
+        boot = masked_max(q_next_target)
+    return reward + torch.where(discount == 0, 0.0, discount * boot)
+
+
+def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Tensor:
+    """Huber loss over the last axis, (N, K) -> (N,) one per member: 0.5 e^2 for |e| <= delta,
+    delta (|e| - 0.5 delta) beyond (``torch.nn.functional.huber_loss``)."""
+    return F.huber_loss(q, target, reduction="none", delta=delta).mean(-1)
+
+
+def epsilon_greedy(q: torch.Tensor, legal: torch.Tensor, epsilon, streams) -> torch.Tensor:
+    """(N, B, 9) masked Q values -> (N, B) cells: with probability epsilon uniform over the
+    legal cells, else the greedy one (ties to the lowest cell). Every member draws a coin and
+    9 uniforms per game whatever its epsilon, so its stream is its single run's."""
+    coin = uniform(q.shape[:-1], q.device, streams)
+    explore = sample(torch.where(legal, 0.0, MASKED), streams)
+    return torch.where(coin < per_member(epsilon, coin), explore, q.argmax(-1))
+
+
+# ----------------------------------------------------------------------------- the replay
+
+
+class Replay(torch.nn.Module):
+    """A ring of ``capacity`` transitions per member, (N, capacity, ...) buffers (so they are
+    checkpointed), and the counters of games played and gradient steps taken."""
+
+    def __init__(self, n: int, capacity: int):
+        super().__init__()
+        self.capacity = int(capacity)
+        self.register_buffer("view", torch.zeros(n, capacity, 9, dtype=torch.int8))
+        self.register_buffer("action", torch.zeros(n, capacity, dtype=torch.int8))
+        self.register_buffer("reward", torch.zeros(n, capacity))
+        self.register_buffer("next_view", torch.zeros(n, capacity, 9, dtype=torch.int8))
+        self.register_buffer("discount", torch.zeros(n, capacity))
+        self.register_buffer("done", torch.zeros(n, capacity, dtype=torch.bool))
+        self.register_buffer("size", torch.zeros(n, dtype=torch.long))  # (N,) filled slots
+        self.register_buffer("head", torch.zeros(n, dtype=torch.long))  # (N,) next slot to write
+        self.register_buffer("games", torch.zeros((), dtype=torch.long))  # games pushed (per member)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))  # gradient steps taken
+
+    def push(self, tr: dict) -> None:
+        """Write (M,) transitions, each into its member's ring at its head, in order; a member
+        with more than ``capacity`` new ones keeps its last ``capacity``."""
+        order = torch.argsort(tr["member"], stable=True)  # member by member, each in its order
+        tr = {k: v[order] for k, v in tr.items()}
+        member = tr["member"]
+        N, C = self.size.shape[0], self.capacity
+        count = torch.bincount(member, minlength=N)  # (N,)
+        start = count.cumsum(0) - count
+        rank = torch.arange(member.numel(), device=member.device) - start[member]  # order within member
+        keep = rank >= (count - C)[member]
+        slot = (self.head[member] + rank) % C
+        m, s = member[keep], slot[keep]
+        for name in ("view", "action", "reward", "next_view", "discount", "done"):
+            getattr(self, name)[m, s] = tr[name][keep].to(getattr(self, name).dtype)
+        self.head.copy_((self.head + count) % C)
+        self.size.copy_((self.size + count).clamp(max=C))
+
+    def sample(self, batch: int, streams) -> dict:
+        """(N, batch) transitions, member k's drawn uniformly from its own ring (its stream)."""
+        u = uniform((self.size.shape[0], batch), self.size.device, streams)
+        idx = (u * self.size[:, None]).long().minimum((self.size - 1).clamp_min(0)[:, None])
+        take = lambda x: x.gather(1, idx if x.dim() == 2 else idx[..., None].expand(-1, -1, 9))  # noqa: E731
+        return {name: take(getattr(self, name)) for name in
+                ("view", "action", "reward", "next_view", "discount", "done")}
+
+
+# ----------------------------------------------------------------------------- the algorithm
+
+
+class DQN(Algorithm):
+    name = "dqn"
+
+    def __init__(self, net, games_per_update: int = 256, lr: float = 0.001,
+                 lr_final: float | None = 0.0001, gamma: float = 1.0, epsilon: float = 0.5,
+                 epsilon_final: float = 0.0, capacity: int = 50000, batch_size: int = 256,
+                 warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
+                 tau: float | None = None, double: bool = True, n_step: int = 1,
+                 max_grad_norm: float = 10.0, huber_delta: float = 10.0):
+        super().__init__(net, games_per_update)
+        self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
+        self.gamma = float(gamma)
+        self.epsilon, self.epsilon_final = number(epsilon), epsilon_final
+        self.batch_size, self.warmup_games = int(batch_size), int(warmup_games)
+        self.gradient_steps, self.target_every = int(gradient_steps), int(target_every)
+        self.tau = None if tau is None else float(tau)
+        self.double, self.n_step = bool(double), int(n_step)
+        self.max_grad_norm = float(max_grad_norm)
+        self.huber_delta = float(huber_delta)
+        # The target starts as the online net (a copy: no random draw, so a population's
+        # member starts as its single run does) and only ever moves by copying it.
+        self.target_net = copy.deepcopy(net).requires_grad_(False)
+        self.replay = Replay(getattr(net, "n", 1), capacity)
+
+    def configure_optimizers(self):
+        return member_optim.adam(self.net, self.net.parameters(), lr=self.lr)
+
+    @torch.no_grad()
+    def action_values(self, view: torch.Tensor) -> torch.Tensor:
+        """The online net's masked Q values: its estimate of each move's return."""
+        return self.net(view).float()
+
+    @torch.no_grad()
+    def act(self, view, legal, table, row_of, epsilon, streams):
+        return epsilon_greedy(lookup(table, view, row_of), legal, epsilon, streams)
+
+    def sync_target(self) -> None:
+        """Hard copy of the online net into the target (``tau`` None), or Polyak averaging."""
+        with torch.no_grad():
+            for t, o in zip(self.target_net.parameters(), self.net.parameters(), strict=True):
+                if self.tau is None:
+                    t.copy_(o)
+                else:
+                    t.lerp_(o, self.tau)
+
+    def update(self, run: Run) -> Update:
+        opt = run.optimizer()
+        lr = run.scheduled(self.lr, self.lr_final)
+        member_optim.set_lr(opt.optimizer, lr)
+        epsilon = run.scheduled(self.epsilon, self.epsilon_final)
+        # The online net is fixed while the batch is played: its values at every decision
+        # position once, and the games read them (the same numbers as a forward per ply).
+        views, row_of = run.positions()
+        with torch.no_grad():
+            table = self.net(views).reshape(-1, 9)
+        act = partial(self.act, table=table, row_of=row_of, epsilon=epsilon, streams=run.streams)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        self_play = isinstance(run.opponent, SelfPlay)
+        self.replay.push(transitions(ep, run.reward, self_play, self.gamma, self.n_step))
+        self.replay.games += ep.batch
+        N = ep.outcome.shape[0]
+        sums = torch.zeros(3, N, device=run.device)  # loss, |td error|, Q(s, a)
+        steps = 0
+        if int(self.replay.games) >= self.warmup_games:
+            for _ in range(self.gradient_steps):
+                sums += self.learn(run, opt)
+                steps += 1
+        sums = sums / max(steps, 1)
+        terms = dict(zip(("loss", "td_error", "q_mean"), sums.unbind(0), strict=True))  # (N,) each
+        terms["epsilon"] = torch.as_tensor(epsilon, dtype=torch.float32)
+        terms["lr"] = torch.as_tensor(lr, dtype=torch.float32)
+        return Update(ep.batch, ep.rates(), terms, moves=ep.learner.sum((0, 2)))
+
+    def learn(self, run: Run, opt) -> torch.Tensor:
+        """One gradient step on a minibatch per member; (3, N) loss, mean |TD error|, mean Q."""
+        b = self.replay.sample(self.batch_size, run.streams)
+        with torch.no_grad():
+            nxt = b["next_view"].float()
+            target = td_target(b["reward"], b["discount"], self.net(nxt) if self.double else None,
+                               self.target_net(nxt), self.double)
+        q = self.net(b["view"].float()).gather(-1, b["action"].long()[..., None]).squeeze(-1)  # (N, K)
+        loss = huber(q, target, self.huber_delta)  # (N,)
+        opt.zero_grad(set_to_none=True)
+        run.backprop(loss.sum())  # a member's gradient is its own loss's
+        if self.max_grad_norm > 0:
+            run.clip_grad_norm(opt, self.max_grad_norm)
+        opt.step()
+        self.replay.steps += 1
+        if self.tau is not None or int(self.replay.steps) % self.target_every == 0:
+            self.sync_target()
+        with torch.no_grad():
+            return torch.stack((loss, (q - target).abs().mean(-1), q.mean(-1))).detach()
