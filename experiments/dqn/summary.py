@@ -21,7 +21,8 @@ def line(run: Path) -> str:
     first = [m["first_unbeatable_games"] for m in members]
     reached = sorted(g for g in first if g is not None)
     wins = {s: [e[s]["vs_random"]["win"] for e in evals] for s in CEILING}
-    return (f"{run.name}: unbeatable {safe}/{len(evals)} (as X {as_x}, as O {as_o}), both wins within 0.005 of the ceilings "
+    return (f"{run.name}: unbeatable {safe}/{len(evals)} (as X {as_x}, as O {as_o}), "
+            f"both wins within 0.005 of the ceilings "
             f"{at_ceiling}/{len(evals)}; X win median {statistics.median(wins['as_x']):.4f} "
             f"min {min(wins['as_x']):.4f}; O win median {statistics.median(wins['as_o']):.4f} "
             f"min {min(wins['as_o']):.4f}; first unbeatable (games) median "
