@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
 from ttt_research.algos.dqn import Replay, huber, td_target, transitions
 from ttt_research.env import game
@@ -174,10 +174,7 @@ def test_each_members_first_update_is_its_single_run():
 def test_a_killed_run_resumes_to_the_uninterrupted_one_replay_included(tmp_path, monkeypatch):
     overrides = [*LEARNS, "checkpoint_every=2"]
     whole = train(make_cfg(*overrides), tmp_path / "whole")
-    crash_after_first_checkpoint(monkeypatch)
-    with pytest.raises(Crash):
-        train(make_cfg(*overrides), tmp_path / "killed")
-    monkeypatch.undo()
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
     ckpt = torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=True)
     assert int(ckpt["state_dict"]["replay.size"][0]) > 0 and "target_net.body.0.weight" in ckpt["state_dict"]
     assert train(make_cfg(*overrides, "resume=true"), tmp_path / "killed") == whole

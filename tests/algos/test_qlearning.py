@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
 from ttt_research.algos.qlearning import averaged_step, masked_max, td_targets, transitions
 from ttt_research.env import game
@@ -140,10 +140,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_runs_eval_json(tmp_path, monk
     small = ["algo=qlearning", "budget.games=2560", "algo.games_per_update=256", "eval_every=3",
              "checkpoint_every=5"]
     whole = train(make_cfg(*small), tmp_path / "whole")
-    crash_after_first_checkpoint(monkeypatch)
-    with pytest.raises(Crash):
-        train(make_cfg(*small), tmp_path / "killed")
-    monkeypatch.undo()
+    train_killed(make_cfg(*small), tmp_path / "killed", monkeypatch)
     assert train(make_cfg(*small, "resume=true"), tmp_path / "killed") == whole
     assert json.loads((tmp_path / "killed" / "eval.json").read_text()) == whole
     assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")

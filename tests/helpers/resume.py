@@ -4,8 +4,11 @@ uninterrupted one (all but the wall-clock columns)."""
 
 import csv
 
+import pytest
+
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.module import RLModule
+from ttt_research.train.run import train
 
 # Wall-clock columns: the only values a resumed (or DDP) run may write differently.
 TIMING = ("perf/", "train/elapsed_s", "elapsed_s")
@@ -47,3 +50,12 @@ def crash_after_first_checkpoint(monkeypatch, later: int = 0):
 
     monkeypatch.setattr(PeriodicCheckpoint, "save", saving)
     monkeypatch.setattr(RLModule, "on_train_batch_start", starting)
+
+
+def train_killed(cfg, run_dir, monkeypatch, later: int = 0) -> None:
+    """Train ``cfg`` into ``run_dir`` until it dies ``later`` updates after its first checkpoint,
+    then lift the patch: the folder is what a kill at that moment leaves."""
+    crash_after_first_checkpoint(monkeypatch, later)
+    with pytest.raises(Crash):
+        train(cfg, run_dir)
+    monkeypatch.undo()

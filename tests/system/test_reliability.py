@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import torch
 
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows
+from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows, train_killed
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_policy
@@ -42,10 +42,7 @@ def make_cfg(*overrides):
 def test_a_resumed_pool_or_curriculum_run_ends_as_an_uninterrupted_one(tmp_path, monkeypatch, overrides):
     whole = train(make_cfg(*overrides), tmp_path / "whole")
 
-    crash_after_first_checkpoint(monkeypatch)
-    with pytest.raises(Crash):
-        train(make_cfg(*overrides), tmp_path / "killed")
-    monkeypatch.undo()
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
     ckpt = torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["games_played"] == 5 * 256  # stopped after update 5 of 10
     opponent = ckpt["opponent_state"]
@@ -87,10 +84,7 @@ def test_a_resume_killed_in_its_turn_keeps_the_rows_from_before_it(tmp_path, mon
     uninterrupted run's (the second resume must not set aside the first one's partial file
     in place of the original rows)."""
     whole = train(make_cfg(*REINFORCE), tmp_path / "whole")
-    crash_after_first_checkpoint(monkeypatch, later=3)
-    with pytest.raises(Crash):
-        train(make_cfg(*REINFORCE), tmp_path / "killed")
-    monkeypatch.undo()
+    train_killed(make_cfg(*REINFORCE), tmp_path / "killed", monkeypatch, later=3)
     start = RLModule.on_train_batch_start
 
     def dying(self, batch, batch_idx):

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, evals_rows, metric_rows
+from tests.helpers.resume import evals_rows, metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
 from ttt_research.analysis.runs import find_runs
 from ttt_research.analysis.summary import records, summarise
@@ -147,10 +147,7 @@ def test_a_killed_population_resumes_to_the_uninterrupted_result(tmp_path, monke
     overrides = ["population.size=3", "checkpoint_every=2", "algo=ppo", "opponent=pool",
                  "opponent.every=1"]
     train(make_cfg(*overrides), tmp_path / "whole")
-    crash_after_first_checkpoint(monkeypatch, later=1)
-    with pytest.raises(Crash):
-        train(make_cfg(*overrides), tmp_path / "killed")
-    monkeypatch.undo()
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch, later=1)
     train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
     for name in ("population.json", "eval.json"):
         assert (tmp_path / "killed" / name).read_text() == (tmp_path / "whole" / name).read_text(), name

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint
+from tests.helpers.resume import train_killed
 from tests.helpers.valued import TARGET
 from ttt_research.train.run import train
 
@@ -67,10 +67,7 @@ def _clock_state(path):
 @pytest.mark.slow  # three tiny trainings: the fast subset (-m "not slow") skips it
 def test_a_resumed_population_continues_its_clock_and_reads_older_checkpoints(tmp_path, monkeypatch):
     overrides = ["population.size=2", "checkpoint_every=2"]
-    crash_after_first_checkpoint(monkeypatch)
-    with pytest.raises(Crash):
-        train(make_cfg(*overrides), tmp_path / "later")
-    monkeypatch.undo()
+    train_killed(make_cfg(*overrides), tmp_path / "later", monkeypatch)
     shutil.copytree(tmp_path / "later", tmp_path / "older")
     # "later": as if the session before the kill had trained for 10^6 s; "older": a checkpoint
     # written before the clock was kept (no elapsed times, no clock)
