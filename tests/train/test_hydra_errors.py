@@ -31,7 +31,7 @@ def train(*args: str, plugins: bool = True, env: dict | None = None) -> subproce
 
 @pytest.mark.parametrize("args,plugins,line", [
     (["net=mlp999"], True,
-     "error: net=mlp999: net has no option mlp999; choose one of mlp100, mlp128, mlp25"),
+     "error: net=mlp999: net has no option mlp999; choose one of mlp100, mlp128, mlp25, qtable"),
     (["experiment=flagshp"], True,
      "error: experiment=flagshp: experiment has no option flagshp; choose one of antirez_repro, "
      "flagship, seed_ppo_repro, study_net_size, study_opponents, study_reward_tables"),
@@ -83,7 +83,7 @@ def test_help_cfg_and_multirun_still_work(tmp_path):
     out = train("-m", "net=mlp999,mlp25", f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert out.returncode == 2
     assert out.stderr.splitlines()[-1] == ("error: net=mlp999: net has no option mlp999; "
-                                           "choose one of mlp100, mlp128, mlp25")
+                                           "choose one of mlp100, mlp128, mlp25, qtable")
     out = train("-m", "--cfg", "job")  # two commands at once: Hydra's bare ValueError
     assert (out.returncode, out.stderr.splitlines()) == (2, [
         "error: Only one of --run, --multirun, --cfg, --info and --shell_completion can be specified"])
