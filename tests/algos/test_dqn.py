@@ -10,12 +10,13 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
-from ttt_research.algos.dqn import Replay, huber, td_target, transitions
+from ttt_research.algos.dqn import DQN, Replay, huber, td_target
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import Streams
+from ttt_research.env.transitions import transitions
 from ttt_research.errors import ConfigError
 from ttt_research.models.nets import MASKED, MLP
 from ttt_research.train.run import train
@@ -101,6 +102,14 @@ def test_huber_is_quadratic_up_to_delta_and_linear_beyond():
     q, target = torch.tensor([[0.0, 3.0]]), torch.tensor([[0.5, 0.0]])
     assert huber(q, target).tolist() == [(0.125 + 2.5) / 2]  # 0.5 * 0.5^2; 1 * (3 - 0.5)
     assert huber(q, target, delta=10.0).tolist() == [(0.125 + 4.5) / 2]  # both quadratic
+
+
+def test_epsilon_anneals_over_its_share_of_the_budget_then_holds():
+    dqn = DQN(MLP([8]), epsilon=0.5, epsilon_final=0.1, epsilon_fraction=0.5)
+    at = [round(dqn.scheduled_epsilon(p), 6) for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert at == [0.5, 0.3, 0.1, 0.1, 0.1]
+    assert DQN(MLP([8]), epsilon=0.5, epsilon_final=0.0).scheduled_epsilon(0.25) == 0.375  # whole budget
+    assert DQN(MLP([8]), epsilon=0.2, epsilon_final=None).scheduled_epsilon(0.9) == 0.2  # constant
 
 
 def test_an_occupied_cell_with_a_huge_value_is_never_bootstrapped_from():
@@ -192,6 +201,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_one_replay_included(tmp_path,
     ("algo.warmup_games=-1", "algo.warmup_games must be an integer"),
     ("algo.double=maybe", "algo.double must be true or false"),
     ("algo.huber_delta=0", "algo.huber_delta must be a number in (0,"),
+    ("algo.epsilon_fraction=0", "algo.epsilon_fraction must be a share of the budget in (0, 1]"),
     ("opponent=self", "reward must be a zero-sum table"),
 ])
 def test_bad_values_are_refused_naming_the_key(override, needle):

@@ -10,11 +10,12 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
-from ttt_research.algos.qlearning import averaged_step, masked_max, td_targets, transitions
+from ttt_research.algos.qlearning import averaged_step, masked_max, td_targets
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
+from ttt_research.env.transitions import transitions
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.policy_file import load_checkpoint
@@ -81,6 +82,11 @@ def test_the_running_mean_steps_by_the_share_of_an_entrys_targets_down_to_lr():
     assert q[1] == pytest.approx(5.0) and visits[1] == 100
 
 
+def steps(tr: dict) -> tuple:
+    """The transitions as the table reads them: s, a, s', has s' (not terminal), R, member."""
+    return tr["view"], tr["action"], tr["next_view"], ~tr["done"], tr["reward"], tr["member"]
+
+
 def test_transitions_of_a_scripted_game_as_o():
     """Both sides play the lowest empty cell: X 0, O 1, X 2, O 3, X 4, O 5, X 6 wins
     on the diagonal 2-4-6:
@@ -89,10 +95,10 @@ def test_transitions_of_a_scripted_game_as_o():
         X . .
     O's steps: its move and X's reply, s' two plies on; the last one terminal, a loss."""
     ep = play_batch(1, lowest_cell, LowestCell(), "o")
-    s, a, s_next, has_next, r, member = transitions(ep, CAUTIOUS, self_play=False)
+    s, a, s_next, has_next, r, member = steps(transitions(ep, CAUTIOUS, self_play=False, gamma=1.0))
     assert a.tolist() == [1, 3, 5]
     assert has_next.tolist() == [True, True, False]
-    assert r.tolist() == [-5.0, -5.0, -5.0]  # used on the terminal step only
+    assert r.tolist() == [0.0, 0.0, -5.0]  # the result, at the last move only
     assert s[0].tolist() == [-1, 0, 0, 0, 0, 0, 0, 0, 0]  # O's view after X's 0
     assert torch.equal(s_next[0], s[1]) and torch.equal(s_next[1], s[2])
     assert member.tolist() == [0, 0, 0]
@@ -102,7 +108,7 @@ def test_transitions_of_a_scripted_game_as_o():
 
 def test_self_play_bootstraps_from_the_next_ply_negated():
     ep = play_batch(1, lowest_cell, SelfPlay(), "x")
-    s, a, s_next, has_next, r, _ = transitions(ep, CAUTIOUS, self_play=True)
+    s, a, s_next, has_next, r, _ = steps(transitions(ep, CAUTIOUS, self_play=True, gamma=1.0))
     assert a.tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert has_next.tolist() == [True] * 6 + [False]
     assert r[-1] == 1.0  # X's winning move, from X's side

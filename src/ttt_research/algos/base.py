@@ -27,7 +27,8 @@ import torch
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent
 from ttt_research.env.reward import Reward
-from ttt_research.env.streams import Streams
+from ttt_research.env.streams import Streams, sample, uniform
+from ttt_research.models.nets import MASKED
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Run(Protocol):
     opponent: Opponent
     seat: str  # x, o or both (``contract.TRAINING_SEATS``)
     reward: Reward  # its fields: numbers, or (N, 1) tensors when members set them
+    progress: float  # share of the game budget played before this update, in [0, 1]
 
     def optimizer(self):
         """The optimiser of ``configure_optimizers``, in Lightning's wrapper (``step``,
@@ -79,6 +81,24 @@ def number(value):
     if value is None or isinstance(value, torch.Tensor):
         return value
     return float(value)
+
+
+def epsilon_greedy(moves: torch.Tensor, legal: torch.Tensor, eps, streams) -> torch.Tensor:
+    """(...) moves and (..., 9) bool legal cells -> (...) moves, each replaced with
+    probability ``eps`` (a number, or (N,) per member) by a move uniform over the legal
+    cells. A member whose ``eps`` is 0 draws nothing, as its single run does (its stream
+    stays where a greedy single run leaves it)."""
+    draws = None
+    if isinstance(eps, torch.Tensor):  # (N,): only the exploring members draw
+        draws = (eps > 0).cpu()
+        if not bool(draws.any()):
+            return moves
+        draws = None if bool(draws.all()) else draws
+    elif eps <= 0:
+        return moves
+    u = uniform(tuple(moves.shape), moves.device, streams, draws)
+    random = sample(torch.where(legal, 0.0, MASKED), streams, 1.0, members=draws)
+    return torch.where(u < per_member(eps, u), random, moves)
 
 
 def lookup(table: torch.Tensor, view: torch.Tensor, row_of: torch.Tensor) -> torch.Tensor:

@@ -1,20 +1,22 @@
 """Masked DQN (``algo=dqn``): a Q network on the project's nets, replay, a target network.
 
 Each update plays ``games_per_update`` complete games (``rollout.play_batch``) with an
-epsilon-greedy policy over the online net's Q values (epsilon annealed over the budget),
-turns the learner's moves into transitions, pushes them into a replay ring, and, once the
-ring holds ``warmup_games`` games' worth, takes ``gradient_steps`` Adam steps on minibatches
-of ``batch_size`` transitions drawn uniformly from it. The pieces are small pure functions,
-each checked by a test on hand-built numbers:
+epsilon-greedy policy over the online net's Q values (epsilon annealed linearly over the
+first ``epsilon_fraction`` of the budget, then held), turns the learner's moves into
+transitions, pushes them into a replay ring, and, once the ring holds ``warmup_games``
+games' worth, takes ``gradient_steps`` Adam steps on minibatches of ``batch_size``
+transitions drawn uniformly from it. The pieces are small pure functions, each checked by
+a test on hand-built numbers:
 
-* ``transitions``: the learner's moves on the (T, N, B) grid of plies x games -> (s, a, R,
-  s', discount, done). Against a fixed opponent the game is an MDP from the learner's view:
-  its step is its move *plus the opponent's reply*, so s' is its next decision position, two
-  plies later, and the only reward is the game's result (``reward.of``) at its last move.
-  With ``opponent=self`` the learner moves at every ply and the step is one ply (negamax):
-  s' is the opponent's view and its value counts negated (discount -gamma).
-  ``n_step`` > 1: R sums n of the learner's steps (the result if the game ends within them,
-  discounted), and s' is the position n steps on.
+* ``transitions`` (``env/transitions.py``, shared with qlearning): the learner's moves on
+  the (T, N, B) grid of plies x games -> (s, a, R, s', discount, done). Against a fixed
+  opponent the game is an MDP from the learner's view: its step is its move *plus the
+  opponent's reply*, so s' is its next decision position, two plies later, and the only
+  reward is the game's result (``reward.of``) at its last move. With ``opponent=self`` the
+  learner moves at every ply and the step is one ply (negamax): s' is the opponent's view
+  and its value counts negated (discount -gamma). ``n_step`` > 1: R sums n of the
+  learner's steps (the result if the game ends within them, discounted), and s' is the
+  position n steps on.
 * ``td_target``: R + discount * Q_target(s', a*), a* the online net's argmax over the legal
   cells of s' (double DQN) or the target net's own (``double=false``); 0 after a terminal move.
   The legal cells of s' are its empty ones: the net masks the rest (``MASKED``), so an
@@ -41,74 +43,14 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
-from ttt_research.env import game
+from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number
 from ttt_research.env.opponents import SelfPlay
-from ttt_research.env.reward import Reward
-from ttt_research.env.rollout import Episodes, play_batch
-from ttt_research.env.streams import sample, uniform
+from ttt_research.env.rollout import play_batch
+from ttt_research.env.streams import uniform
+from ttt_research.env.transitions import transitions
 from ttt_research.models import member_optim
-from ttt_research.models.nets import MASKED
 
 # ----------------------------------------------------------------------------- the terms
-
-
-def transitions(ep: Episodes, reward: Reward, self_play: bool, gamma: float, n_step: int = 1) -> dict:
-    """The learner's moves of (T, N, B) episodes as n-step transitions, member by member.
-
-    Returns a dict of flat (M,) tensors in grid order (ply, member, game): ``member``,
-    ``view`` (M, 9) int8, ``action``, ``reward`` (R, float), ``next_view`` (M, 9) int8 (the
-    bootstrap position: the view n of the learner's steps on; zeros when ``done``),
-    ``discount`` (0 when done, else gamma^n against a fixed opponent, (-gamma)^n in
-    self-play), ``done`` (bool: the game ends within the n steps).
-
-    A chain is the sequence of decisions one value is learned along: the learner's moves in
-    a game (2 plies apart) against a fixed opponent, every ply in self-play. If it ends
-    within n steps, at its j-th decision from here, R = gamma^j times the reward of the
-    game's result for the side that moves here; otherwise R = 0 (no reward before the end)
-    and the target bootstraps from the position n steps on.
-    """
-    T, N, B = ep.learner.shape
-    dev = ep.learner.device
-    step = 1 if self_play else 2  # plies from one decision of a chain to its next
-    pad = n_step * step
-    learner = torch.cat([ep.learner, ep.learner.new_zeros(pad, N, B)])  # (T + pad, N, B)
-    view = torch.cat([ep.view, ep.view.new_zeros(pad, N, B, 9)])
-    last = learner[:T] & ~learner[step:T + step]  # (T, N, B) no decision of its chain follows
-    if self_play:  # the result for the side to move at each ply (the learner sits at X)
-        side = torch.where(torch.arange(T, device=dev) % 2 == 0, game.X, game.O).view(T, 1, 1)
-        result = (ep.outcome * ep.seat)[None] * side
-    else:  # the learner's result, at each of its moves
-        result = ep.outcome[None].expand(T, N, B)
-    result = result.to(torch.int8)
-    mine = reward.of(result, ep.forfeit[None] & (result < 0))  # (T, N, B)
-    R = torch.zeros(T, N, B, device=dev)
-    done = torch.zeros(T, N, B, dtype=torch.bool, device=dev)
-    for j in range(n_step):  # the chain ends at its j-th decision from here
-        ends = shift(last, j * step) & ~done
-        R = torch.where(ends, gamma ** j * mine, R)
-        done |= ends
-    sign = -1.0 if self_play else 1.0  # negamax: the opponent's value, negated
-    discount = torch.where(done, 0.0, (sign * gamma) ** n_step)
-    nxt = torch.where(done[..., None], 0, view[pad:pad + T])  # (T, N, B, 9)
-    mask = ep.learner
-    member = torch.arange(N, device=dev).view(1, N, 1).expand(T, N, B)
-    return {"member": member[mask], "view": ep.view[mask], "action": ep.action[mask],
-            "reward": R[mask], "next_view": nxt.to(torch.int8)[mask],
-            "discount": discount[mask], "done": done[mask]}
-
-
-def shift(x: torch.Tensor, k: int) -> torch.Tensor:
-    """(T, ...) -> (T, ...) with row t holding row t + k (zeros past the end)."""
-    if k == 0:
-        return x
-    return torch.cat([x[k:], x.new_zeros(k, *x.shape[1:])])
-
-
-def masked_max(q: torch.Tensor) -> torch.Tensor:
-    """(..., 9) masked Q values -> (...) the best legal move's value (occupied cells hold
-    ``MASKED`` and never win)."""
-    return q.max(-1).values
 
 
 def td_target(reward: torch.Tensor, discount: torch.Tensor, q_next_online: torch.Tensor,
@@ -118,8 +60,8 @@ def td_target(reward: torch.Tensor, discount: torch.Tensor, q_next_online: torch
     if double:
         best = q_next_online.argmax(-1, keepdim=True)
         boot = q_next_target.gather(-1, best).squeeze(-1)
-    else:
-        boot = masked_max(q_next_target)
+    else:  # the net has already masked the occupied cells (``MASKED``): a plain max
+        boot = q_next_target.max(-1).values
     return reward + torch.where(discount == 0, 0.0, discount * boot)
 
 
@@ -127,15 +69,6 @@ def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Te
     """Huber loss over the last axis, (N, K) -> (N,) one per member: 0.5 e^2 for |e| <= delta,
     delta (|e| - 0.5 delta) beyond (``torch.nn.functional.huber_loss``)."""
     return F.huber_loss(q, target, reduction="none", delta=delta).mean(-1)
-
-
-def epsilon_greedy(q: torch.Tensor, legal: torch.Tensor, epsilon, streams) -> torch.Tensor:
-    """(N, B, 9) masked Q values -> (N, B) cells: with probability epsilon uniform over the
-    legal cells, else the greedy one (ties to the lowest cell). Every member draws a coin and
-    9 uniforms per game whatever its epsilon, so its stream is its single run's."""
-    coin = uniform(q.shape[:-1], q.device, streams)
-    explore = sample(torch.where(legal, 0.0, MASKED), streams)
-    return torch.where(coin < per_member(epsilon, coin), explore, q.argmax(-1))
 
 
 # ----------------------------------------------------------------------------- the replay
@@ -194,7 +127,8 @@ class DQN(Algorithm):
 
     def __init__(self, net, games_per_update: int = 256, lr: float = 0.001,
                  lr_final: float | None = 0.0001, gamma: float = 1.0, epsilon: float = 0.5,
-                 epsilon_final: float = 0.0, capacity: int = 50000, batch_size: int = 256,
+                 epsilon_final: float = 0.0, epsilon_fraction: float = 1.0,
+                 capacity: int = 50000, batch_size: int = 256,
                  warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
                  tau: float | None = None, double: bool = True, n_step: int = 1,
                  max_grad_norm: float = 10.0, huber_delta: float = 10.0):
@@ -202,6 +136,9 @@ class DQN(Algorithm):
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)
         self.epsilon, self.epsilon_final = number(epsilon), epsilon_final
+        self.epsilon_fraction = float(epsilon_fraction)
+        if not 0 < self.epsilon_fraction <= 1:
+            raise ValueError(f"algo.epsilon_fraction must be in (0, 1], got {epsilon_fraction}")
         self.batch_size, self.warmup_games = int(batch_size), int(warmup_games)
         self.gradient_steps, self.target_every = int(gradient_steps), int(target_every)
         self.tau = None if tau is None else float(tau)
@@ -223,7 +160,14 @@ class DQN(Algorithm):
 
     @torch.no_grad()
     def act(self, view, legal, table, row_of, epsilon, streams):
-        return epsilon_greedy(lookup(table, view, row_of), legal, epsilon, streams)
+        return epsilon_greedy(lookup(table, view, row_of).argmax(-1), legal, epsilon, streams)
+
+    def scheduled_epsilon(self, progress: float):
+        """Epsilon at ``progress`` (share of the budget played): linear from ``epsilon`` to
+        ``epsilon_final`` over the first ``epsilon_fraction`` of the budget, then held."""
+        if self.epsilon_final is None:
+            return self.epsilon
+        return self.epsilon + min(1.0, progress / self.epsilon_fraction) * (self.epsilon_final - self.epsilon)
 
     def sync_target(self) -> None:
         """Hard copy of the online net into the target (``tau`` None), or Polyak averaging."""
@@ -238,7 +182,7 @@ class DQN(Algorithm):
         opt = run.optimizer()
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
-        epsilon = run.scheduled(self.epsilon, self.epsilon_final)
+        epsilon = self.scheduled_epsilon(run.progress)
         # The online net is fixed while the batch is played: its values at every decision
         # position once, and the games read them (the same numbers as a forward per ply).
         views, row_of = run.positions()

@@ -13,7 +13,8 @@ One update:
    such batches, learning from each before the next), acting epsilon-greedy on the table:
    with probability epsilon a move uniform over the legal cells, else the greedy one.
    Epsilon is annealed linearly over the budget from ``epsilon`` to ``epsilon_final``.
-2. **Transitions**, one per learner move, from the ``Episodes`` record (``transitions``):
+2. **Transitions**, one per learner move, from the ``Episodes`` record (``env/transitions.py``,
+   shared with DQN):
 
    * against a fixed opponent the game is an MDP from the learner's side: its step is its
      move *and the opponent's reply*, so s' is its next decision state in that game, two
@@ -66,12 +67,10 @@ from __future__ import annotations
 
 import torch
 
-from ttt_research.algos.base import Algorithm, Run, Update, number, per_member
+from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, number
 from ttt_research.env.opponents import SelfPlay
-from ttt_research.env.reward import Reward
-from ttt_research.env.rollout import Episodes, play_batch, rates
-from ttt_research.env.streams import sample, uniform
-from ttt_research.models.nets import MASKED
+from ttt_research.env.rollout import play_batch, rates
+from ttt_research.env.transitions import transitions
 from ttt_research.models.qtable import CELLS, N_CODES, codes_of
 
 
@@ -88,35 +87,6 @@ def td_targets(next_max: torch.Tensor, has_next: torch.Tensor, reward: torch.Ten
     next_max``). ``next_max`` of a terminal step is ignored (it may be -inf)."""
     sign = -1.0 if negamax else 1.0
     return torch.where(has_next, sign * gamma * torch.nan_to_num(next_max, neginf=0.0), reward)
-
-
-def transitions(ep: Episodes, reward: Reward, self_play: bool):
-    """The learner's steps of ``ep`` as flat (M, ...) tensors, in (ply, member, game) order:
-    (M, 9) views s, (M,) moves a, (M, 9) next views s', (M,) has_next (False: terminal),
-    (M,) terminal rewards (from the mover's side) and (M,) members (0 for a single run)."""
-    T = ep.view.shape[0]
-    G = ep.outcome.numel()  # games, all members together
-    learner = ep.learner.reshape(T, G)
-    # The learner's next decision in the same game: 2 plies on against a fixed opponent (its
-    # move and the reply), the very next ply in self-play (the other side's decision).
-    ahead = 1 if self_play else 2
-    nxt = torch.zeros_like(learner)
-    nxt[:-ahead] = learner[ahead:]
-    at = learner.reshape(-1).nonzero().squeeze(1)  # (M,) flat ply * G + game
-    game_of = at % G
-    has_next = nxt.reshape(-1).index_select(0, at)
-    views = ep.view.reshape(-1, CELLS)
-    s = views.index_select(0, at).float()
-    s_next = views.index_select(0, torch.where(has_next, at + ahead * G, at)).float()
-    a = ep.action.reshape(-1).index_select(0, at)
-    if self_play:  # outcomes are X's: the mover at ply t is X when t is even
-        x_moves = (at // G) % 2 == 0
-        r_x = reward.of(ep.outcome).reshape(-1).index_select(0, game_of)
-        r_o = reward.of(-ep.outcome).reshape(-1).index_select(0, game_of)
-        r = torch.where(x_moves, r_x, r_o)  # (acting is masked: no side forfeits)
-    else:
-        r = reward.of(ep.outcome, ep.forfeit).reshape(-1).index_select(0, game_of)
-    return s, a, s_next, has_next, r, game_of // ep.batch
 
 
 def averaged_step(q: torch.Tensor, index: torch.Tensor, target: torch.Tensor, lr,
@@ -176,18 +146,7 @@ class QLearning(Algorithm):
         probability ``eps`` (a number or (N,)) a move uniform over the legal cells. A member
         whose ``eps`` is 0 draws nothing, as its single run."""
         q = self.net(view)  # occupied cells masked: never chosen
-        moves = q.argmax(-1)
-        draws = None
-        if isinstance(eps, torch.Tensor):
-            draws = (eps > 0).cpu()
-            if not bool(draws.any()):
-                return moves
-            draws = None if bool(draws.all()) else draws
-        elif eps <= 0:
-            return moves
-        u = uniform(tuple(view.shape[:-1]), view.device, streams, draws)
-        random = sample(torch.where(legal, 0.0, MASKED), streams, 1.0, members=draws)
-        return torch.where(u < per_member(eps, u), random, moves)
+        return epsilon_greedy(q.argmax(-1), legal, eps, streams)
 
     # ------------------------------------------------------------------ learning
 
@@ -218,12 +177,13 @@ class QLearning(Algorithm):
         ep = play_batch(games, lambda v, legal: self.act(v, legal, eps, run.streams),
                         run.opponent, run.seat, run.device, run.streams)
         self_play = isinstance(run.opponent, SelfPlay)
-        s, a, s_next, has_next, r, member = transitions(ep, run.reward, self_play)
+        tr = transitions(ep, run.reward, self_play, self.gamma)  # (M,) steps, (M, 9) views
+        s, s_next, member = tr["view"], tr["next_view"], tr["member"]
         q = self.net.q.view(-1, CELLS)  # (N * 3^9, 9): member k's rows are block k
         next_rows = codes_of(s_next) + member * N_CODES
-        target = td_targets(masked_max(q.index_select(0, next_rows), s_next), has_next, r,
-                            self.gamma, negamax=self_play)
-        index = (codes_of(s) + member * N_CODES) * CELLS + a  # flat (member, code, cell)
+        target = td_targets(masked_max(q.index_select(0, next_rows), s_next), ~tr["done"],
+                            tr["reward"], self.gamma, negamax=self_play)
+        index = (codes_of(s) + member * N_CODES) * CELLS + tr["action"]  # flat (member, code, cell)
         step = lr.to(q.device).index_select(0, member) if isinstance(lr, torch.Tensor) else lr
         before = averaged_step(self.net.q.view(-1), index, target, step,
                                self.net.visits.view(-1) if self.running_mean else None)

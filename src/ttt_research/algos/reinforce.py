@@ -51,12 +51,12 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
+from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number, per_member
 from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch, rates
-from ttt_research.env.streams import sample, uniform
+from ttt_research.env.streams import sample
 from ttt_research.models import member_optim
 from ttt_research.models.nets import MASKED
 
@@ -192,32 +192,14 @@ class Reinforce(Algorithm):
     def _draw(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits: a softmax sample at the temperature, and with
         probability ``epsilon`` instead a move uniform over the legal cells."""
+        # Why epsilon on top of the softmax: antirez's rule sends a loss's push to *every*
+        # other legal cell, so in a rare position the move that loses stays the argmax as
+        # long as it is the only one played (its pushes up on the games it wins and down on
+        # those it loses balance below 1/2); at a low temperature nothing else is played
+        # there. A few uniform moves keep every alternative sampled, and the safe one, when
+        # sampled, is pushed up by its own reward.
         moves = self._sample(logits, streams)
-        eps = self.epsilon
-        if isinstance(eps, torch.Tensor) or eps > 0:
-            moves = self._explore(logits, moves, eps, streams)
-        return moves
-
-    def _explore(self, logits: torch.Tensor, moves: torch.Tensor, eps, streams) -> torch.Tensor:
-        """epsilon-greedy on top of the softmax: (..., 9) masked logits, (...) moves ->
-        (...) moves, each replaced with probability ``eps`` by a uniformly random legal one.
-
-        Why: antirez's rule sends a loss's push to *every* other legal cell, so in a rare
-        position the move that loses stays the argmax as long as it is the only one played
-        (its pushes up on the games it wins and down on those it loses balance below 1/2);
-        at a low temperature nothing else is played there. A few uniform moves keep every
-        alternative sampled, and the safe one, when sampled, is pushed up by its own reward.
-        A member with ``eps`` 0 draws nothing, as its single run."""
-        draws = None
-        if isinstance(eps, torch.Tensor):  # (N,): only the exploring members draw
-            draws = (eps > 0).cpu()
-            if not bool(draws.any()):
-                return moves
-            draws = None if bool(draws.all()) else draws
-        u = uniform(tuple(logits.shape[:-1]), logits.device, streams, draws)
-        legal = torch.where(logits > MASKED / 2, 0.0, MASKED)  # uniform over the legal cells
-        random = sample(legal, streams, 1.0, members=draws)
-        return torch.where(u < per_member(eps, u), random, moves)
+        return epsilon_greedy(moves, logits > MASKED / 2, self.epsilon, streams)
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no

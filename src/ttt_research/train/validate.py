@@ -204,6 +204,9 @@ def _validate_dqn(cfg: DictConfig) -> None:
     v = value_of(cfg, "algo.epsilon_final")
     need(v is None or bounded(v, 0.0, 1.0), "algo.epsilon_final",
          "a probability in [0, 1], or null (constant)", v)
+    v = value_of(cfg, "algo.epsilon_fraction")
+    need(bounded(v, 0.0, 1.0, low_open=True), "algo.epsilon_fraction",
+         "a share of the budget in (0, 1] (epsilon anneals over it, then holds)", v)
     if str(value_of(cfg, "opponent._target_") or "").endswith(".SelfPlay"):
         win, tie, loss = (value_of(cfg, f"reward.{k}") for k in ("win", "tie", "loss"))
         need(tie == 0 and win == -loss, "reward", "a zero-sum table with algo=dqn opponent=self "
