@@ -108,7 +108,8 @@ def test_epsilon_anneals_over_its_share_of_the_budget_then_holds():
     dqn = DQN(MLP([8]), epsilon=0.5, epsilon_final=0.1, epsilon_fraction=0.5)
     at = [round(dqn.scheduled_epsilon(p), 6) for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
     assert at == [0.5, 0.3, 0.1, 0.1, 0.1]
-    assert DQN(MLP([8]), epsilon=0.5, epsilon_final=0.0).scheduled_epsilon(0.25) == 0.375  # whole budget
+    whole = DQN(MLP([8]), epsilon=0.5, epsilon_final=0.0, epsilon_fraction=1.0)
+    assert whole.scheduled_epsilon(0.25) == 0.375
     assert DQN(MLP([8]), epsilon=0.2, epsilon_final=None).scheduled_epsilon(0.9) == 0.2  # constant
 
 

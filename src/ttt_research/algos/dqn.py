@@ -127,8 +127,8 @@ class DQN(Algorithm):
 
     def __init__(self, net, games_per_update: int = 256, lr: float = 0.001,
                  lr_final: float | None = 0.0001, gamma: float = 1.0, epsilon: float = 0.5,
-                 epsilon_final: float = 0.0, epsilon_fraction: float = 1.0,
-                 capacity: int = 50000, batch_size: int = 256,
+                 epsilon_final: float = 0.0, epsilon_fraction: float = 0.5,
+                 capacity: int = 50000, batch_size: int = 512,
                  warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
                  tau: float | None = None, double: bool = True, n_step: int = 1,
                  max_grad_norm: float = 10.0, huber_delta: float = 10.0):
