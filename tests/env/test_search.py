@@ -1,0 +1,128 @@
+"""The batched Gumbel search on hand-built cases: a mate in one with 2 simulations, the
+sequential-halving schedule and the visits it leaves, the completed-Q target on a known
+node, illegal moves never expanded, a population's blocks searched as their single runs."""
+
+import math
+
+import pytest
+import torch
+
+from ttt_research.env import game, solver
+from ttt_research.env.search import C_SCALE, C_VISIT, completed_q, gumbel_search, halving_schedule
+
+T = game.tables()
+R = game.N_CODES
+
+
+def code_of(moves):
+    code = torch.zeros(1, dtype=torch.long)
+    for m in moves:
+        code = game.step(code, torch.tensor([m])).code
+    return code
+
+
+def flat_tables(logit=0.0, value=0.0):
+    """Every position: the same logit on each legal cell (masked elsewhere) and one value."""
+    logits = torch.where(T.legal, logit, -1e9).float()
+    return logits, torch.full((R,), value)
+
+
+def test_the_schedule_halves_the_considered_moves_round_by_round():
+    # 9 moves, 16 simulations: ceil(log2 9) = 4 rounds. Round 1: 9 moves once each; round 2:
+    # the best 4 once more; round 3: the best 2, twice each (16 // (4 * 2) = 2), cut at 16.
+    assert halving_schedule(16)[9].tolist() == [0] * 9 + [1] * 4 + [2, 2, 3]
+    assert halving_schedule(4)[9].tolist() == [0, 0, 0, 0]  # fewer simulations than moves
+    assert halving_schedule(5)[1].tolist() == [0, 1, 2, 3, 4]  # one move: all its own
+    assert halving_schedule(8)[2].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_the_visits_follow_the_schedule_in_the_order_of_the_prior():
+    logits, value = flat_tables()
+    logits[0] = torch.tensor([9, 8, 7, 6, 5, 4, 3, 2, 1], dtype=torch.float)  # the empty board
+    s = gumbel_search(torch.zeros(1, dtype=torch.long), logits, value, 16)
+    # Every child is worth 0, so the scores keep the prior's order: 9 moves once, the best
+    # 4 again, the best 2 again, the best one again.
+    assert s.visits[0].tolist() == [4, 3, 2, 2, 1, 1, 1, 1, 1]
+    assert s.action.tolist() == [0]
+    assert int(s.visits.sum()) == 16
+
+
+def test_a_mate_in_one_is_found_with_two_simulations_against_the_prior():
+    # X: 0, 1; O: 3, 4. X to move wins at 2; the prior prefers 5 (O's own threat).
+    root = code_of([0, 3, 1, 4])
+    logits, value = flat_tables(-5.0)
+    logits[root, 5], logits[root, 2] = 1.0, 0.5
+    s = gumbel_search(root, logits, value, 2)
+    assert s.visits[0, [2, 5]].tolist() == [1, 1]  # the two best of the prior, once each
+    assert s.q[0, 2] == 1.0 and s.q[0, 5] == 0.0  # the win is exact; 5's child is worth 0
+    assert s.action.tolist() == [2]
+    assert s.policy[0].argmax() == 2 and s.policy[0, 2] > 0.9
+    # The prior alone (one simulation) would play its favourite.
+    assert gumbel_search(root, logits, value, 1).action.tolist() == [5]
+
+
+def test_the_completed_q_target_on_a_known_node():
+    visits = torch.tensor([[2.0, 0, 1, 0, 0, 0, 0, 0, 0]])
+    value_sum = torch.tensor([[1.0, 0, -1, 0, 0, 0, 0, 0, 0]])  # q: 0.5 and -1
+    legal = torch.tensor([[True, True, True, True, False, False, False, False, False]])
+    logits = torch.tensor([[0.0, 0.0, math.log(2.0), 0.0, 5.0, 5.0, 5.0, 5.0, 5.0]])
+    raw = torch.tensor([0.2])
+    q, sigma, mixed = completed_q(visits, value_sum, logits, raw, legal, rescale=False)
+    # prior over the legal cells: 0.2, 0.2, 0.4, 0.2. Visited: cells 0 (q 0.5) and 2 (q -1):
+    # weighted mean q = (0.2 * 0.5 + 0.4 * -1) / 0.6 = -0.5; mixed = (0.2 + 3 * -0.5) / 4.
+    assert mixed.item() == pytest.approx((0.2 - 1.5) / 4)
+    assert q[0].tolist() == pytest.approx([0.5, mixed.item(), -1.0, mixed.item(), 0, 0, 0, 0, 0])
+    assert sigma[0, :4].tolist() == pytest.approx([(C_VISIT + 2) * C_SCALE * v for v in q[0, :4].tolist()])
+    assert sigma[0, 4:].abs().sum() == 0  # illegal cells: nothing
+    _, scaled, _ = completed_q(visits, value_sum, logits, raw, legal)  # rescaled to [0, 1]
+    m = (mixed.item() + 1) / 1.5  # q's from -1 (cell 2) to 0.5 (cell 0)
+    assert scaled[0, :4].tolist() == pytest.approx([(C_VISIT + 2) * C_SCALE * v for v in [1.0, m, 0.0, m]])
+
+
+def test_illegal_moves_are_never_expanded_whatever_their_prior():
+    root = code_of([0, 1, 2, 3, 5, 4, 6])  # O to move, cells 7 and 8 empty
+    logits = torch.zeros(R, 9)
+    logits[:, :7] = 50.0  # the table is *not* masked: occupied cells look best
+    value = torch.zeros(R)
+    s = gumbel_search(root, logits, value, 32)
+    assert s.visits[0, :7].sum() == 0 and s.visits[0, 7:].sum() == 32
+    assert s.action.item() in (7, 8) and s.policy[0, :7].sum() == 0
+    assert s.depth.item() == 2  # two plies to the end of the game, never further
+
+
+def test_with_exact_values_and_a_visit_per_move_the_search_plays_optimally_everywhere():
+    # Values from minimax (the mover's), a flat prior, as many simulations as moves: each
+    # move is tried once, its q is exact, and the chosen move keeps the minimax value.
+    sol = solver.solve()
+    value = (sol.value * T.mover).float()  # (R,) the mover's result under perfect play
+    logits, _ = flat_tables()
+    points = T.reachable & ~T.done
+    for ply in range(9):
+        roots = (points & (T.ply == ply)).nonzero().squeeze(1)
+        s = gumbel_search(roots, logits, value, 9 - ply)
+        assert bool(sol.optimal[roots, s.action].all()), f"ply {ply}"
+        assert torch.equal(s.visits.sum(-1), torch.full((roots.numel(),), 9.0 - ply))
+
+
+def test_population_blocks_search_as_their_single_runs():
+    a_logits, a_value = flat_tables()
+    b_logits, b_value = flat_tables()
+    a_logits[0] = torch.arange(9, dtype=torch.float)  # prefers cell 8
+    b_logits[0] = -torch.arange(9, dtype=torch.float)  # prefers cell 0
+    logits, value = torch.cat([a_logits, b_logits]), torch.cat([a_value, b_value])
+    roots = torch.zeros(2, dtype=torch.long)
+    g = -torch.log(-torch.log(torch.rand(2, 9, generator=torch.Generator().manual_seed(0))))
+    both = gumbel_search(roots, logits, value, 6, gumbel=g, offset=torch.tensor([0, R]))
+    one = gumbel_search(roots[:1], a_logits, a_value, 6, gumbel=g[:1])
+    two = gumbel_search(roots[1:], b_logits, b_value, 6, gumbel=g[1:])
+    assert torch.equal(both.visits, torch.cat([one.visits, two.visits]))
+    assert torch.equal(both.action, torch.cat([one.action, two.action]))
+    assert torch.allclose(both.policy, torch.cat([one.policy, two.policy]))
+
+
+def test_a_finished_root_or_no_simulation_is_refused():
+    logits, value = flat_tables()
+    with pytest.raises(ValueError, match="unfinished"):
+        gumbel_search(code_of([0, 3, 1, 4, 2]), logits, value, 4)
+    with pytest.raises(ValueError, match="at least one simulation"):
+        gumbel_search(torch.zeros(1, dtype=torch.long), logits, value, 0)
