@@ -44,9 +44,9 @@ import torch
 import torch.nn.functional as F
 
 from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number
+from ttt_research.algos.replay import Ring
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
-from ttt_research.env.streams import uniform
 from ttt_research.env.transitions import transitions
 from ttt_research.models import member_optim
 
@@ -74,49 +74,20 @@ def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Te
 # ----------------------------------------------------------------------------- the replay
 
 
-class Replay(torch.nn.Module):
-    """A ring of ``capacity`` transitions per member, (N, capacity, ...) buffers (so they are
-    checkpointed), and the counters of games played and gradient steps taken."""
+class Replay(Ring):
+    """A ring of ``capacity`` transitions per member (``algos/replay.py``), and the counters
+    of games played and gradient steps taken."""
 
     def __init__(self, n: int, capacity: int):
-        super().__init__()
-        self.capacity = int(capacity)
-        self.register_buffer("view", torch.zeros(n, capacity, 9, dtype=torch.int8))
-        self.register_buffer("action", torch.zeros(n, capacity, dtype=torch.int8))
-        self.register_buffer("reward", torch.zeros(n, capacity))
-        self.register_buffer("next_view", torch.zeros(n, capacity, 9, dtype=torch.int8))
-        self.register_buffer("discount", torch.zeros(n, capacity))
-        self.register_buffer("done", torch.zeros(n, capacity, dtype=torch.bool))
-        self.register_buffer("size", torch.zeros(n, dtype=torch.long))  # (N,) filled slots
-        self.register_buffer("head", torch.zeros(n, dtype=torch.long))  # (N,) next slot to write
+        super().__init__(n, capacity, {
+            "view": ((9,), torch.int8), "action": ((), torch.int8), "reward": ((), torch.float32),
+            "next_view": ((9,), torch.int8), "discount": ((), torch.float32), "done": ((), torch.bool)})
         self.register_buffer("games", torch.zeros((), dtype=torch.long))  # games pushed (per member)
         self.register_buffer("steps", torch.zeros((), dtype=torch.long))  # gradient steps taken
 
     def push(self, tr: dict) -> None:
-        """Write (M,) transitions, each into its member's ring at its head, in order; a member
-        with more than ``capacity`` new ones keeps its last ``capacity``."""
-        order = torch.argsort(tr["member"], stable=True)  # member by member, each in its order
-        tr = {k: v[order] for k, v in tr.items()}
-        member = tr["member"]
-        N, C = self.size.shape[0], self.capacity
-        count = torch.bincount(member, minlength=N)  # (N,)
-        start = count.cumsum(0) - count
-        rank = torch.arange(member.numel(), device=member.device) - start[member]  # order within member
-        keep = rank >= (count - C)[member]
-        slot = (self.head[member] + rank) % C
-        m, s = member[keep], slot[keep]
-        for name in ("view", "action", "reward", "next_view", "discount", "done"):
-            getattr(self, name)[m, s] = tr[name][keep].to(getattr(self, name).dtype)
-        self.head.copy_((self.head + count) % C)
-        self.size.copy_((self.size + count).clamp(max=C))
-
-    def sample(self, batch: int, streams) -> dict:
-        """(N, batch) transitions, member k's drawn uniformly from its own ring (its stream)."""
-        u = uniform((self.size.shape[0], batch), self.size.device, streams)
-        idx = (u * self.size[:, None]).long().minimum((self.size - 1).clamp_min(0)[:, None])
-        take = lambda x: x.gather(1, idx if x.dim() == 2 else idx[..., None].expand(-1, -1, 9))  # noqa: E731
-        return {name: take(getattr(self, name)) for name in
-                ("view", "action", "reward", "next_view", "discount", "done")}
+        """Write (M,) transitions (``transitions``' dict), each into its member's ring."""
+        super().push(tr["member"], tr)
 
 
 # ----------------------------------------------------------------------------- the algorithm

@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ttt_research.models.heads import ValueHead, ValueHeadStack
 from ttt_research.models.nets import MASKED, MLPStack
 
 CELLS = 9
@@ -139,10 +140,12 @@ class QTableStack(nn.Module):
 
 
 def stack_of(members: list[nn.Module]) -> nn.Module:
-    """The stacked module of a population's members: ``QTableStack`` for tables, else
-    ``MLPStack`` (``models.nets``)."""
+    """The stacked module of a population's members: ``QTableStack`` for tables,
+    ``ValueHeadStack`` for value heads (``models.heads``), else ``MLPStack`` (``models.nets``)."""
     if members and isinstance(members[0], QTable):
         return QTableStack.from_members(members)
+    if members and isinstance(members[0], ValueHead):
+        return ValueHeadStack.from_members(members)
     return MLPStack.from_members(members)
 
 

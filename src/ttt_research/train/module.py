@@ -47,6 +47,12 @@ from ttt_research.models.qtable import blank_like
 from ttt_research.train.guards import check_finite, check_members
 
 
+def term_name(key: str) -> str:
+    """The logged name of an update's term: ``train/<key>``, or the key itself when it names
+    its own namespace (``search/depth``)."""
+    return key if "/" in key else f"train/{key}"
+
+
 class UpdateIndices:
     """The training "data": update indices 0 .. ``total`` - 1, as many as the budget's updates.
 
@@ -324,7 +330,7 @@ class RLModule(L.LightningModule):
             return self._account_population(done, seconds, now)
         metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device).reshape(())
                    for k, v in done.rates.items()}
-        metrics.update({f"train/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device)
+        metrics.update({term_name(k): torch.as_tensor(v, dtype=torch.float32, device=self.device)
                         .detach().reshape(()) for k, v in done.terms.items()})
         if self._last_time is not None:
             metrics["perf/games_per_s"] = torch.tensor(
@@ -370,7 +376,7 @@ class RLModule(L.LightningModule):
             return torch.as_tensor(v, dtype=torch.float32).detach().cpu().reshape(-1).expand(self.n).clone()
 
         mine = {f"rollout/{k}": column(v) for k, v in done.rates.items()}
-        mine.update({f"train/{k}": column(v) for k, v in done.terms.items()})
+        mine.update({term_name(k): column(v) for k, v in done.terms.items()})
         if done.moves is not None:
             mine["moves"] = column(done.moves)
         mine["active"] = self.active.float()

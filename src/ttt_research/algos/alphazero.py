@@ -1,0 +1,265 @@
+"""Gumbel AlphaZero (``algo=alphazero``): self-play with a batched tree search.
+
+The network is the project's ``MLP`` (nine masked logits: the policy that is evaluated,
+exported and played) with a value head over its last hidden layer (``models.heads``:
+tanh, the mover's expected result). Each update:
+
+1. **Tables.** The net's masked logits and value at every unfinished position (one pass
+   over the 4,520 decision positions per member), written into tables indexed by the
+   board code (a population's members one block each): the search reads them by gather.
+2. **Play** ``games_per_update`` games (``rollout.play_batch``), every learner move chosen
+   by ``env/search.gumbel_search`` with ``simulations`` simulations: Gumbel noise from the
+   member's stream, scaled by the temperature (annealed to ``temperature_final``; 0: no
+   noise, a deterministic search), top-k sampling and sequential halving at the root.
+3. **Targets.** Each searched position with the search's improved policy (softmax of the
+   prior logits plus sigma of the completed q values) and the game's result for its mover
+   (+1, 0, -1) goes into the member's replay ring.
+4. **Learn.** ``gradient_steps`` Adam steps on minibatches of ``batch_size`` positions:
+
+       loss = cross-entropy(improved policy, softmax(logits))
+              + value_coef * (v - z)^2
+              + weight_decay * sum of squared weights
+
+Against a fixed opponent (``opponent=random`` ...) the learner searches its own moves
+with the same self-play tree (the opponent is modelled by the net) and learns from its
+own positions only. Values are in game results (win 1, tie 0, loss -1): the reward table
+must be zero-sum (``reward=zero_sum``, the default), and ``action_values`` reports them in
+its units.
+
+At test time the search is a policy too: ``search_actions`` runs the deterministic search
+(no noise, ties to the lowest cell) from every decision position, and ``eval.json`` gets
+its exact evaluation under ``search`` (``test_simulations``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from ttt_research.algos.base import Algorithm, Run, Update, number
+from ttt_research.algos.replay import Ring
+from ttt_research.env import game
+from ttt_research.env.opponents import SelfPlay
+from ttt_research.env.rollout import play_batch
+from ttt_research.env.search import gumbel_search
+from ttt_research.env.streams import uniform
+from ttt_research.evaluation.exact import evaluate_actions, evaluate_actions_stack
+from ttt_research.models import member_optim
+from ttt_research.models.heads import ValueHead
+from ttt_research.models.nets import MASKED
+
+R = game.N_CODES
+
+# ----------------------------------------------------------------------------- the terms
+
+
+def policy_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(N, K, 9) masked logits, (N, K, 9) target policies (0 on occupied cells) -> (N,)
+    the mean cross-entropy of the target against softmax(logits)."""
+    return -(target * torch.log_softmax(logits, -1)).sum(-1).mean(-1)
+
+
+def value_loss(value: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """(N, K) values, (N, K) results for the mover -> (N,) the mean squared error."""
+    return (value - result).pow(2).mean(-1)
+
+
+def squared_weights(params, n: int | None) -> torch.Tensor:
+    """The sum of squared parameters, per member ((N,) for a stack's leading axis, else ())."""
+    if n is None:
+        return sum(p.pow(2).sum() for p in params)
+    return sum(p.pow(2).reshape(n, -1).sum(1) for p in params)
+
+
+def gumbel(shape: tuple[int, ...], device, streams) -> torch.Tensor:
+    """Gumbel(0, 1) noise of ``shape`` (members first), from the members' streams."""
+    u = uniform(shape, device, streams).clamp(1e-12, 1 - 1e-7)
+    return -torch.log(-torch.log(u))
+
+
+def mover_result(ep, self_play: bool) -> torch.Tensor:
+    """(T, N, B) the game's result (+1 / 0 / -1) for the side that moves at each ply: the
+    learner's own against a fixed opponent; in self-play X's result, negated at O's plies."""
+    T = ep.learner.shape[0]
+    if not self_play:
+        return ep.outcome[None].expand(T, *ep.outcome.shape).float()
+    side = torch.where(torch.arange(T, device=ep.outcome.device) % 2 == 0, 1.0, -1.0)
+    return (ep.outcome * ep.seat).float()[None] * side.view(T, *[1] * ep.outcome.dim())
+
+
+# ----------------------------------------------------------------------------- the algorithm
+
+
+class AlphaZero(Algorithm):
+    name = "alphazero"
+
+    def __init__(self, net, games_per_update: int = 64, simulations: int = 8,
+                 test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
+                 lr_final: float | None = 0.0003, temperature: float = 1.0,
+                 temperature_final: float | None = 1.0, value_coef: float = 1.0,
+                 weight_decay: float = 1e-4, capacity: int = 20000, batch_size: int = 256,
+                 gradient_steps: int = 8, max_grad_norm: float = 5.0,
+                 value_head: torch.nn.Module | None = None):
+        super().__init__(net, games_per_update)
+        self.simulations, self.test_simulations = int(simulations), int(test_simulations)
+        self.max_considered = int(max_considered)
+        self.lr, self.lr_final = number(lr), lr_final
+        self.temperature, self.temperature_final = number(temperature), temperature_final
+        self.value_coef, self.weight_decay = float(value_coef), float(weight_decay)
+        self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
+        self.max_grad_norm = float(max_grad_norm)
+        self.value_head = value_head if value_head is not None else self.companion_nets(net)["value_head"]
+        self.replay = Ring(getattr(net, "n", 1), capacity, {
+            "view": ((9,), torch.int8), "policy": ((9,), torch.float32), "result": ((), torch.float32)})
+
+    @staticmethod
+    def companion_nets(net) -> dict[str, torch.nn.Module]:
+        """The value head, built right after the policy net (a population's per member)."""
+        return {"value_head": ValueHead(net.hidden[-1])}
+
+    def configure_optimizers(self):
+        return member_optim.adam(self.net, list(self.net.parameters()) + list(self.value_head.parameters()),
+                                 lr=self.lr)
+
+    @property
+    def members(self) -> int | None:
+        return getattr(self.net, "n", None)
+
+    # ------------------------------------------------------------------ tables and search
+
+    def value(self, view: torch.Tensor) -> torch.Tensor:
+        """(..., 9) mover's views -> (...) the value head's estimates."""
+        return self.value_head(self.net.trunk(view))
+
+    @torch.no_grad()
+    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N * 3^9, 9) masked logits and (N * 3^9,) values, by member block and board code
+        (unreached codes: masked logits, value 0)."""
+        t = game.tables(self.replay.size.device)
+        codes = (t.reachable & ~t.done).nonzero().squeeze(1)  # (P,)
+        views = t.view.index_select(0, codes).float()  # (P, 9) shared by every member
+        logits, value = self.net(views).float(), self.value(views).float()  # (N, P, 9), (N, P)
+        n = logits.shape[0] if logits.dim() == 3 else 1
+        table = torch.full((n, R, 9), MASKED, device=codes.device)
+        values = torch.zeros(n, R, device=codes.device)
+        table[:, codes] = logits.view(n, -1, 9)
+        values[:, codes] = value.view(n, -1)
+        return table.view(n * R, 9), values.view(n * R)
+
+    @torch.no_grad()
+    def search_actions(self, simulations: int | None = None) -> torch.Tensor:
+        """(N, 3^9) the deterministic search's move at every decision position (0 elsewhere)."""
+        k = self.test_simulations if simulations is None else int(simulations)
+        logits, values = self.tables()
+        n = values.numel() // R
+        t = game.tables(values.device)
+        codes = (t.reachable & ~t.done).nonzero().squeeze(1)
+        roots = codes.repeat(n)
+        offset = torch.arange(n, device=codes.device).repeat_interleave(codes.numel()) * R
+        s = gumbel_search(roots, logits, values, k, offset=offset, max_considered=self.max_considered)
+        actions = torch.zeros(n, R, dtype=torch.long, device=codes.device)
+        actions[:, codes] = s.action.view(n, -1)
+        return actions
+
+    def extra_report(self) -> dict:
+        """The test-time search's exact evaluation (``test_simulations``), for eval.json."""
+        actions = self.search_actions()
+        report = evaluate_actions(actions[0].cpu()) if self.members is None else None
+        return {"search": {"simulations": self.test_simulations, **report}} if report else {}
+
+    def search_reports(self) -> list[dict]:
+        """A population's members' test-time search evaluations, one report each."""
+        return evaluate_actions_stack(self.search_actions())
+
+    @torch.no_grad()
+    def action_values(self, view: torch.Tensor) -> torch.Tensor:
+        """Q(s, a) = -V(s'), s' the opponent's view after the move (exact where it ends the
+        game: a win, or a tie on a full board), in the reward table's units (win = 1 here)."""
+        after = view.unsqueeze(-2) + torch.eye(9, device=view.device)  # (..., 9, 9) each move's board
+        wins = game.winner(after.reshape(-1, 9).to(torch.int8)).view(after.shape[:-1]) == 1  # (..., 9)
+        full = (after != 0).all(-1)
+        child = -(after.reshape(*view.shape[:-2], -1, 9) if view.dim() == 3 else after.reshape(-1, 9))
+        v = self.value(child)  # the opponent's value of each child: (N, B * 9), (N, P * 9) or (P * 9,)
+        v = v.reshape(*v.shape[:-1], view.shape[-2], 9)
+        return torch.where(wins, 1.0, torch.where(full, 0.0, -v)).float()
+
+    # ------------------------------------------------------------------ learning
+
+    @torch.no_grad()
+    def act(self, view, legal, logits, values, temperature, streams, stash):
+        """Searched moves for (N, B, 9) views; the improved policies go into ``stash``."""
+        N, B = view.shape[:2]
+        dev = view.device
+        noise = gumbel((N, B, 9), dev, streams) * torch.as_tensor(temperature, device=dev).view(-1, 1, 1)
+        live = legal.reshape(-1, 9).any(-1)  # (N * B,) games still going
+        own = (view == 1).sum(-1)
+        mover = torch.where(own == (view == -1).sum(-1), game.X, game.O)  # (N, B)
+        codes = game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8))
+        member = torch.arange(N, device=dev).repeat_interleave(B)
+        at = live.nonzero().squeeze(1)
+        moves = torch.zeros(N * B, dtype=torch.long, device=dev)
+        if at.numel():
+            s = gumbel_search(codes[at], logits, values, self.simulations, gumbel=noise.reshape(-1, 9)[at],
+                              offset=member[at] * R, max_considered=self.max_considered)
+            moves[at] = s.action
+            ply = (view != 0).sum(-1).reshape(-1)[at]
+            stash["policy"].view(9, N * B, 9)[ply, at] = s.policy
+            prior = torch.softmax(logits.index_select(0, member[at] * R + codes[at]), -1)
+            stash["improvement"].append(((s.policy - prior) * s.q).sum(-1))
+            stash["depth"].append(s.depth.float())
+        return moves.view(N, B)
+
+    def update(self, run: Run) -> Update:
+        opt = run.optimizer()
+        lr = run.scheduled(self.lr, self.lr_final)
+        member_optim.set_lr(opt.optimizer, lr)
+        temperature = run.scheduled(self.temperature, self.temperature_final)
+        logits, values = self.tables()
+        N = values.numel() // R
+        stash = {"policy": torch.zeros(9, N, self.games_per_update, 9, device=run.device),
+                 "improvement": [], "depth": []}
+        per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), temperature)
+        act = partial(self.act, logits=logits, values=values, temperature=per_member,
+                      streams=run.streams, stash=stash)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        self_play = isinstance(run.opponent, SelfPlay)
+        mask = ep.learner  # (T, N, B) every searched move
+        member = torch.arange(N, device=run.device).view(1, N, 1).expand_as(mask)[mask]
+        self.replay.push(member, {"view": ep.view[mask], "policy": stash["policy"][mask],
+                                  "result": mover_result(ep, self_play)[mask]})
+        sums = torch.zeros(3, N, device=run.device)
+        for _ in range(self.gradient_steps):
+            sums += self.learn(run, opt)
+        sums /= max(self.gradient_steps, 1)
+        terms = dict(zip(("loss", "policy_loss", "value_loss"), sums.unbind(0), strict=True))
+        terms["lr"] = torch.as_tensor(lr, dtype=torch.float32)
+        terms["temperature"] = torch.as_tensor(temperature, dtype=torch.float32)
+        if stash["depth"]:
+            terms["search/depth"] = torch.cat(stash["depth"]).mean()
+            terms["search/improvement"] = torch.cat(stash["improvement"]).mean()
+            terms["search/simulations"] = float(self.simulations)
+        if self.members is None:  # a single run's terms are numbers
+            terms = {k: v.reshape(()) if isinstance(v, torch.Tensor) and v.numel() == 1 else v
+                     for k, v in terms.items()}
+        return Update(ep.batch, ep.rates(), terms, moves=mask.sum((0, 2)))
+
+    def learn(self, run: Run, opt) -> torch.Tensor:
+        """One gradient step on a minibatch per member; (3, N) loss, policy loss, value loss."""
+        b = self.replay.sample(self.batch_size, run.streams)
+        x = b["view"].float()  # (N, K, 9)
+        if self.members is None:
+            x = x.squeeze(0)
+        logits = self.net(x).view(-1, self.batch_size, 9)  # (N, K, 9)
+        v = self.value(x).view(-1, self.batch_size)
+        p_loss = policy_loss(logits, b["policy"])
+        v_loss = value_loss(v, b["result"])
+        params = list(self.net.parameters()) + list(self.value_head.parameters())
+        loss = p_loss + self.value_coef * v_loss + self.weight_decay * squared_weights(params, self.members)
+        opt.zero_grad(set_to_none=True)
+        run.backprop(loss.sum())
+        if self.max_grad_norm > 0:
+            run.clip_grad_norm(opt, self.max_grad_norm)
+        opt.step()
+        return torch.stack((loss.expand_as(p_loss), p_loss, v_loss)).detach()
+
