@@ -4,6 +4,7 @@ seeds' single runs, and a killed run that resumes to the uninterrupted one."""
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -13,9 +14,11 @@ from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
 from ttt_research.algos.alphazero import AlphaZero, policy_loss, value_loss
 from ttt_research.env import game, solver
+from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import evaluate_actions
 from ttt_research.models.nets import MASKED, MLP
 from ttt_research.train.run import train
+from ttt_research.train.validate import validate
 
 TINY = ["algo=alphazero", "net=mlp25", "algo.games_per_update=16", "algo.simulations=4",
         "algo.gradient_steps=2", "algo.batch_size=32", "budget.games=64"]
@@ -103,3 +106,17 @@ def test_a_killed_run_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
     assert train(make_cfg(*overrides, "resume=true"), tmp_path / "killed") == whole
     assert json.loads((tmp_path / "killed" / "eval.json").read_text()) == whole
     assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("algo.simulations=0", "algo.simulations must be an integer in [1, 1024]"),
+    ("algo.test_simulations=2000", "algo.test_simulations must be an integer in [1, 1024]"),
+    ("algo.max_considered=12", "algo.max_considered must be an integer in [1, 9]"),
+    ("algo.weight_decay=-1", "algo.weight_decay must be a number in [0,"),
+    ("reward=cautious", "reward must be a zero-sum table with algo=alphazero"),
+    ("algo.capacity=0", "algo.capacity must be a positive integer"),
+])
+def test_bad_values_are_refused_naming_the_key(override, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        validate(make_cfg("algo=alphazero", override))
+    validate(make_cfg("algo=alphazero"))

@@ -35,6 +35,7 @@ from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, p
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.population.sharing import processes
+from ttt_research.train.validate_algos import validate_alphazero, validate_dqn
 
 FLOAT32 = "(training runs in float32)"
 
@@ -174,44 +175,15 @@ def _validate_algo(cfg: DictConfig) -> None:
     if value_of(cfg, "algo.baseline") is not None:
         v = value_of(cfg, "algo.baseline")
         need(isinstance(v, bool), "algo.baseline", "true or false", v)
-    if str(value_of(cfg, "algo._target_") or "").endswith(".DQN"):
-        _validate_dqn(cfg)
+    target = str(value_of(cfg, "algo._target_") or "")
+    if target.endswith(".DQN"):
+        validate_dqn(cfg)
+    elif target.endswith(".AlphaZero"):
+        validate_alphazero(cfg)
     v = value_of(cfg, "algo.optimizer")
     need(v is None or (OmegaConf.is_dict(v) and "_target_" in v), "algo.optimizer",
           "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}",
           OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
-
-
-def _validate_dqn(cfg: DictConfig) -> None:
-    """``algo=dqn``'s own keys (algos/dqn.py)."""
-    for key in ("algo.capacity", "algo.batch_size", "algo.gradient_steps", "algo.target_every"):
-        positive_int(cfg, key, GAMES_MAX, GAMES_WHY)
-    capacity, batch = value_of(cfg, "algo.capacity"), value_of(cfg, "algo.batch_size")
-    need(batch <= capacity, "algo.batch_size", f"at most algo.capacity ({capacity:,}): a "
-         "minibatch is drawn from one member's replay", batch)
-    v = value_of(cfg, "algo.warmup_games")
-    need(is_int(v) and 0 <= v <= GAMES_MAX, "algo.warmup_games", f"an integer in [0, {GAMES_MAX:,}]", v)
-    v = value_of(cfg, "algo.n_step")
-    need(is_int(v) and 1 <= v <= 5, "algo.n_step",
-         "an integer in [1, 5] (learner steps; a game has at most 5)", v)
-    v = value_of(cfg, "algo.tau")
-    need(v is None or bounded(v, 0.0, 1.0, low_open=True), "algo.tau",
-         "null (hard target updates) or a number in (0, 1] (Polyak averaging)", v)
-    v = value_of(cfg, "algo.double")
-    need(isinstance(v, bool), "algo.double", "true or false", v)
-    v = value_of(cfg, "algo.huber_delta")
-    need(bounded(v, 0.0, VALUE_MAX, low_open=True), "algo.huber_delta", f"a number in (0, {VALUE_MAX:g}]", v)
-    v = value_of(cfg, "algo.epsilon_final")
-    need(v is None or bounded(v, 0.0, 1.0), "algo.epsilon_final",
-         "a probability in [0, 1], or null (constant)", v)
-    v = value_of(cfg, "algo.epsilon_fraction")
-    need(bounded(v, 0.0, 1.0, low_open=True), "algo.epsilon_fraction",
-         "a share of the budget in (0, 1] (epsilon anneals over it, then holds)", v)
-    if str(value_of(cfg, "opponent._target_") or "").endswith(".SelfPlay"):
-        win, tie, loss = (value_of(cfg, f"reward.{k}") for k in ("win", "tie", "loss"))
-        need(tie == 0 and win == -loss, "reward", "a zero-sum table with algo=dqn opponent=self "
-             "(its negamax targets negate the opponent's value: win = -loss, tie = 0; e.g. "
-             "reward=zero_sum)", {"win": win, "tie": tie, "loss": loss})
 
 
 def _validate_stages(cfg: DictConfig) -> None:
