@@ -120,3 +120,14 @@ def test_bad_values_are_refused_naming_the_key(override, needle):
     with pytest.raises(ConfigError, match=re.escape(needle)):
         validate(make_cfg("algo=alphazero", override))
     validate(make_cfg("algo=alphazero"))
+
+
+@pytest.mark.slow  # a few seconds on the 2-core host
+def test_a_populations_members_carry_their_search_evaluations(tmp_path):
+    train(make_cfg(*TINY, "population.size=2"), tmp_path)
+    members = json.loads((tmp_path / "population.json").read_text())["members"]
+    for m in members:
+        one = train(make_cfg(*TINY, f"seed={m['seed']}"), tmp_path / f"single{m['seed']}")
+        assert m["eval"]["search"]["simulations"] == 4
+        mine, alone = m["eval"]["search"]["as_o"]["vs_random"], one["search"]["as_o"]["vs_random"]
+        assert mine == pytest.approx(alone, abs=1e-4)

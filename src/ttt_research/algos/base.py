@@ -161,3 +161,8 @@ class Algorithm(torch.nn.Module):
     def extra_report(self) -> dict[str, float]:
         """Figures of this algorithm's own that ``eval.json`` adds to the exact evaluation."""
         return {}
+
+    def member_reports(self) -> list[dict] | None:
+        """A population's ``extra_report``: one dict per member, merged into each member's
+        report of every exact evaluation (``population.json``); None: nothing to add."""
+        return None

@@ -64,10 +64,14 @@ class PopulationEvaluation(ExactEvaluation):
         seconds = self.clock()  # the time trained until this evaluation, not counting it
         reports = evaluate_stack(module.net)
         blocks = learned_values(module)  # each member's value_accuracy, None without values
+        extra = module.algo.member_reports()  # an algorithm's own figures (alphazero: its search)
         module.train(was_training)
         if blocks is not None:
             for r, block in zip(reports, blocks, strict=True):
                 r[VALUE_KEY] = block
+        if extra is not None:
+            for r, more in zip(reports, extra, strict=True):
+                r.update(more)
         active = module.active.tolist()
         mine = [r if on else None for r, on in zip(reports, active, strict=True)]
         reports = [r for share in module.gather_objects(mine) for r in share]  # every process's
