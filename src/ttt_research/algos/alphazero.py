@@ -94,12 +94,12 @@ def mover_result(ep, self_play: bool) -> torch.Tensor:
 class AlphaZero(Algorithm):
     name = "alphazero"
 
-    def __init__(self, net, games_per_update: int = 64, simulations: int = 8,
+    def __init__(self, net, games_per_update: int = 64, simulations: int = 16,
                  test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
                  lr_final: float | None = 0.0003, temperature: float = 1.0,
                  temperature_final: float | None = 1.0, value_coef: float = 1.0,
                  weight_decay: float = 1e-4, capacity: int = 20000, batch_size: int = 256,
-                 gradient_steps: int = 8, max_grad_norm: float = 5.0,
+                 gradient_steps: int = 32, max_grad_norm: float = 5.0,
                  value_head: torch.nn.Module | None = None):
         super().__init__(net, games_per_update)
         self.simulations, self.test_simulations = int(simulations), int(test_simulations)
