@@ -87,13 +87,17 @@ def report(root: str | Path | list, out: str | Path | None = None, sort: str = "
 
 def _folders(roots: list[Path], names: list[str] | None) -> tuple[list, list[tuple[Path, list]]]:
     """(the runs of several folders, each labelled as its configuration; each folder's skipped
-    runs). A folder that is missing or holds no complete run is left out with a warning."""
+    runs). A folder that holds no complete run is left out with a warning; one that does not
+    exist is an error."""
     if names is not None and len(names) != len(roots):
         raise ReportError(f"--names gives {len(names)} name(s) for {len(roots)} folders: one name per folder")
     names = names or [r.name or str(r) for r in roots]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ReportError(f"two folders would be named {dup[0]!r}: name each with --names a,b,c")
+    missing = [str(r) for r in roots if not r.is_dir()]
+    if missing:  # a typo, not a row still running: refuse rather than report fewer rows
+        raise ReportError(f"no such directory: {missing[0]}")
     found, skipped = [], []
     for root, name in zip(roots, names, strict=True):
         try:

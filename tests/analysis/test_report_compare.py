@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ttt_research import report
+from ttt_research.analysis.runs import ReportError
 from ttt_research.evaluation import stats
 
 GAMES = (1000, 2000, 4000, 8000)
@@ -170,12 +171,16 @@ def test_one_folder_is_reported_as_before_with_the_safety_table(rows_dir, no_fig
 
 
 def test_a_folder_without_runs_is_left_out_with_a_warning(rows_dir, capsys, no_figures):
-    (rows_dir / "empty").mkdir()
-    files = report.report([rows_dir / "qtab", rows_dir / "empty", rows_dir / "nowhere"], out=rows_dir / "o",
-                          reps=200)
+    (rows_dir / "empty").mkdir()  # e.g. a row still running
+    files = report.report([rows_dir / "qtab", rows_dir / "empty"], out=rows_dir / "o", reps=200)
     assert list(csv_rows(files["csv"])) == ["qtab"]
-    err = capsys.readouterr().err
-    assert f"left out {rows_dir / 'empty'}: no runs under" in err and "no such directory" in err
+    assert f"left out {rows_dir / 'empty'}: no runs under" in capsys.readouterr().err
+
+
+def test_a_folder_that_does_not_exist_is_an_error_not_a_shorter_report(rows_dir, no_figures):
+    with pytest.raises(ReportError, match="no such directory: .*nowhere"):
+        report.report([rows_dir / "qtab", rows_dir / "nowhere"], out=rows_dir / "o", reps=200)
+    assert not (rows_dir / "o").exists()  # nothing written
 
 
 def test_a_bad_elapsed_s_or_value_accuracy_skips_its_population_naming_it(rows_dir, capsys, no_figures):
