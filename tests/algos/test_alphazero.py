@@ -131,3 +131,9 @@ def test_a_populations_members_carry_their_search_evaluations(tmp_path):
         assert m["eval"]["search"]["simulations"] == 4
         mine, alone = m["eval"]["search"]["as_o"]["vs_random"], one["search"]["as_o"]["vs_random"]
         assert mine == pytest.approx(alone, abs=1e-4)
+
+
+def test_value_mix_one_learns_the_searchs_values_instead_of_the_results():
+    ring = first_update(*TINY, "budget.games=16", "algo.value_mix=1").algo.replay
+    result = ring.result[0, :int(ring.size[0])]
+    assert result.abs().max() <= 1 and not bool((result == result.round()).all())

@@ -13,7 +13,8 @@ tanh, the mover's expected result). Each update:
    noise, a deterministic search), top-k sampling and sequential halving at the root.
 3. **Targets.** Each searched position with the search's improved policy (softmax of the
    prior logits plus sigma of the completed q values) and the game's result for its mover
-   (+1, 0, -1) goes into the member's replay ring.
+   (+1, 0, -1; with ``value_mix`` > 0 mixed with the search's value of the position) goes
+   into the member's replay ring.
 4. **Learn.** ``gradient_steps`` Adam steps on minibatches of ``batch_size`` positions:
 
        loss = cross-entropy(improved policy, softmax(logits))
@@ -97,7 +98,7 @@ class AlphaZero(Algorithm):
     def __init__(self, net, games_per_update: int = 64, simulations: int = 16,
                  test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
                  lr_final: float | None = 0.0003, temperature: float = 1.0,
-                 temperature_final: float | None = 1.0, value_coef: float = 1.0,
+                 temperature_final: float | None = 1.0, value_coef: float = 1.0, value_mix: float = 0.0,
                  weight_decay: float = 1e-4, capacity: int = 20000, batch_size: int = 256,
                  gradient_steps: int = 32, max_grad_norm: float = 5.0,
                  value_head: torch.nn.Module | None = None):
@@ -107,6 +108,7 @@ class AlphaZero(Algorithm):
         self.lr, self.lr_final = number(lr), lr_final
         self.temperature, self.temperature_final = number(temperature), temperature_final
         self.value_coef, self.weight_decay = float(value_coef), float(weight_decay)
+        self.value_mix = float(value_mix)
         self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
         self.max_grad_norm = float(max_grad_norm)
         self.value_head = value_head if value_head is not None else self.companion_nets(net)["value_head"]
@@ -211,6 +213,7 @@ class AlphaZero(Algorithm):
             moves[at] = s.action
             ply = (view != 0).sum(-1).reshape(-1)[at]
             stash["policy"].view(9, N * B, 9)[ply, at] = s.policy
+            stash["value"].view(9, N * B)[ply, at] = s.value
             prior = torch.softmax(logits.index_select(0, member[at] * R + codes[at]), -1)
             stash["improvement"].append(((s.policy - prior) * s.q).sum(-1))
             stash["depth"].append(s.depth.float())
@@ -224,6 +227,7 @@ class AlphaZero(Algorithm):
         logits, values = self.tables()
         N = values.numel() // R
         stash = {"policy": torch.zeros(9, N, self.games_per_update, 9, device=run.device),
+                 "value": torch.zeros(9, N, self.games_per_update, device=run.device),
                  "improvement": [], "depth": []}
         per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), temperature)
         act = partial(self.act, logits=logits, values=values, temperature=per_member,
@@ -232,8 +236,11 @@ class AlphaZero(Algorithm):
         self_play = isinstance(run.opponent, SelfPlay)
         mask = ep.learner  # (T, N, B) every searched move
         member = torch.arange(N, device=run.device).view(1, N, 1).expand_as(mask)[mask]
+        # The value target: the game's result for the mover, mixed with the search's value of
+        # the position (value_mix; 0: the result alone, as AlphaZero).
+        target = (1 - self.value_mix) * mover_result(ep, self_play) + self.value_mix * stash["value"]
         self.replay.push(member, {"view": ep.view[mask], "policy": stash["policy"][mask],
-                                  "result": mover_result(ep, self_play)[mask]})
+                                  "result": target[mask]})
         sums = torch.zeros(3, N, device=run.device)
         for _ in range(self.gradient_steps):
             sums += self.learn(run, opt)
