@@ -235,3 +235,17 @@ def test_single_runs_count_their_own_elapsed_s_whole(tmp_path, no_figures):
     row = csv_rows(files["csv"])["runs"]
     assert (num(row, "first_unbeatable_games_median"), row["first_unbeatable_never"]) == (1500, "1")
     assert num(row, "first_unbeatable_seconds_median") == pytest.approx((6.0 + 2.5) / 2)  # one agent a job
+
+
+def test_seeds_safe_before_the_run_kept_its_clock_are_not_timed_not_never(tmp_path, no_figures):
+    # A run started before elapsed_s existed, then resumed: its early evaluations have none.
+    population(tmp_path / "late", "o", ["algo=qlearning"], {"o": [[F, T, T, T], [F, F, T, T]]},
+               elapsed=["", "", 40.0, 80.0])
+    population(tmp_path / "early", "o", ["algo=qlearning"], {"o": [[T, T, T, T], [F, T, T, T]]},
+               elapsed=["", "", 40.0, 80.0])
+    files = report.report([tmp_path / "late", tmp_path / "early"], out=tmp_path / "out", reps=200)
+    md = files["md"].read_text()
+    late = next(line for line in md.splitlines() if line.startswith("| late | O |"))
+    early = next(line for line in md.splitlines() if line.startswith("| early | O |"))
+    assert late.endswith("(1 of 2 timed) |") and "never" not in late.split("|")[-2]
+    assert early.endswith("not measured (no elapsed_s at those evaluations) |")

@@ -130,6 +130,17 @@ def _spread(q, show) -> str:
     return f"{show(q[0])} [{show(q[1])}, {show(q[2])}]"
 
 
+def _timed_spread(s: Safety) -> str:
+    """The wall seconds' spread, saying so where the seeds got there before the run kept
+    ``elapsed_s`` (a run started before the clock existed, then resumed)."""
+    reached = sum(g is not None for g in s.first_games)
+    timed = sum(t is not None for t in s.first_seconds)
+    if reached and not timed:
+        return "not measured (no elapsed_s at those evaluations)"
+    spread = _spread(s.seconds_quartiles, _seconds)
+    return spread if timed == reached else f"{spread} ({timed} of {reached} timed)"
+
+
 def markdown(labels: list[str], groups: list[list[Run]]) -> str:
     """report.md's second table: per configuration and trained seat(s), the share unbeatable at
     the end and the time to the first unbeatable evaluation, in games and in wall seconds."""
@@ -140,7 +151,7 @@ def markdown(labels: list[str], groups: list[list[Run]]) -> str:
     for label, runs in zip(labels, groups, strict=True):
         for s in safety_rows(runs):
             lo, hi = s.ci
-            secs = "" if not s.timed else _spread(s.seconds_quartiles, _seconds)
+            secs = "" if not s.timed else _timed_spread(s)
             lines.append("| " + " | ".join([
                 label, s.name, str(s.seeds),
                 f"{s.unbeatable}/{s.seeds} = {s.unbeatable / max(s.seeds, 1):.2f} [{lo:.2f}, {hi:.2f}]",
