@@ -57,6 +57,7 @@ def test_every_searched_move_is_learned_from_with_its_movers_result():
     assert set(ring.result[0, :moves].tolist()) <= {-1.0, 0.0, 1.0}
 
 
+@pytest.mark.slow  # about 4 s on the 2-core host
 def test_a_tiny_run_reports_its_search_exactly(tmp_path):
     report = train(make_cfg(*TINY), tmp_path)
     assert report["search"]["simulations"] == 4

@@ -19,7 +19,7 @@ EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"
 @pytest.mark.parametrize("overrides", [[], *([f"algo={a}"] for a in ALGOS),
                                        *([f"experiment={e}"] for e in EXPERIMENTS)])
 def test_every_shipped_config_runs_one_torch_thread(overrides):
-    assert ALGOS == ["dqn", "ppo", "qlearning", "reinforce", "reinforce_faithful"]
+    assert ALGOS == ["alphazero", "dqn", "ppo", "qlearning", "reinforce", "reinforce_faithful"]
     assert make_cfg(*overrides).threads == 1
     assert make_cfg(*overrides, "threads=2").threads == 2  # the option stays
 
