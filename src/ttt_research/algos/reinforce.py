@@ -199,6 +199,8 @@ class Reinforce(Algorithm):
         # there. A few uniform moves keep every alternative sampled, and the safe one, when
         # sampled, is pushed up by its own reward.
         moves = self._sample(logits, streams)
+        if not isinstance(self.epsilon, torch.Tensor) and self.epsilon <= 0:
+            return moves  # the default: no legal mask to build on the hot path
         return epsilon_greedy(moves, logits > MASKED / 2, self.epsilon, streams)
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
