@@ -165,11 +165,11 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor, value: torch.Tensor,
         path_move = torch.zeros(B, 10, dtype=torch.long, device=dev)
         leaf = torch.zeros(B, device=dev)
         for d in range(10):
+            here = code.gather(1, node[:, None]).squeeze(1)  # (B,) the board at each tree's node
             if d == 0:  # the root: the best-scored move with the visits the schedule names
                 due = root_legal & (visits[:, 0] == schedule[:, s:s + 1])
                 move = root_scores().masked_fill(~due, NEG).argmax(-1)
             else:  # below: the move whose visits lag the improved policy the most
-                here = code.gather(1, node[:, None]).squeeze(1)
                 legal = t.legal.index_select(0, here)
                 n_edge = visits[games, node]  # (B, 9)
                 lg = logits.index_select(0, base + here).float()
@@ -181,7 +181,6 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor, value: torch.Tensor,
             path_node[:, d] = node
             path_move[:, d] = move
             nxt = child[games, node, move]  # (B,)
-            here = code.gather(1, node[:, None]).squeeze(1)
             after = t.next.index_select(0, here * 9 + move)  # (B,) code after the move
             new = alive & (nxt < 0)
             child[games, node, move] = torch.where(new, s + 1, nxt)
