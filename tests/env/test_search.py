@@ -1,6 +1,8 @@
 """The batched Gumbel search on hand-built cases: a mate in one with 2 simulations, the
-sequential-halving schedule and the visits it leaves, the completed-Q target on a known
-node, illegal moves never expanded, a population's blocks searched as their single runs."""
+sequential-halving schedule, its phases and the visits they leave, the completed-Q target
+on a known node, illegal moves never expanded, a population's blocks searched as their
+single runs; and against the literal tree search (tests/helpers/tree_search.py) on random
+networks, bit for bit."""
 
 import math
 
@@ -8,7 +10,9 @@ import pytest
 import torch
 
 from ttt_research.env import game, solver
-from ttt_research.env.search import C_SCALE, C_VISIT, completed_q, gumbel_search, halving_schedule
+from ttt_research.env.search import (C_SCALE, C_VISIT, Nodes, best_of, completed_q, gumbel_search,
+                                     halving_phases, halving_schedule, subtrees)
+from tests.helpers.tree_search import tree_search
 
 T = game.tables()
 R = game.N_CODES
@@ -67,14 +71,16 @@ def test_the_completed_q_target_on_a_known_node():
     legal = torch.tensor([[True, True, True, True, False, False, False, False, False]])
     logits = torch.tensor([[0.0, 0.0, math.log(2.0), 0.0, 5.0, 5.0, 5.0, 5.0, 5.0]])
     raw = torch.tensor([0.2])
-    q, sigma, mixed = completed_q(visits, value_sum, logits, raw, legal, rescale=False)
+    node = Nodes.of(logits.t(), legal.t(), raw)  # cells first: (9, B)
+    q, sigma, mixed = completed_q(node, visits.t(), value_sum.t(), rescale=False)
+    q, sigma = q.t(), sigma.t()
     # prior over the legal cells: 0.2, 0.2, 0.4, 0.2. Visited: cells 0 (q 0.5) and 2 (q -1):
     # weighted mean q = (0.2 * 0.5 + 0.4 * -1) / 0.6 = -0.5; mixed = (0.2 + 3 * -0.5) / 4.
     assert mixed.item() == pytest.approx((0.2 - 1.5) / 4)
     assert q[0].tolist() == pytest.approx([0.5, mixed.item(), -1.0, mixed.item(), 0, 0, 0, 0, 0])
     assert sigma[0, :4].tolist() == pytest.approx([(C_VISIT + 2) * C_SCALE * v for v in q[0, :4].tolist()])
     assert sigma[0, 4:].abs().sum() == 0  # illegal cells: nothing
-    _, scaled, _ = completed_q(visits, value_sum, logits, raw, legal)  # rescaled to [0, 1]
+    scaled = completed_q(node, visits.t(), value_sum.t())[1].t()  # rescaled to [0, 1]
     m = (mixed.item() + 1) / 1.5  # q's from -1 (cell 2) to 0.5 (cell 0)
     assert scaled[0, :4].tolist() == pytest.approx([(C_VISIT + 2) * C_SCALE * v for v in [1.0, m, 0.0, m]])
 
@@ -126,3 +132,49 @@ def test_a_finished_root_or_no_simulation_is_refused():
         gumbel_search(code_of([0, 3, 1, 4, 2]), logits, value, 4)
     with pytest.raises(ValueError, match="at least one simulation"):
         gumbel_search(torch.zeros(1, dtype=torch.long), logits, value, 0)
+
+
+def test_the_phases_read_the_schedule_as_sequential_halving():
+    keep, visits = halving_phases(16)
+    # 9 moves: all once, the best 4 once more, the best 2 once more, the best one once more.
+    assert keep[9].tolist() == [9, 4, 2, 1] and visits[9].tolist() == [1, 1, 1, 1]
+    # 3 moves: all twice (16 // (2 rounds * 3)), then the best 2 five times each.
+    assert keep[3].tolist()[:2] == [3, 2] and visits[3].tolist()[:2] == [2, 5]
+    assert keep[1].tolist()[0] == 1 and visits[1].tolist()[0] == 16  # one move: every visit
+    for m in range(1, 10):  # every phase table spends exactly the simulations
+        assert int((keep[m] * visits[m]).sum()) == 16
+    keep4, visits4 = halving_phases(4)
+    assert keep4[9].tolist()[0] == 4 and visits4[9].tolist()[0] == 1  # fewer simulations than moves: the top 4
+
+
+def test_best_of_keeps_the_best_due_cells_ties_to_the_lower_cell():
+    score = torch.tensor([[3.0, 1.0, 3.0, 5.0, 2.0, 3.0, 0.0, 9.0, 3.0]]).t()  # (9, 1)
+    due = torch.ones(9, 1, dtype=torch.bool)
+    due[7] = False  # the best score is not due
+    assert best_of(score, due, torch.tensor([1]))[:, 0].nonzero().squeeze(1).tolist() == [3]
+    assert best_of(score, due, torch.tensor([3]))[:, 0].nonzero().squeeze(1).tolist() == [0, 2, 3]
+    assert best_of(score, due, torch.tensor([9]))[:, 0].sum() == 8  # no more than are due
+
+
+@pytest.mark.parametrize("simulations,max_considered,noisy,rescale", [
+    (1, 9, False, True), (2, 9, True, True), (4, 9, True, True), (7, 4, False, True),
+    (16, 9, True, True), (16, 3, True, False), (32, 9, False, True)])
+def test_the_shared_subtrees_search_as_the_literal_trees_bit_for_bit(simulations, max_considered, noisy, rescale):
+    # Random networks, two members; 400 random decision positions each searched by B
+    # literal trees (one depth a step) and by the shared subtrees: the same numbers.
+    g = torch.Generator().manual_seed(simulations * 10 + max_considered)
+    logits = torch.where(T.legal.repeat(2, 1), torch.randn(2 * R, 9, generator=g) * 2, -1e9)
+    value = torch.rand(2 * R, generator=g) * 2 - 1
+    points = (T.reachable & ~T.done).nonzero().squeeze(1)
+    roots = points[torch.randint(0, points.numel(), (400,), generator=g)]
+    offset = torch.randint(0, 2, (400,), generator=g) * R
+    noise = -torch.log(-torch.log(torch.rand(400, 9, generator=g).clamp(1e-12, 1 - 1e-7))) if noisy else None
+    kw = dict(gumbel=noise, offset=offset, max_considered=max_considered, rescale=rescale)
+    a = tree_search(roots, logits, value, simulations, **kw)
+    b = gumbel_search(roots, logits, value, simulations, **kw)
+    for field in ("action", "visits", "q", "value", "depth", "policy"):
+        assert torch.equal(getattr(a, field), getattr(b, field)), field
+    # Subtrees played further serve fewer simulations unchanged.
+    deeper = subtrees(logits, value, simulations + 3, rescale)
+    c = gumbel_search(roots, None, None, simulations, tree=deeper, **kw)
+    assert torch.equal(c.visits, b.visits) and torch.equal(c.action, b.action)

@@ -12,17 +12,30 @@ caller computes the network's masked prior logits and value for every position o
 (R, 9) and an (R,) table, one row per board code, a population's members one block of
 rows each: ``offset``) and the search reads them by gather, never calling the network.
 
-The trees are preallocated tensors, B trees of K = simulations + 1 nodes: a node's board
-code, its children (-1: not expanded), and per edge the visit count and the sum of the
-values backed up through it. A simulation walks all B trees at once, one depth per step
-(at most 9: a game has 9 plies), expands one new node per tree (or stops at a finished
-game, whose value is exact), and backs the leaf's value up the path, negated at every ply
-(zero-sum: the value of a position is its mover's). No Python loop over games or nodes.
+Why one subtree per position, shared by every tree: only the root is random (its Gumbel
+noise). Below it the rule is deterministic and a node's choices depend only on its own
+subtree, so the k-th simulation that enters a position's subtree always ends at the same
+leaf, whatever tree it belongs to and however it got there. ``Subtrees`` plays that out
+once per network, for every position at once (a node per position: per edge visits and
+value sums, its children the positions one move on), and records, for each position and
+k, the value the k-th visit backs up and how deep it went. A search is then just its
+root, in phases as the paper writes sequential halving: each phase scores the moves
+still in, keeps the best (the Gumbel top-k first, then the better half), and gives each
+of them its share of visits, whose values are one gather from its child's row. The
+visits, values and moves are those of B separate trees of K nodes walked one simulation
+and one depth at a time (``tests/helpers/tree_search.py``, that literal search, is
+checked against this one bit for bit), at a cost of S steps over the 5,478 positions per
+network plus a few phases per search, instead of S * depth steps over B trees.
+
+Layout: edges are (9, B), cells first, so that the sums and maxima over a node's nine
+edges are elementwise work over B contiguous values (several times faster on a CPU than
+reducing rows of nine); masks are applied by arithmetic where torch's boolean kernels
+are slow.
 
 Values are the mover's: +1 a win, -1 a loss, 0 a tie. A finished position's value is its
-result for the side that would move there (-1 or 0), whatever the table says.
+result for the side that would move there (-1 or 0), whatever the table says; a value
+backed up through a move is negated once per ply (zero-sum).
 """
-
 from __future__ import annotations
 
 import functools
@@ -89,122 +102,265 @@ def leaf_values(codes: torch.Tensor, value: torch.Tensor, rows: torch.Tensor) ->
     return torch.where(over, exact, value.index_select(0, rows).float())
 
 
-def completed_q(visits: torch.Tensor, value_sum: torch.Tensor, logits: torch.Tensor,
-                raw_value: torch.Tensor, legal: torch.Tensor, rescale: bool = True):
+@dataclass
+class Nodes:
+    """What a search needs to know of B nodes besides their visits, cells first."""
+
+    logits: torch.Tensor  # (9, B) prior logits, -inf on illegal cells
+    prior: torch.Tensor  # (9, B) softmax of them (0 on illegal cells)
+    legal: torch.Tensor  # (9, B) float 1 legal, 0 not
+    barrier: torch.Tensor  # (9, B) 0 on legal cells, +inf on illegal ones
+    value: torch.Tensor  # (B,) the network's value of the node (exact where finished)
+
+    @staticmethod
+    def of(logits: torch.Tensor, legal: torch.Tensor, value: torch.Tensor) -> "Nodes":
+        """From (9, B) logits, (9, B) bool legal cells and (B,) values."""
+        masked = logits.float().masked_fill(~legal, NEG)
+        return Nodes(masked, torch.softmax(masked, 0), legal.float(),
+                     torch.where(legal, 0.0, torch.inf), value.float())
+
+    def take(self, rows: torch.Tensor) -> "Nodes":
+        """The nodes at (B',) ``rows``."""
+        return Nodes(self.logits.index_select(1, rows), self.prior.index_select(1, rows),
+                     self.legal.index_select(1, rows), self.barrier.index_select(1, rows),
+                     self.value.index_select(0, rows))
+
+
+def completed_q(node: Nodes, visits: torch.Tensor, value_sum: torch.Tensor, rescale: bool = True):
     """The completed q values of B nodes and sigma of them.
 
-    (B, 9) edge visits, value sums, masked prior logits and legal cells; (B,) the network's
-    values of the nodes. q(a) = value_sum / visits on a visited move; an unvisited one takes
-    the node's *mixed value*: (v + n * sum_visited p(a) q(a) / sum_visited p(a)) / (1 + n),
-    n the node's visits, p the prior, v the network's value (just v before any visit).
-    Rescaled, the legal q's are mapped onto [0, 1] by their min and max (a node's q's all
-    equal: 0) before sigma scales them. Returns (completed q (B, 9), sigma (B, 9), mixed
-    value (B,)); illegal cells 0.
+    (9, B) edge visits and value sums. q(a) = value_sum / visits on a visited move; an
+    unvisited one takes the node's *mixed value*: (v + n * sum_visited p(a) q(a) /
+    sum_visited p(a)) / (1 + n), n the node's visits, p the prior, v the network's value
+    (just v before any visit). Rescaled, the legal q's are mapped onto [0, 1] by their
+    min and max (a node's q's all equal: 0) before sigma scales them. Returns (completed q
+    (9, B), sigma (9, B), mixed value (B,)); illegal cells 0.
     """
-    prior = torch.softmax(logits.masked_fill(~legal, NEG), -1)  # (B, 9), 0 on illegal cells
-    seen = visits > 0
-    q = torch.where(seen, value_sum / visits.clamp_min(1), 0.0)
-    n = visits.sum(-1)  # (B,)
-    weight = torch.where(seen, prior, 0.0)
-    mean_q = (weight * q).sum(-1) / weight.sum(-1).clamp_min(1e-12)
-    mixed = torch.where(n > 0, (raw_value + n * mean_q) / (1 + n), raw_value)  # (B,)
-    completed = torch.where(seen, q, mixed[:, None])
+    seen = visits.clamp(max=1.0)  # (9, B) 1 visited, 0 not (visits are counts)
+    q = value_sum / visits.clamp_min(1.0)  # 0 where unvisited
+    n = visits.sum(0)  # (B,)
+    weight = node.prior * seen
+    mean_q = (weight * q).sum(0) / weight.sum(0).clamp_min(1e-12)
+    mixed = (node.value + n * mean_q) / (1 + n)  # n = 0: the network's value
+    completed = q + mixed * (1 - seen)
     scaled = completed
     if rescale:
-        low = completed.masked_fill(~legal, torch.inf).amin(-1, keepdim=True)
-        high = completed.masked_fill(~legal, NEG).amax(-1, keepdim=True)
+        low = (completed + node.barrier).amin(0)
+        high = (completed - node.barrier).amax(0)
         scaled = (completed - low) / (high - low).clamp_min(1e-8)
-    sigma = (C_VISIT + visits.amax(-1, keepdim=True)) * C_SCALE * torch.where(legal, scaled, 0.0)
-    return torch.where(legal, completed, 0.0), sigma, mixed
+    sigma = (C_VISIT + visits.amax(0)) * C_SCALE * (scaled * node.legal)
+    return completed * node.legal, sigma, mixed
 
 
-def gumbel_search(root: torch.Tensor, logits: torch.Tensor, value: torch.Tensor, simulations: int,
-                  gumbel: torch.Tensor | None = None, offset: torch.Tensor | None = None,
-                  max_considered: int = 9, rescale: bool = True) -> Search:
+_CELL = torch.arange(9, 0, -1, dtype=torch.float32)[:, None]  # (9, 1) 9 for cell 0 ... 1 for cell 8
+
+
+def first_argmax(x: torch.Tensor) -> torch.Tensor:
+    """(9, B) -> (B,) int64 the row of each column's maximum, the lowest on ties (torch's
+    argmax over the first of two dims is slow on a CPU; this is a max, a compare, a max)."""
+    hit = x == x.amax(0)
+    return (9 - (hit * _CELL.to(x.device)).amax(0)).long()
+
+
+@functools.cache
+def halving_phases(simulations: int, max_considered: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
+    """(10, J) int64 twice: row m (m moves considered), phase j keeps the best ``keep[m, j]``
+    of the moves still in and gives each ``visits[m, j]`` more visits (keep 0: no phase).
+
+    ``halving_schedule`` read by phases: each run of simulations that visit moves with the
+    same count is a sub-round over ``keep`` moves, and sub-rounds over the same number of
+    moves merge (the moves still in are all kept)."""
+    sched = halving_schedule(simulations, max_considered)
+    rows = []
+    for m in range(10):
+        levels = sched[m, :simulations].tolist() if m else []
+        runs: list[list[int]] = []  # [level, count]
+        for level in levels:
+            if runs and runs[-1][0] == level:
+                runs[-1][1] += 1
+            else:
+                runs.append([level, 1])
+        phases: list[list[int]] = []  # [keep, visits]
+        for _, count in runs:
+            if phases and phases[-1][0] == count:
+                phases[-1][1] += 1
+            else:
+                phases.append([count, 1])
+        rows.append(phases)
+    J = max(1, max(len(r) for r in rows))
+    keep = torch.zeros(10, J, dtype=torch.long)
+    visits = torch.zeros(10, J, dtype=torch.long)
+    for m, phases in enumerate(rows):
+        for j, (k, v) in enumerate(phases):
+            keep[m, j], visits[m, j] = k, v
+    return keep, visits
+
+
+_PAIRS = torch.triu_indices(9, 9, 1)  # (2, 36) the cell pairs b < a, as (b, a)
+# rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a} = #{b > a} + sum over pairs (b, a) of
+# ge(b, a) for a, minus it for b, where ge(b, a) = [s_b >= s_a]: one (9, 36) matrix product.
+_RANK = (torch.zeros(9, 36).index_put_((_PAIRS[1], torch.arange(36)), torch.ones(36))
+         - torch.zeros(9, 36).index_put_((_PAIRS[0], torch.arange(36)), torch.ones(36)))
+_AFTER = torch.arange(8, -1, -1, dtype=torch.float32)[:, None]  # (9, 1) cells after each
+
+
+def best_of(score: torch.Tensor, due: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """(9, B) float 1 on the ``keep`` (B,) best-scored of the ``due`` (9, B) cells of each
+    column (ties: the lower cell first), 0 elsewhere."""
+    s = score.masked_fill(~due, NEG)
+    ge = (s.index_select(0, _PAIRS[0].to(s.device)) >= s.index_select(0, _PAIRS[1].to(s.device))).float()
+    rank = _RANK.to(s.device) @ ge + _AFTER.to(s.device)  # (9, B) how many come before each cell
+    return (due & (rank < keep)).float()
+
+
+@dataclass
+class Subtrees:
+    """Every position's subtree under the deterministic rule, played out to ``simulations``
+    visits, for a network's tables.
+
+    Rows: each member's 4,520 unfinished positions (member k's block at k * L), then the
+    958 finished ones once (their values are exact, the same for every member). Row k of
+    ``leaf``, ``total`` and ``reach`` is the k-th visit into a row's subtree (row 0: none
+    yet): the value that visit backs up for the position's mover, the sum of the first k,
+    and the deepest path the first k took below the position (0: they stopped there,
+    expanding it or at the game's end)."""
+
+    simulations: int
+    block: int  # L: unfinished positions, rows per member
+    members: int
+    index: torch.Tensor  # (3^9,) int64 a code's place among the unfinished or the finished positions
+    nodes: Nodes  # (9, n * L) and (n * L,) the unfinished rows
+    child: torch.Tensor  # (9, n * L) int64 the row after each move (illegal cells: the row itself)
+    leaf: torch.Tensor  # (S + 1, rows) the value the k-th visit backs up
+    total: torch.Tensor  # (S + 1, rows) the sum of the first k
+    reach: torch.Tensor  # (S + 1, rows) int64 the deepest of their paths below the row
+
+    def rows(self, codes: torch.Tensor, offset: torch.Tensor | None = None) -> torch.Tensor:
+        """(B,) codes and table offsets (multiples of 3^9: a member's block; None: 0) ->
+        (B,) rows."""
+        place = self.index.index_select(0, codes)
+        member = 0 if offset is None else torch.div(offset.long(), game.N_CODES, rounding_mode="floor")
+        done = game.tables(codes.device).done.index_select(0, codes)
+        return torch.where(done, self.members * self.block + place, member * self.block + place)
+
+    def after(self, child: torch.Tensor, visits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """(9, B) children's rows and visit counts -> ``table`` (``total`` or ``reach``) there."""
+        return table.view(-1).take(visits.long() * table.shape[1] + child)
+
+
+@functools.cache
+def _positions(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(L,) the unfinished and (F,) the finished reachable codes, and (3^9,) each code's
+    place among its kind (-1: unreachable)."""
+    t = game.tables(device)
+    live = (t.reachable & ~t.done).nonzero().squeeze(1)
+    over = (t.reachable & t.done).nonzero().squeeze(1)
+    index = torch.full((game.N_CODES,), -1, dtype=torch.long, device=live.device)
+    index[live] = torch.arange(live.numel(), device=live.device)
+    index[over] = torch.arange(over.numel(), device=live.device)
+    return live, over, index
+
+
+def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescale: bool = True) -> Subtrees:
+    """Play every position's subtree out to ``simulations`` visits, all positions at once.
+
+    ``logits`` (n * 3^9, 9) and ``value`` (n * 3^9,): the tables of ``gumbel_search``, n
+    members' blocks. Visit 1 of a position expands it: it backs up the position's own
+    value. Visit k > 1 picks, by the rule below the root, the move whose visits lag the
+    improved policy the most, ``argmax(pi'(a) - N(a) / (1 + sum N))``, and backs up the
+    negated value of its child's next visit, which an earlier step has already played (a
+    child's j-th visit comes before its parent's (j+1)-th). A finished position backs up
+    its exact value at every visit.
+    """
+    if simulations < 1:
+        raise ValueError(f"a search needs at least one simulation, got {simulations}")
+    dev = value.device
+    t = game.tables(dev)
+    live, over, index = _positions(str(dev))
+    L, S = live.numel(), simulations
+    n = value.numel() // game.N_CODES
+    nL = n * L
+    block = (torch.arange(n, device=dev) * game.N_CODES)[:, None]  # (n, 1) each member's table rows
+    lg = logits.view(n, game.N_CODES, 9).index_select(1, live).reshape(nL, 9).t()  # (9, nL)
+    v = value.view(n, game.N_CODES).index_select(1, live).reshape(nL).float()
+    nodes = Nodes.of(lg, t.legal.index_select(0, live).t().repeat(1, n), v)
+    # Children: an unfinished one in the parent's member's block, a finished one in the shared block.
+    nxt = t.next2d.index_select(0, live).t()  # (9, L) codes
+    member = torch.arange(n, device=dev).repeat_interleave(L)[None]  # (1, nL)
+    place = index.index_select(0, nxt.reshape(-1)).view(9, L).repeat(1, n)
+    ended = t.done.index_select(0, nxt.reshape(-1)).view(9, L).repeat(1, n)
+    child = torch.where(ended, nL + place, member * L + place)
+    own = torch.arange(nL, device=dev)[None].expand(9, nL)
+    child = torch.where(nodes.legal > 0, child, own)
+    rows = nL + over.numel()
+    exact = leaf_values(over, value, over)  # (F,) finished: -1 the mover lost, 0 a tie
+    leaf = torch.zeros(S + 1, rows, device=dev)
+    leaf[1:, nL:] = exact
+    leaf[1, :nL] = v
+    total = torch.zeros(S + 1, rows, device=dev)
+    total[1] = leaf[1]
+    reach = torch.zeros(S + 1, rows, dtype=torch.long, device=dev)
+    visits = torch.zeros(9, nL, device=dev)
+    value_sum = torch.zeros(9, nL, device=dev)
+    ones = torch.ones(1, nL, device=dev)
+    for k in range(2, S + 1):
+        _, sigma, _ = completed_q(nodes, visits, value_sum, rescale)
+        improved = torch.softmax(nodes.logits + sigma, 0)
+        lag = improved - visits / (1 + visits.sum(0))
+        move = first_argmax(lag - nodes.barrier)[None]  # (1, nL)
+        at = (visits.gather(0, move).long() + 1) * rows + child.gather(0, move)  # the child's next visit
+        back = -leaf.view(-1).take(at)  # (1, nL) its value, for this row's mover
+        leaf[k, :nL] = back[0]
+        total[k] = total[k - 1] + leaf[k]
+        reach[k, :nL] = torch.maximum(reach[k - 1, :nL], 1 + reach.view(-1).take(at[0]))
+        visits.scatter_add_(0, move, ones)
+        value_sum.scatter_add_(0, move, back)
+    return Subtrees(S, L, n, index, nodes, child, leaf, total, reach)
+
+
+def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.Tensor | None,
+                  simulations: int, gumbel: torch.Tensor | None = None, offset: torch.Tensor | None = None,
+                  max_considered: int = 9, rescale: bool = True, tree: Subtrees | None = None) -> Search:
     """Search B positions with ``simulations`` simulations each.
 
     ``root``: (B,) board codes, none finished. ``logits`` (R, 9) masked prior logits and
     ``value`` (R,) values of every position, row ``offset + code`` (``offset`` (B,): a
-    population member's block; None: 0). ``gumbel``: (B, 9) Gumbel noise for the root's
-    top-k sampling (self-play), or None: a deterministic search (test time), ties to the
-    lowest cell. Returns a ``Search``.
+    population member's block; None: 0). ``tree``: their ``subtrees`` played out to at least
+    ``simulations`` visits, built once and reused by every search with these tables (None:
+    built here). ``gumbel``: (B, 9) Gumbel noise for the root's top-k sampling (self-play),
+    or None: a deterministic search (test time), ties to the lowest cell. Returns a ``Search``.
     """
     dev = root.device
     t = game.tables(dev)
-    B, K = root.shape[0], simulations + 1
+    B = root.shape[0]
     if simulations < 1:
         raise ValueError(f"a search needs at least one simulation, got {simulations}")
     if bool(t.done.index_select(0, root).any()):
         raise ValueError("a search starts from an unfinished position")
-    base = torch.zeros(B, dtype=torch.long, device=dev) if offset is None else offset.long()
-    games = torch.arange(B, device=dev)
-    code = torch.zeros(B, K, dtype=torch.long, device=dev)  # (B, K) board code of each node
-    code[:, 0] = root
-    child = torch.full((B, K, 9), -1, dtype=torch.long, device=dev)  # (B, K, 9) -1: none
-    visits = torch.zeros(B, K, 9, device=dev)
-    value_sum = torch.zeros(B, K, 9, device=dev)
-
-    root_logits = torch.log_softmax(logits.index_select(0, base + root).float()
-                                    .masked_fill(~t.legal.index_select(0, root), NEG), -1)
-    root_legal = t.legal.index_select(0, root)  # (B, 9)
-    root_value = leaf_values(root, value, base + root)
-    noise = torch.zeros(B, 9, device=dev) if gumbel is None else gumbel.float()
+    if tree is None:
+        tree = subtrees(logits, value, simulations, rescale)
+    elif tree.simulations < simulations:
+        raise ValueError(f"subtrees played to {tree.simulations} visits cannot serve {simulations} simulations")
+    row = tree.rows(root, offset)  # (B,)
+    node = tree.nodes.take(row)
+    legal = node.legal > 0  # (9, B)
+    score0 = node.prior.log() + (0.0 if gumbel is None else gumbel.float().t())  # g + log p; -inf illegal
+    child = tree.child.index_select(1, row)  # (9, B) each move's row
     considered = t.n_legal.index_select(0, root).clamp(max=max_considered)  # (B,)
-    schedule = halving_schedule(simulations, max_considered).to(dev).index_select(0, considered)  # (B, S)
+    keep, more = (x.to(dev).index_select(0, considered).t() for x in halving_phases(simulations, max_considered))
+    visits = torch.zeros(9, B, device=dev)
+    value_sum = torch.zeros(9, B, device=dev)
+    level = torch.zeros(B, device=dev)  # the visits every move still in has
+    for j in range(keep.shape[0]):  # the phases of sequential halving
+        _, sigma, _ = completed_q(node, visits, value_sum, rescale)
+        kept = best_of(score0 + sigma, legal & (visits == level), keep[j])  # (9, B)
+        visits = visits + kept * more[j]
+        value_sum = -tree.after(child, visits, tree.total)
+        level = level + more[j] * (keep[j] > 0)
 
-    def root_scores() -> torch.Tensor:  # (B, 9) g + log p + sigma(q) of the root's moves
-        _, sigma, _ = completed_q(visits[:, 0], value_sum[:, 0], root_logits, root_value, root_legal, rescale)
-        return noise + root_logits + sigma
-
-    depth_max = torch.zeros(B, dtype=torch.long, device=dev)
-    for s in range(simulations):
-        node = torch.zeros(B, dtype=torch.long, device=dev)
-        alive = torch.ones(B, dtype=torch.bool, device=dev)
-        depth = torch.zeros(B, dtype=torch.long, device=dev)
-        path_node = torch.zeros(B, 10, dtype=torch.long, device=dev)
-        path_move = torch.zeros(B, 10, dtype=torch.long, device=dev)
-        leaf = torch.zeros(B, device=dev)
-        for d in range(10):
-            here = code.gather(1, node[:, None]).squeeze(1)  # (B,) the board at each tree's node
-            if d == 0:  # the root: the best-scored move with the visits the schedule names
-                due = root_legal & (visits[:, 0] == schedule[:, s:s + 1])
-                move = root_scores().masked_fill(~due, NEG).argmax(-1)
-            else:  # below: the move whose visits lag the improved policy the most
-                legal = t.legal.index_select(0, here)
-                n_edge = visits[games, node]  # (B, 9)
-                lg = logits.index_select(0, base + here).float()
-                _, sigma, _ = completed_q(n_edge, value_sum[games, node], lg,
-                                          leaf_values(here, value, base + here), legal, rescale)
-                improved = torch.softmax((lg + sigma).masked_fill(~legal, NEG), -1)
-                lag = improved - n_edge / (1 + n_edge.sum(-1, keepdim=True))
-                move = lag.masked_fill(~legal, NEG).argmax(-1)
-            path_node[:, d] = node
-            path_move[:, d] = move
-            nxt = child[games, node, move]  # (B,)
-            after = t.next.index_select(0, here * 9 + move)  # (B,) code after the move
-            new = alive & (nxt < 0)
-            child[games, node, move] = torch.where(new, s + 1, nxt)
-            code[:, s + 1] = torch.where(new, after, code[:, s + 1])
-            depth += alive.long()
-            ended = alive & (new | t.done.index_select(0, after))
-            leaf = torch.where(ended, leaf_values(after, value, base + after), leaf)
-            alive = alive & ~ended
-            node = torch.where(alive, nxt, node)
-            if not bool(alive.any()):
-                break
-        # Back up: edge d of a path of `depth` edges gets the leaf's value for its mover,
-        # the leaf's own negated once per ply between them.
-        steps = torch.arange(10, device=dev)
-        on_path = steps[None] < depth[:, None]  # (B, 10)
-        sign = torch.where((depth[:, None] - steps[None]) % 2 == 1, -1.0, 1.0)
-        flat = ((games[:, None] * K + path_node) * 9 + path_move)[on_path]
-        visits.view(-1).index_add_(0, flat, torch.ones_like(flat, dtype=visits.dtype))
-        value_sum.view(-1).index_add_(0, flat, (sign * leaf[:, None])[on_path])
-        depth_max = torch.maximum(depth_max, depth)
-
-    q, sigma, mixed = completed_q(visits[:, 0], value_sum[:, 0], root_logits, root_value, root_legal, rescale)
-    most = visits[:, 0].masked_fill(~root_legal, -1).amax(-1, keepdim=True)
-    final = root_legal & (visits[:, 0] == most)
-    action = (noise + root_logits + sigma).masked_fill(~final, NEG).argmax(-1)
-    policy = torch.softmax((root_logits + sigma).masked_fill(~root_legal, NEG), -1)
-    return Search(action, policy, visits[:, 0].clone(), q, mixed, depth_max)
+    q, sigma, mixed = completed_q(node, visits, value_sum, rescale)
+    final = legal & (visits == visits.amax(0))  # the most visited
+    action = first_argmax((score0 + sigma).masked_fill(~final, NEG))
+    policy = torch.softmax(node.logits + sigma, 0)
+    depth = ((1 + tree.after(child, visits, tree.reach)) * (visits > 0)).amax(0)
+    return Search(action, policy.t().contiguous(), visits.t().contiguous(), q.t().contiguous(), mixed, depth)
