@@ -16,6 +16,10 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   trainings as populations (``population.size=N``, a few N), summed over the members, with
   their ratios to the single runs above (and to antirez's C, when it ran) in
   ``population_ratios``; ``--no-populations`` skips them.
+* ``search_us_per_game``: ``algo=alphazero``'s self-play on one torch thread: microseconds
+  per complete game of ``SEARCH_BATCH`` games played at once, every move searched with
+  ``algo.simulations=16``, the network's tables and every position's subtree (built once
+  per batch, as once per update) included, learning not (``search_phases_ms`` splits it).
 * ``eval_s``: one exact evaluation of a greedy policy (forward pass plus the DPs).
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
@@ -54,6 +58,8 @@ from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
 from ttt_research.contract import unbeatable
 from ttt_research.env import game
+from ttt_research.env.search import subtrees
+from ttt_research.env.streams import Streams
 from ttt_research.errors import UserError, command
 from ttt_research.evaluation.exact import evaluate_policy
 from ttt_research.evaluation.onnx import export
@@ -237,6 +243,43 @@ def bench_population(device: str, algo: str, sizes: tuple[int, ...], games: int,
     return out
 
 
+SEARCH_BATCH, SEARCH_SIMULATIONS = 4096, 16
+
+
+def bench_search(device: str, repeats: int, batch: int = SEARCH_BATCH,
+                 simulations: int = SEARCH_SIMULATIONS) -> dict:
+    """``algo=alphazero``'s self-play speed on one thread (the figure's definition above):
+    ``batch`` self-play games, every move searched, per repeat; the median of ``repeats``."""
+    cfg = compose(["algo=alphazero", f"algo.simulations={simulations}", f"algo.games_per_update={batch}"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        L.seed_everything(0, verbose=False)
+        algo = instantiate(cfg.algo, _partial_=True)(net=instantiate(cfg.net)).to(device)
+        opponent, streams = instantiate(cfg.opponent), Streams([0], device)
+        algo.self_play(batch // 8, opponent, "both", device, streams, 1.0)  # warm up
+        per_game, split = [], []
+        for r in range(repeats):
+            _sync(torch.device(device))
+            start = time.perf_counter()
+            algo.self_play(batch, opponent, "both", device, Streams([r], device), 1.0)
+            _sync(torch.device(device))
+            per_game.append((time.perf_counter() - start) / batch * 1e6)
+            t0 = time.perf_counter()
+            logits, values = algo.tables()
+            t1 = time.perf_counter()
+            subtrees(logits, values, simulations)
+            split.append((t1 - t0, time.perf_counter() - t1))
+        _say(f"alphazero self-play, {batch:,d} games x {simulations} simulations: "
+             f"{statistics.median(per_game):.1f} us a game")
+    finally:
+        torch.set_num_threads(threads)
+    return {"search_us_per_game": statistics.median(per_game),
+            "search_phases_ms": {"tables": 1e3 * statistics.median(t for t, _ in split),
+                                 "subtrees": 1e3 * statistics.median(s for _, s in split)},
+            "search_setting": {"batch": batch, "simulations": simulations, "threads": 1}}
+
+
 def _trainer(device: str) -> str:
     return "gpu" if device == "cuda" else "cpu"
 
@@ -334,6 +377,8 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     if threads:
         torch.set_num_threads(threads)
     out.update(bench_eval(measure_repeats))
+    _say("alphazero self-play search")
+    out.update(bench_search(device, measure_repeats))
     _say("move latency")
     out.update(bench_latency(measure_repeats))
     if "sb3" in compare:
@@ -387,6 +432,11 @@ def format_table(res: dict) -> str:
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
             rows.append(f"{f'  N={n} agents':<24} {rate:>14,.0f}  {beside}")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
+    if "search_us_per_game" in res:
+        ph, st = res["search_phases_ms"], res["search_setting"]
+        rows.append(f"{'search_us_per_game':<24} {res['search_us_per_game']:>14.1f}  alphazero self-play, "
+                    f"{st['batch']:,d} games x {st['simulations']} simulations, 1 thread (tables "
+                    f"{ph['tables']:.0f} ms + subtrees {ph['subtrees']:.0f} ms of each batch)")
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
                 "the browser (another host)")

@@ -43,7 +43,7 @@ from ttt_research.algos.replay import Ring
 from ttt_research.env import game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
-from ttt_research.env.search import gumbel_search
+from ttt_research.env.search import gumbel_search, subtrees
 from ttt_research.env.streams import uniform
 from ttt_research.evaluation.exact import evaluate_actions, evaluate_actions_stack
 from ttt_research.models import member_optim
@@ -101,6 +101,7 @@ class AlphaZero(Algorithm):
                  temperature_final: float | None = 1.0, value_coef: float = 1.0, value_mix: float = 0.0,
                  weight_decay: float = 1e-4, capacity: int = 20000, batch_size: int = 256,
                  gradient_steps: int = 32, max_grad_norm: float = 5.0,
+                 symmetries: bool = False,
                  value_head: torch.nn.Module | None = None):
         super().__init__(net, games_per_update)
         self.simulations, self.test_simulations = int(simulations), int(test_simulations)
@@ -111,6 +112,7 @@ class AlphaZero(Algorithm):
         self.value_mix = float(value_mix)
         self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
         self.max_grad_norm = float(max_grad_norm)
+        self.symmetries = bool(symmetries)
         self.value_head = value_head if value_head is not None else self.companion_nets(net)["value_head"]
         self.replay = Ring(getattr(net, "n", 1), capacity, {
             "view": ((9,), torch.int8), "policy": ((9,), torch.float32), "result": ((), torch.float32)})
@@ -134,6 +136,12 @@ class AlphaZero(Algorithm):
         """(..., 9) mover's views -> (...) the value head's estimates."""
         return self.value_head(self.net.trunk(view))
 
+    def heads(self, view: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(..., 9) mover's views -> masked logits (..., 9) and values (...): the hidden
+        layers once, both heads on them."""
+        h = self.net.trunk(view)
+        return self.net.head(h).masked_fill(view != 0, MASKED), self.value_head(h)
+
     @torch.no_grad()
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(N * 3^9, 9) masked logits and (N * 3^9,) values, by member block and board code
@@ -141,7 +149,7 @@ class AlphaZero(Algorithm):
         t = game.tables(self.replay.size.device)
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)  # (P,)
         views = t.view.index_select(0, codes).float()  # (P, 9) shared by every member
-        logits, value = self.net(views).float(), self.value(views).float()  # (N, P, 9), (N, P)
+        logits, value = (x.float() for x in self.heads(views))  # (N, P, 9), (N, P)
         n = logits.shape[0] if logits.dim() == 3 else 1
         table = torch.full((n, R, 9), MASKED, device=codes.device)
         values = torch.zeros(n, R, device=codes.device)
@@ -150,11 +158,12 @@ class AlphaZero(Algorithm):
         return table.view(n * R, 9), values.view(n * R)
 
     @torch.no_grad()
-    def search_actions(self, simulations: int | None = None, chunk: int = 8) -> torch.Tensor:
+    def search_actions(self, simulations: int | None = None, chunk: int = 16) -> torch.Tensor:
         """(N, 3^9) the deterministic search's move at every decision position (0 elsewhere),
-        ``chunk`` members' trees at a time (4,520 positions each)."""
+        the roots of ``chunk`` members (4,520 positions each) searched at a time."""
         k = self.test_simulations if simulations is None else int(simulations)
         logits, values = self.tables()
+        tree = subtrees(logits, values, k)
         n = values.numel() // R
         t = game.tables(values.device)
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)
@@ -163,8 +172,8 @@ class AlphaZero(Algorithm):
             m = min(chunk, n - first)
             members = torch.arange(first, first + m, device=codes.device)
             offset = members.repeat_interleave(codes.numel()) * R  # each member's block of the tables
-            s = gumbel_search(codes.repeat(m), logits, values, k, offset=offset,
-                              max_considered=self.max_considered)
+            s = gumbel_search(codes.repeat(m), None, None, k, offset=offset,
+                              max_considered=self.max_considered, tree=tree)
             actions[first:first + m, codes] = s.action.view(m, -1)
         return actions
 
@@ -195,7 +204,7 @@ class AlphaZero(Algorithm):
     # ------------------------------------------------------------------ learning
 
     @torch.no_grad()
-    def act(self, view, legal, logits, values, temperature, streams, stash):
+    def act(self, view, legal, tree, temperature, streams, stash):
         """Searched moves for (N, B, 9) views; the improved policies go into ``stash``."""
         N, B = view.shape[:2]
         dev = view.device
@@ -208,31 +217,41 @@ class AlphaZero(Algorithm):
         at = live.nonzero().squeeze(1)
         moves = torch.zeros(N * B, dtype=torch.long, device=dev)
         if at.numel():
-            s = gumbel_search(codes[at], logits, values, self.simulations, gumbel=noise.reshape(-1, 9)[at],
-                              offset=member[at] * R, max_considered=self.max_considered)
+            s = gumbel_search(codes[at], None, None, self.simulations, gumbel=noise.reshape(-1, 9)[at],
+                              offset=member[at] * R, max_considered=self.max_considered, tree=tree)
             moves[at] = s.action
             ply = (view != 0).sum(-1).reshape(-1)[at]
             stash["policy"].view(9, N * B, 9)[ply, at] = s.policy
             stash["value"].view(9, N * B)[ply, at] = s.value
-            prior = torch.softmax(logits.index_select(0, member[at] * R + codes[at]), -1)
+            prior = tree.nodes.prior.index_select(1, tree.rows(codes[at], member[at] * R)).t()  # (B', 9)
             stash["improvement"].append(((s.policy - prior) * s.q).sum(-1))
             stash["depth"].append(s.depth.float())
         return moves.view(N, B)
+
+    @torch.no_grad()
+    def self_play(self, games: int, opponent, seat: str, device, streams, temperature):
+        """Play ``games`` games per member, every learner move searched with this network's
+        tables (computed here, with every position's subtree: once per call). Returns the
+        ``Episodes`` and the stash: the improved policies and the search's values (9, N,
+        games, ...) by ply, and the per-search depths and improvements."""
+        logits, values = self.tables()
+        N = values.numel() // R
+        stash = {"policy": torch.zeros(9, N, games, 9, device=device),
+                 "value": torch.zeros(9, N, games, device=device),
+                 "improvement": [], "depth": []}
+        per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), float(temperature))
+        tree = subtrees(logits, values, self.simulations)
+        act = partial(self.act, tree=tree, temperature=per_member, streams=streams, stash=stash)
+        return play_batch(games, act, opponent, seat, device, streams), stash
 
     def update(self, run: Run) -> Update:
         opt = run.optimizer()
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         temperature = run.scheduled(self.temperature, self.temperature_final)
-        logits, values = self.tables()
-        N = values.numel() // R
-        stash = {"policy": torch.zeros(9, N, self.games_per_update, 9, device=run.device),
-                 "value": torch.zeros(9, N, self.games_per_update, device=run.device),
-                 "improvement": [], "depth": []}
-        per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), temperature)
-        act = partial(self.act, logits=logits, values=values, temperature=per_member,
-                      streams=run.streams, stash=stash)
-        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        ep, stash = self.self_play(self.games_per_update, run.opponent, run.seat, run.device, run.streams,
+                                   temperature)
+        N = ep.seat.shape[0]
         self_play = isinstance(run.opponent, SelfPlay)
         mask = ep.learner  # (T, N, B) every searched move
         member = torch.arange(N, device=run.device).view(1, N, 1).expand_as(mask)[mask]
@@ -261,10 +280,14 @@ class AlphaZero(Algorithm):
         """One gradient step on a minibatch per member; (3, N) loss, policy loss, value loss."""
         b = self.replay.sample(self.batch_size, run.streams)
         x = b["view"].float()  # (N, K, 9)
+        if self.symmetries:  # each position turned by one of the board's 8 symmetries, at random
+            k = (uniform(x.shape[:2], x.device, run.streams) * 8).long().clamp(max=7)  # (N, K)
+            perm = game.symmetries().to(x.device)[k]  # (N, K, 9)
+            x, b["policy"] = x.gather(-1, perm), b["policy"].gather(-1, perm)
         if self.members is None:
             x = x.squeeze(0)
-        logits = self.net(x).view(-1, self.batch_size, 9)  # (N, K, 9)
-        v = self.value(x).view(-1, self.batch_size)
+        logits, v = self.heads(x)
+        logits, v = logits.view(-1, self.batch_size, 9), v.view(-1, self.batch_size)  # (N, K, 9), (N, K)
         p_loss = policy_loss(logits, b["policy"])
         v_loss = value_loss(v, b["result"])
         params = list(self.net.parameters()) + list(self.value_head.parameters())

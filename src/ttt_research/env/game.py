@@ -108,6 +108,15 @@ def decode(codes: torch.Tensor) -> torch.Tensor:
     return torch.where(digits == 2, -1, digits).to(torch.int8)
 
 
+def symmetries() -> torch.Tensor:
+    """(8, 9) int64 the board's 8 symmetries (rotations and reflections) as cell
+    permutations: ``board[..., SYM[k]]`` is the board turned by symmetry k (row 0: the
+    identity). A position's moves turn with it: ``policy[..., SYM[k]]`` too."""
+    grid = torch.arange(CELLS).view(3, 3)
+    turns = [torch.rot90(grid, k) for k in range(4)]
+    return torch.stack([g.reshape(-1) for g in turns + [t.t() for t in turns]])
+
+
 # --------------------------------------------------------------------------- tables
 
 

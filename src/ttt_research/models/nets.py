@@ -55,6 +55,10 @@ class MLP(nn.Module):
         """(B, 9) mover's view -> (B, 9) logits for every cell, occupied ones included."""
         return self.body(self.encode(view))
 
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, H) last hidden layer (``trunk``) -> (B, 9) logits, occupied cells included."""
+        return self.body[-1](h)
+
     def forward(self, view: torch.Tensor) -> torch.Tensor:
         """(B, 9) mover's view -> (B, 9) logits with occupied cells masked."""
         return self.raw_logits(view).masked_fill(view != 0, MASKED)
@@ -181,6 +185,10 @@ class MLPStack(nn.Module):
     def raw_logits(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) logits, occupied cells included."""
         return self._layers(view, True, members)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """(N, B, H) last hidden layer (``trunk``) -> (N, B, 9) logits, occupied cells included."""
+        return torch.baddbmm(self.biases[-1].unsqueeze(1), h, self.weights[-1].transpose(1, 2))
 
     def forward(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) logits, occupied cells masked."""

@@ -60,6 +60,8 @@ def validate_alphazero(cfg: DictConfig) -> None:
              f"a number in [0, {VALUE_MAX:g}]", v)
     v = value_of(cfg, "algo.value_mix")
     need(bounded(v, 0.0, 1.0), "algo.value_mix", "a share in [0, 1] (of the value target)", v)
+    v = value_of(cfg, "algo.symmetries")
+    need(isinstance(v, bool), "algo.symmetries", "true or false", v)
     zero_sum(cfg, "with algo=alphazero (its values are game results, +1 / 0 / -1)")
     win = value_of(cfg, "reward.win")
     need(win == 1, "reward.win", "1 with algo=alphazero (its value head is a tanh: results in [-1, 1])", win)
