@@ -14,6 +14,7 @@ ROWS = {  # preset: the plain overrides of its row (experiments/leaderboard/READ
     "ppo": ["algo=ppo", "net=mlp128", "population.size=100", "seed=5000"],
     "qlearning": ["algo=qlearning", "population.size=100", "seed=5000"],
     "dqn": ["algo=dqn", "population.size=100", "seed=5000"],
+    "alphazero": ["algo=alphazero", "population.size=100", "seed=5000"],
 }
 
 

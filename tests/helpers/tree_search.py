@@ -37,7 +37,7 @@ def tree_search(root, logits, value, simulations, gumbel=None, offset=None, max_
 
     top = table.take(base + root)
     legal0 = top.legal > 0
-    score0 = top.prior.log() + (0.0 if gumbel is None else gumbel.float().t())
+    score0 = top.log_prior + (0.0 if gumbel is None else gumbel.float().t())
     considered = t.n_legal.index_select(0, root).clamp(max=max_considered)
     schedule = halving_schedule(simulations, max_considered).to(dev).index_select(0, considered)  # (B, S)
     frozen = score0.clone()
@@ -90,7 +90,9 @@ def tree_search(root, logits, value, simulations, gumbel=None, offset=None, max_
 
     v0, s0 = visits[:, 0].t(), value_sum[:, 0].t()
     q, sigma, mixed = completed_q(top, v0, s0, rescale)
+    q = q * top.legal
     final = legal0 & (v0 == v0.amax(0))
     action = first_argmax((score0 + sigma).masked_fill(~final, NEG))
     policy = torch.softmax(top.logits + sigma, 0)
-    return Search(action, policy.t().contiguous(), v0.t().contiguous(), q.t().contiguous(), mixed, depth_max)
+    return Search(action, policy.t().contiguous(), v0.t().contiguous(), q.t().contiguous(), mixed, depth_max,
+                  top.prior.t().contiguous())

@@ -97,11 +97,11 @@ class AlphaZero(Algorithm):
 
     def __init__(self, net, games_per_update: int = 64, simulations: int = 16,
                  test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
-                 lr_final: float | None = 0.0003, temperature: float = 1.0,
-                 temperature_final: float | None = 1.0, value_coef: float = 1.0, value_mix: float = 0.0,
-                 weight_decay: float = 1e-4, capacity: int = 20000, batch_size: int = 256,
+                 lr_final: float | None = 0.0003, temperature: float = 2.0,
+                 temperature_final: float | None = 2.0, value_coef: float = 2.0, value_mix: float = 0.0,
+                 weight_decay: float = 0.0, capacity: int = 20000, batch_size: int = 256,
                  gradient_steps: int = 32, max_grad_norm: float = 5.0,
-                 symmetries: bool = False,
+                 symmetries: bool = True,
                  value_head: torch.nn.Module | None = None):
         super().__init__(net, games_per_update)
         self.simulations, self.test_simulations = int(simulations), int(test_simulations)
@@ -215,17 +215,18 @@ class AlphaZero(Algorithm):
         codes = game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8))
         member = torch.arange(N, device=dev).repeat_interleave(B)
         at = live.nonzero().squeeze(1)
-        moves = torch.zeros(N * B, dtype=torch.long, device=dev)
-        if at.numel():
-            s = gumbel_search(codes[at], None, None, self.simulations, gumbel=noise.reshape(-1, 9)[at],
-                              offset=member[at] * R, max_considered=self.max_considered, tree=tree)
-            moves[at] = s.action
-            ply = (view != 0).sum(-1).reshape(-1)[at]
-            stash["policy"].view(9, N * B, 9)[ply, at] = s.policy
-            stash["value"].view(9, N * B)[ply, at] = s.value
-            prior = tree.nodes.prior.index_select(1, tree.rows(codes[at], member[at] * R)).t()  # (B', 9)
-            stash["improvement"].append(((s.policy - prior) * s.q).sum(-1))
-            stash["depth"].append(s.depth.float())
+        everyone = at.numel() == N * B  # early plies: no game has ended, nothing to pick out
+        if at.numel() == 0:
+            return torch.zeros(N, B, dtype=torch.long, device=dev)
+        pick = (lambda x: x) if everyone else (lambda x: x.index_select(0, at))
+        s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, 9)),
+                          offset=pick(member) * R, max_considered=self.max_considered, tree=tree)
+        moves = s.action if everyone else torch.zeros(N * B, dtype=torch.long, device=dev).index_copy_(0, at, s.action)
+        ply = int((view.reshape(-1, 9)[at[0]] != 0).sum())  # lockstep: every live game has this many pieces
+        stash["policy"][ply].view(N * B, 9).index_copy_(0, at, s.policy)
+        stash["value"][ply].view(N * B).index_copy_(0, at, s.value)
+        stash["improvement"].append(((s.policy - s.prior) * s.q).sum(-1))
+        stash["depth"].append(s.depth.float())
         return moves.view(N, B)
 
     @torch.no_grad()

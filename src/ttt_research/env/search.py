@@ -61,6 +61,7 @@ class Search:
     q: torch.Tensor  # (B, 9) the root's completed q values (the mover's), illegal cells 0
     value: torch.Tensor  # (B,) the root's mixed value (the prior value and the visits' q)
     depth: torch.Tensor  # (B,) the deepest path any simulation took (edges from the root)
+    prior: torch.Tensor  # (B, 9) the network's policy at the root, softmax of its logits
 
 
 @functools.cache
@@ -107,6 +108,7 @@ class Nodes:
     """What a search needs to know of B nodes besides their visits, cells first."""
 
     logits: torch.Tensor  # (9, B) prior logits, -inf on illegal cells
+    log_prior: torch.Tensor  # (9, B) log-softmax of them (-inf on illegal cells)
     prior: torch.Tensor  # (9, B) softmax of them (0 on illegal cells)
     legal: torch.Tensor  # (9, B) float 1 legal, 0 not
     barrier: torch.Tensor  # (9, B) 0 on legal cells, +inf on illegal ones
@@ -116,12 +118,14 @@ class Nodes:
     def of(logits: torch.Tensor, legal: torch.Tensor, value: torch.Tensor) -> "Nodes":
         """From (9, B) logits, (9, B) bool legal cells and (B,) values."""
         masked = logits.float().masked_fill(~legal, NEG)
-        return Nodes(masked, torch.softmax(masked, 0), legal.float(),
+        log_prior = torch.log_softmax(masked, 0)
+        return Nodes(masked, log_prior, log_prior.exp(), legal.float(),
                      torch.where(legal, 0.0, torch.inf), value.float())
 
     def take(self, rows: torch.Tensor) -> "Nodes":
         """The nodes at (B',) ``rows``."""
-        return Nodes(self.logits.index_select(1, rows), self.prior.index_select(1, rows),
+        return Nodes(self.logits.index_select(1, rows), self.log_prior.index_select(1, rows),
+                     self.prior.index_select(1, rows),
                      self.legal.index_select(1, rows), self.barrier.index_select(1, rows),
                      self.value.index_select(0, rows))
 
@@ -134,7 +138,8 @@ def completed_q(node: Nodes, visits: torch.Tensor, value_sum: torch.Tensor, resc
     sum_visited p(a)) / (1 + n), n the node's visits, p the prior, v the network's value
     (just v before any visit). Rescaled, the legal q's are mapped onto [0, 1] by their
     min and max (a node's q's all equal: 0) before sigma scales them. Returns (completed q
-    (9, B), sigma (9, B), mixed value (B,)); illegal cells 0.
+    (9, B), sigma (9, B), mixed value (B,)); their illegal cells hold no meaning (the
+    callers add sigma to -inf there and mask q).
     """
     seen = visits.clamp(max=1.0)  # (9, B) 1 visited, 0 not (visits are counts)
     q = value_sum / visits.clamp_min(1.0)  # 0 where unvisited
@@ -148,8 +153,10 @@ def completed_q(node: Nodes, visits: torch.Tensor, value_sum: torch.Tensor, resc
         low = (completed + node.barrier).amin(0)
         high = (completed - node.barrier).amax(0)
         scaled = (completed - low) / (high - low).clamp_min(1e-8)
-    sigma = (C_VISIT + visits.amax(0)) * C_SCALE * (scaled * node.legal)
-    return completed * node.legal, sigma, mixed
+    # sigma on an illegal cell is left as it falls: every use adds it to -inf (the masked
+    # logits or log-prior), so masking it would be one more pass for nothing.
+    sigma = (C_VISIT + visits.amax(0)) * C_SCALE * scaled
+    return completed, sigma, mixed
 
 
 _CELL = torch.arange(9, 0, -1, dtype=torch.float32)[:, None]  # (9, 1) 9 for cell 0 ... 1 for cell 8
@@ -344,23 +351,29 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     row = tree.rows(root, offset)  # (B,)
     node = tree.nodes.take(row)
     legal = node.legal > 0  # (9, B)
-    score0 = node.prior.log() + (0.0 if gumbel is None else gumbel.float().t())  # g + log p; -inf illegal
+    score0 = node.log_prior if gumbel is None else node.log_prior + gumbel.float().t()  # g + log p; -inf illegal
     child = tree.child.index_select(1, row)  # (9, B) each move's row
     considered = t.n_legal.index_select(0, root).clamp(max=max_considered)  # (B,)
     keep, more = (x.to(dev).index_select(0, considered).t() for x in halving_phases(simulations, max_considered))
     visits = torch.zeros(9, B, device=dev)
     value_sum = torch.zeros(9, B, device=dev)
     level = torch.zeros(B, device=dev)  # the visits every move still in has
-    for j in range(keep.shape[0]):  # the phases of sequential halving
+    for j in range(int((keep > 0).any(1).sum())):  # the phases of sequential halving (a row's, then none)
         _, sigma, _ = completed_q(node, visits, value_sum, rescale)
-        kept = best_of(score0 + sigma, legal & (visits == level), keep[j])  # (9, B)
+        due = legal & (visits == level)
+        if bool(((keep[j] > 0) & (keep[j] < due.sum(0))).any()):  # some keep fewer than are due: rank them
+            kept = best_of(score0 + sigma, due, keep[j])  # (9, B)
+        else:
+            kept = due.float() * (keep[j] > 0)
         visits = visits + kept * more[j]
         value_sum = -tree.after(child, visits, tree.total)
         level = level + more[j] * (keep[j] > 0)
 
     q, sigma, mixed = completed_q(node, visits, value_sum, rescale)
+    q = q * node.legal
     final = legal & (visits == visits.amax(0))  # the most visited
     action = first_argmax((score0 + sigma).masked_fill(~final, NEG))
     policy = torch.softmax(node.logits + sigma, 0)
     depth = ((1 + tree.after(child, visits, tree.reach)) * (visits > 0)).amax(0)
-    return Search(action, policy.t().contiguous(), visits.t().contiguous(), q.t().contiguous(), mixed, depth)
+    return Search(action, policy.t().contiguous(), visits.t().contiguous(), q.t().contiguous(), mixed, depth,
+                  node.prior.t().contiguous())

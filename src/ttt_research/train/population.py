@@ -97,11 +97,13 @@ class PopulationEvaluation(ExactEvaluation):
             out = [r if r is not None else o for r, o in zip(reports, out, strict=True)]
         return out
 
-    def first_unbeatable(self, n: int) -> list[int | None]:
-        """Each member's games at its first exact evaluation that found it unbeatable."""
+    def first_unbeatable(self, n: int, part: str | None = None) -> list[int | None]:
+        """Each member's games at its first exact evaluation that found it unbeatable (with
+        ``part``: that its report's ``part`` block, another policy of the member, was)."""
         first: list[int | None] = [None] * n
         for games, reports in self.history:
             for k, r in enumerate(reports):
+                r = r.get(part) if part is not None and r is not None else r
                 if first[k] is None and r is not None and unbeatable(r, self.seat):
                     first[k] = int(games)
         return first
@@ -172,6 +174,12 @@ def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) ->
     rows = []
     for k, m in enumerate(whole["members"]):
         rows.append(results.member_row(m, games[k], latest[k], first[k], whole["stopped"].get(m.index)))
+    # Another policy a member is evaluated as (alphazero: its test-time search, ``search``)
+    # gets its own first unbeatable evaluation, inside its block.
+    for part in sorted({p for r in latest if r for p, block in r.items() if isinstance(block, dict) and "as_x" in block}):
+        for row, games_at in zip(rows, evaluation.first_unbeatable(n, part), strict=True):
+            if row["eval"] and part in row["eval"]:
+                row["eval"] = {**row["eval"], part: {**row["eval"][part], "first_unbeatable_games": games_at}}
     return rows
 
 
