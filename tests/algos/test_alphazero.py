@@ -12,7 +12,7 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
-from ttt_research.algos.alphazero import AlphaZero, policy_loss, value_loss
+from ttt_research.algos.alphazero import AlphaZero, policy_loss, turned, value_loss
 from ttt_research.env import game, solver
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import evaluate_actions
@@ -130,6 +130,9 @@ def test_a_populations_members_carry_their_search_evaluations(tmp_path):
     for m in members:
         one = train(make_cfg(*TINY, f"seed={m['seed']}"), tmp_path / f"single{m['seed']}")
         assert m["eval"]["search"]["simulations"] == 4
+        first = m["eval"]["search"]["first_unbeatable_games"]  # the search's own, beside the raw net's
+        searched_safe = all(m["eval"]["search"][s]["worst_case"] != "loss" for s in ("as_x", "as_o"))
+        assert (first is not None and 0 < first <= m["games"]) if searched_safe else True
         mine, alone = m["eval"]["search"]["as_o"]["vs_random"], one["search"]["as_o"]["vs_random"]
         assert mine == pytest.approx(alone, abs=1e-4)
 
@@ -138,3 +141,28 @@ def test_value_mix_one_learns_the_searchs_values_instead_of_the_results():
     ring = first_update(*TINY, "budget.games=16", "algo.value_mix=1").algo.replay
     result = ring.result[0, :int(ring.size[0])]
     assert result.abs().max() <= 1 and not bool((result == result.round()).all())
+
+
+def test_a_turned_position_keeps_its_targets_legal_and_its_optimal_moves_optimal():
+    # The symmetry augmentation turns a position and its policy target alike: on every
+    # decision position and each of the 8 symmetries, the turned target is 0 on the turned
+    # board's occupied cells, and the solver's optimal moves turn into optimal moves.
+    sol, t = solver.solve(), game.tables()
+    codes = (t.reachable & ~t.done).nonzero().squeeze(1)  # (P,)
+    boards = t.board[codes].long()  # (P, 9)
+    target = sol.optimal[codes].float()  # (P, 9) 1 on the optimal moves
+    for k in range(8):
+        ks = torch.full((codes.numel(),), k)
+        board, policy = turned(boards, ks), turned(target, ks)
+        code = game.encode(board)
+        assert bool(t.reachable[code].all())
+        assert policy[board != 0].abs().sum() == 0
+        assert torch.equal(policy.bool(), sol.optimal[code])
+
+
+def test_symmetries_change_what_is_learned_and_can_be_turned_off():
+    on = first_update(*TINY, "budget.games=16", "algo.gradient_steps=1")
+    off = first_update(*TINY, "budget.games=16", "algo.gradient_steps=1", "algo.symmetries=false")
+    assert torch.equal(on.algo.replay.view, off.algo.replay.view)  # the same games were played ...
+    w_on, w_off = (next(m.algo.net.parameters()) for m in (on, off))
+    assert not torch.equal(w_on, w_off)  # ... and learned from as different positions

@@ -198,3 +198,20 @@ def test_view_code_is_the_base3_code_of_the_view_and_tells_views_apart():
     assert torch.equal(game.view_code(views.float()), game.view_code(views))
     # Positions with the same view are the same position (the mover follows from the counts).
     assert torch.unique(game.view_code(views)).numel() == views.shape[0]
+
+
+def test_the_eight_symmetries_are_a_group_that_keeps_the_winning_lines():
+    sym = game.symmetries()
+    assert sym.shape == (8, 9) and len({tuple(r) for r in sym.tolist()}) == 8
+    assert sym[0].tolist() == list(range(9))
+    rows = {tuple(r) for r in sym.tolist()}
+    for a in sym:  # closed under composition
+        for b in sym:
+            assert tuple(a[b].tolist()) in rows
+    lines = {frozenset(line) for line in game.LINES.tolist()}
+    for perm in sym:  # a line's cells, turned, are a line
+        inverse = torch.argsort(perm)
+        assert {frozenset(inverse[line].tolist()) for line in game.LINES} == lines
+    boards = game.tables().board[game.tables().reachable]
+    for perm in sym:
+        assert torch.equal(game.winner(boards[:, perm]), game.winner(boards))

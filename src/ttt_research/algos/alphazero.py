@@ -89,6 +89,12 @@ def mover_result(ep, self_play: bool) -> torch.Tensor:
     return (ep.outcome * ep.seat).float()[None] * side.view(T, *[1] * ep.outcome.dim())
 
 
+def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(..., 9) boards or per-cell policies, (...) symmetry indices in 0..7 -> each turned by
+    its symmetry (``game.symmetries``): a position and its target turn alike."""
+    return cells.gather(-1, game.symmetries().to(cells.device)[k])
+
+
 # ----------------------------------------------------------------------------- the algorithm
 
 
@@ -283,8 +289,7 @@ class AlphaZero(Algorithm):
         x = b["view"].float()  # (N, K, 9)
         if self.symmetries:  # each position turned by one of the board's 8 symmetries, at random
             k = (uniform(x.shape[:2], x.device, run.streams) * 8).long().clamp(max=7)  # (N, K)
-            perm = game.symmetries().to(x.device)[k]  # (N, K, 9)
-            x, b["policy"] = x.gather(-1, perm), b["policy"].gather(-1, perm)
+            x, b["policy"] = turned(x, k), turned(b["policy"], k)
         if self.members is None:
             x = x.squeeze(0)
         logits, v = self.heads(x)
