@@ -11,7 +11,7 @@ import torch
 
 from ttt_research.env import game, solver
 from ttt_research.env.search import (C_SCALE, C_VISIT, Nodes, best_of, completed_q, gumbel_search,
-                                     halving_phases, halving_schedule, subtrees)
+                                     halving_phases, halving_schedule, subtrees, visits_needed)
 from tests.helpers.tree_search import tree_search
 
 T = game.tables()
@@ -174,6 +174,21 @@ def test_the_shared_subtrees_search_as_the_literal_trees_bit_for_bit(simulations
     for field in ("action", "visits", "q", "value", "depth", "policy"):
         assert torch.equal(getattr(a, field), getattr(b, field)), field
     # Subtrees played further serve fewer simulations unchanged.
-    deeper = subtrees(logits, value, simulations + 3, rescale)
+    deeper = subtrees(logits, value, simulations + 3, rescale, max_considered)
     c = gumbel_search(roots, None, None, simulations, tree=deeper, **kw)
     assert torch.equal(c.visits, b.visits) and torch.equal(c.action, b.action)
+
+
+def test_subtrees_are_played_as_deep_as_a_search_can_reach_and_no_deeper():
+    # 16 simulations over 9 moves: the top move's phases give it 1 + 1 + 1 + 1 visits; over 2
+    # moves 8 each; that is the most any move of any root gets, so positions are played to 8.
+    assert visits_needed(16) == 8 and visits_needed(4) == 2 and visits_needed(2) == 1
+    assert visits_needed(16, 1) == 16  # one move considered: every visit goes to it
+    logits, value = flat_tables()
+    tree = subtrees(logits, value, 16)
+    assert tree.visits == 8
+    assert tree.leaf[9:, :tree.block].abs().sum() == 0  # unfinished positions: never a 9th visit
+    with pytest.raises(ValueError, match="cannot serve"):
+        gumbel_search(torch.zeros(1, dtype=torch.long), None, None, 32, tree=tree)
+    with pytest.raises(ValueError, match="cannot serve"):
+        gumbel_search(torch.zeros(1, dtype=torch.long), None, None, 16, max_considered=1, tree=tree)

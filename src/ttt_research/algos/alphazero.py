@@ -169,7 +169,7 @@ class AlphaZero(Algorithm):
         the roots of ``chunk`` members (4,520 positions each) searched at a time."""
         k = self.test_simulations if simulations is None else int(simulations)
         logits, values = self.tables()
-        tree = subtrees(logits, values, k)
+        tree = subtrees(logits, values, k, max_considered=self.max_considered)
         n = values.numel() // R
         t = game.tables(values.device)
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)
@@ -247,7 +247,7 @@ class AlphaZero(Algorithm):
                  "value": torch.zeros(9, N, games, device=device),
                  "improvement": [], "depth": []}
         per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), float(temperature))
-        tree = subtrees(logits, values, self.simulations)
+        tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered)
         act = partial(self.act, tree=tree, temperature=per_member, streams=streams, stash=stash)
         return play_batch(games, act, opponent, seat, device, streams), stash
 

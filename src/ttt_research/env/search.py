@@ -203,6 +203,16 @@ def halving_phases(simulations: int, max_considered: int = 9) -> tuple[torch.Ten
     return keep, visits
 
 
+@functools.cache
+def visits_needed(simulations: int, max_considered: int = 9) -> int:
+    """The most visits a search of ``simulations`` gives one move of its root: every node
+    below gets fewer (a node's first visit stops there), so a position's subtree need be
+    played no further. A root with one legal move has 8 pieces: its move ends the game, and
+    a finished position needs no subtree."""
+    keep, more = halving_phases(simulations, max_considered)
+    return max(1, *(int(more[m][keep[m] > 0].sum()) for m in {min(n, max_considered) for n in range(2, 10)}))
+
+
 _PAIRS = torch.triu_indices(9, 9, 1)  # (2, 36) the cell pairs b < a, as (b, a)
 # rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a} = #{b > a} + sum over pairs (b, a) of
 # ge(b, a) for a, minus it for b, where ge(b, a) = [s_b >= s_a]: one (9, 36) matrix product.
@@ -222,8 +232,9 @@ def best_of(score: torch.Tensor, due: torch.Tensor, keep: torch.Tensor) -> torch
 
 @dataclass
 class Subtrees:
-    """Every position's subtree under the deterministic rule, played out to ``simulations``
-    visits, for a network's tables.
+    """Every position's subtree under the deterministic rule, played out to ``visits``
+    visits (what searches of up to ``simulations`` need: ``visits_needed``), for a
+    network's tables.
 
     Rows: each member's 4,520 unfinished positions (member k's block at k * L), then the
     958 finished ones once (their values are exact, the same for every member). Row k of
@@ -232,15 +243,19 @@ class Subtrees:
     and the deepest path the first k took below the position (0: they stopped there,
     expanding it or at the game's end)."""
 
-    simulations: int
+    simulations: int  # the searches it serves (with ``max_considered``)
+    max_considered: int
+    visits: int  # K: visits played per position
     block: int  # L: unfinished positions, rows per member
     members: int
     index: torch.Tensor  # (3^9,) int64 a code's place among the unfinished or the finished positions
     nodes: Nodes  # (9, n * L) and (n * L,) the unfinished rows
     child: torch.Tensor  # (9, n * L) int64 the row after each move (illegal cells: the row itself)
-    leaf: torch.Tensor  # (S + 1, rows) the value the k-th visit backs up
-    total: torch.Tensor  # (S + 1, rows) the sum of the first k
-    reach: torch.Tensor  # (S + 1, rows) int64 the deepest of their paths below the row
+    # (simulations + 1, rows): unfinished rows are played to K, finished ones to every visit
+    # (a root with one legal move sends all its simulations into a finished position).
+    leaf: torch.Tensor  # the value the k-th visit backs up
+    total: torch.Tensor  # the sum of the first k
+    reach: torch.Tensor  # int64 the deepest of their paths below the row
 
     def rows(self, codes: torch.Tensor, offset: torch.Tensor | None = None) -> torch.Tensor:
         """(B,) codes and table offsets (multiples of 3^9: a member's block; None: 0) ->
@@ -268,8 +283,10 @@ def _positions(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return live, over, index
 
 
-def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescale: bool = True) -> Subtrees:
-    """Play every position's subtree out to ``simulations`` visits, all positions at once.
+def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescale: bool = True,
+             max_considered: int = 9) -> Subtrees:
+    """Play every position's subtree out to the visits searches of ``simulations`` need
+    (``visits_needed``: 8 for 16 simulations over 9 moves), all positions at once.
 
     ``logits`` (n * 3^9, 9) and ``value`` (n * 3^9,): the tables of ``gumbel_search``, n
     members' blocks. Visit 1 of a position expands it: it backs up the position's own
@@ -284,7 +301,7 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     dev = value.device
     t = game.tables(dev)
     live, over, index = _positions(str(dev))
-    L, S = live.numel(), simulations
+    L, S, K = live.numel(), simulations, visits_needed(simulations, max_considered)
     n = value.numel() // game.N_CODES
     nL = n * L
     block = (torch.arange(n, device=dev) * game.N_CODES)[:, None]  # (n, 1) each member's table rows
@@ -306,11 +323,12 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     leaf[1, :nL] = v
     total = torch.zeros(S + 1, rows, device=dev)
     total[1] = leaf[1]
+    total[2:, nL:] = exact * torch.arange(2, S + 1, device=dev, dtype=torch.float32)[:, None]  # k * exact: exact sums
     reach = torch.zeros(S + 1, rows, dtype=torch.long, device=dev)
     visits = torch.zeros(9, nL, device=dev)
     value_sum = torch.zeros(9, nL, device=dev)
     ones = torch.ones(1, nL, device=dev)
-    for k in range(2, S + 1):
+    for k in range(2, K + 1):
         _, sigma, _ = completed_q(nodes, visits, value_sum, rescale)
         improved = torch.softmax(nodes.logits + sigma, 0)
         lag = improved - visits / (1 + visits.sum(0))
@@ -318,11 +336,11 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
         at = (visits.gather(0, move).long() + 1) * rows + child.gather(0, move)  # the child's next visit
         back = -leaf.view(-1).take(at)  # (1, nL) its value, for this row's mover
         leaf[k, :nL] = back[0]
-        total[k] = total[k - 1] + leaf[k]
+        total[k, :nL] = total[k - 1, :nL] + leaf[k, :nL]
         reach[k, :nL] = torch.maximum(reach[k - 1, :nL], 1 + reach.view(-1).take(at[0]))
         visits.scatter_add_(0, move, ones)
         value_sum.scatter_add_(0, move, back)
-    return Subtrees(S, L, n, index, nodes, child, leaf, total, reach)
+    return Subtrees(simulations, max_considered, K, L, n, index, nodes, child, leaf, total, reach)
 
 
 def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.Tensor | None,
@@ -332,8 +350,8 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
 
     ``root``: (B,) board codes, none finished. ``logits`` (R, 9) masked prior logits and
     ``value`` (R,) values of every position, row ``offset + code`` (``offset`` (B,): a
-    population member's block; None: 0). ``tree``: their ``subtrees`` played out to at least
-    ``simulations`` visits, built once and reused by every search with these tables (None:
+    population member's block; None: 0). ``tree``: their ``subtrees``, played for at least
+    these simulations, built once and reused by every search with these tables (None:
     built here). ``gumbel``: (B, 9) Gumbel noise for the root's top-k sampling (self-play),
     or None: a deterministic search (test time), ties to the lowest cell. Returns a ``Search``.
     """
@@ -345,9 +363,10 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     if bool(t.done.index_select(0, root).any()):
         raise ValueError("a search starts from an unfinished position")
     if tree is None:
-        tree = subtrees(logits, value, simulations, rescale)
-    elif tree.simulations < simulations:
-        raise ValueError(f"subtrees played to {tree.simulations} visits cannot serve {simulations} simulations")
+        tree = subtrees(logits, value, simulations, rescale, max_considered)
+    elif tree.visits < visits_needed(simulations, max_considered):
+        raise ValueError(f"subtrees played for {tree.simulations} simulations over {tree.max_considered} moves "
+                         f"cannot serve {simulations} over {max_considered}")
     row = tree.rows(root, offset)  # (B,)
     node = tree.nodes.take(row)
     legal = node.legal > 0  # (9, B)
