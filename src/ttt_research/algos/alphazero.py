@@ -89,6 +89,13 @@ def mover_result(ep, self_play: bool) -> torch.Tensor:
     return (ep.outcome * ep.seat).float()[None] * side.view(T, *[1] * ep.outcome.dim())
 
 
+def codes_of(view: torch.Tensor) -> torch.Tensor:
+    """(..., 9) mover's views -> (...) their boards' codes (X moves when the pieces are level)."""
+    own, other = (view == 1).sum(-1), (view == -1).sum(-1)
+    mover = torch.where(own == other, game.X, game.O)
+    return game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8)).view(view.shape[:-1])
+
+
 def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """(..., 9) boards or per-cell policies, (...) symmetry indices in 0..7 -> each turned by
     its symmetry (``game.symmetries``): a position and its target turn alike."""
@@ -198,13 +205,19 @@ class AlphaZero(Algorithm):
     @torch.no_grad()
     def action_values(self, view: torch.Tensor) -> torch.Tensor:
         """Q(s, a) = -V(s'), s' the opponent's view after the move (exact where it ends the
-        game: a win, or a tie on a full board), in the reward table's units (win = 1 here)."""
+        game: a win, or a tie on a full board), in the reward table's units (win = 1 here).
+        V(s') is read from the value table of every position (``tables``): one pass over
+        the 4,520 positions, not one per move of every view. (..., 9) views -> (..., 9); a
+        population's (N, B, 9) or shared (P, 9) -> (N, B, 9) or (N, P, 9)."""
         after = view.unsqueeze(-2) + torch.eye(9, device=view.device)  # (..., 9, 9) each move's board
         wins = game.winner(after.reshape(-1, 9).to(torch.int8)).view(after.shape[:-1]) == 1  # (..., 9)
         full = (after != 0).all(-1)
-        child = -(after.reshape(*view.shape[:-2], -1, 9) if view.dim() == 3 else after.reshape(-1, 9))
-        v = self.value(child)  # the opponent's value of each child: (N, B * 9), (N, P * 9) or (P * 9,)
-        v = v.reshape(*v.shape[:-1], view.shape[-2], 9)
+        _, values = self.tables()  # (n * 3^9,) each position's value for its mover
+        code = codes_of(-after)  # (..., 9) the children's codes (occupied cells: any code, unused)
+        if self.members is not None:
+            member = torch.arange(values.numel() // R, device=view.device)
+            code = code + member.view(-1, *[1] * (code.dim() - (view.dim() == 3))) * R  # (N, ..., 9)
+        v = values.index_select(0, code.reshape(-1)).view(code.shape)
         return torch.where(wins, 1.0, torch.where(full, 0.0, -v)).float()
 
     # ------------------------------------------------------------------ learning
@@ -216,9 +229,7 @@ class AlphaZero(Algorithm):
         dev = view.device
         noise = gumbel((N, B, 9), dev, streams) * torch.as_tensor(temperature, device=dev).view(-1, 1, 1)
         live = legal.reshape(-1, 9).any(-1)  # (N * B,) games still going
-        own = (view == 1).sum(-1)
-        mover = torch.where(own == (view == -1).sum(-1), game.X, game.O)  # (N, B)
-        codes = game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8))
+        codes = codes_of(view).reshape(-1)  # (N * B,)
         member = torch.arange(N, device=dev).repeat_interleave(B)
         at = live.nonzero().squeeze(1)
         everyone = at.numel() == N * B  # early plies: no game has ended, nothing to pick out
