@@ -13,6 +13,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from ttt_research.evaluation.stats import wilson
 
 
@@ -67,7 +69,7 @@ def table_row(folder: Path) -> str:
     first_s = [r["search"].get("first_unbeatable_games") for r in rows]
     first_s = [g for g in first_s if g is not None]
     seconds = lambda games: [clock[g] / n for g in games if g in clock]  # noqa: E731
-    sims = json.loads((folder / "run.json").read_text()).get("config", {}).get("algo", {}).get("simulations", "?")
+    sims = OmegaConf.load(folder / ".hydra" / "config.yaml").algo.simulations
     return (f"| {folder.name} | {sims} | {share(sum(on_target(r) for r in rows), n)} | "
             f"{share(sum(safe(r) for r in rows), n)} | {share(sum(safe(r['search']) for r in rows), n)} | "
             f"{statistics.median(r['optimal_move_rate'] for r in rows):.4f} / "

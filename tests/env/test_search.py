@@ -9,10 +9,20 @@ import math
 import pytest
 import torch
 
-from ttt_research.env import game, solver
-from ttt_research.env.search import (C_SCALE, C_VISIT, Nodes, best_of, completed_q, gumbel_search,
-                                     halving_phases, halving_schedule, subtrees, visits_needed)
 from tests.helpers.tree_search import tree_search
+from ttt_research.env import game, solver
+from ttt_research.env.search import (
+    C_SCALE,
+    C_VISIT,
+    Nodes,
+    best_of,
+    completed_q,
+    gumbel_search,
+    halving_phases,
+    halving_schedule,
+    subtrees,
+    visits_needed,
+)
 
 T = game.tables()
 R = game.N_CODES
@@ -143,7 +153,8 @@ def test_the_phases_read_the_schedule_as_sequential_halving():
     for m in range(1, 10):  # every phase table spends exactly the simulations
         assert int((keep[m] * visits[m]).sum()) == 16
     keep4, visits4 = halving_phases(4)
-    assert keep4[9].tolist()[0] == 4 and visits4[9].tolist()[0] == 1  # fewer simulations than moves: the top 4
+    # fewer simulations than moves: the top 4 once each
+    assert keep4[9].tolist()[0] == 4 and visits4[9].tolist()[0] == 1
 
 
 def test_best_of_keeps_the_best_due_cells_ties_to_the_lower_cell():
@@ -158,7 +169,8 @@ def test_best_of_keeps_the_best_due_cells_ties_to_the_lower_cell():
 @pytest.mark.parametrize("simulations,max_considered,noisy,rescale", [
     (1, 9, False, True), (2, 9, True, True), (4, 9, True, True), (7, 4, False, True),
     (16, 9, True, True), (16, 3, True, False), (32, 9, False, True)])
-def test_the_shared_subtrees_search_as_the_literal_trees_bit_for_bit(simulations, max_considered, noisy, rescale):
+def test_the_shared_subtrees_search_as_the_literal_trees_bit_for_bit(simulations, max_considered, noisy,
+                                                                     rescale):
     # Random networks, two members; 400 random decision positions each searched by B
     # literal trees (one depth a step) and by the shared subtrees: the same numbers.
     g = torch.Generator().manual_seed(simulations * 10 + max_considered)

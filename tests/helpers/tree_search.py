@@ -14,7 +14,15 @@ from __future__ import annotations
 import torch
 
 from ttt_research.env import game
-from ttt_research.env.search import NEG, Nodes, Search, completed_q, first_argmax, halving_schedule, leaf_values
+from ttt_research.env.search import (
+    NEG,
+    Nodes,
+    Search,
+    completed_q,
+    first_argmax,
+    halving_schedule,
+    leaf_values,
+)
 
 
 def tree_search(root, logits, value, simulations, gumbel=None, offset=None, max_considered=9,

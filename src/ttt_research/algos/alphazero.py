@@ -238,7 +238,8 @@ class AlphaZero(Algorithm):
         pick = (lambda x: x) if everyone else (lambda x: x.index_select(0, at))
         s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, 9)),
                           offset=pick(member) * R, max_considered=self.max_considered, tree=tree)
-        moves = s.action if everyone else torch.zeros(N * B, dtype=torch.long, device=dev).index_copy_(0, at, s.action)
+        moves = s.action if everyone else torch.zeros(N * B, dtype=torch.long, device=dev).index_copy_(
+            0, at, s.action)
         ply = int((view.reshape(-1, 9)[at[0]] != 0).sum())  # lockstep: every live game has this many pieces
         stash["policy"][ply].view(N * B, 9).index_copy_(0, at, s.policy)
         stash["value"][ply].view(N * B).index_copy_(0, at, s.value)
@@ -257,7 +258,8 @@ class AlphaZero(Algorithm):
         stash = {"policy": torch.zeros(9, N, games, 9, device=device),
                  "value": torch.zeros(9, N, games, device=device),
                  "improvement": [], "depth": []}
-        per_member = temperature if isinstance(temperature, torch.Tensor) else torch.full((N,), float(temperature))
+        per_member = (temperature if isinstance(temperature, torch.Tensor)
+                      else torch.full((N,), float(temperature)))
         tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered)
         act = partial(self.act, tree=tree, temperature=per_member, streams=streams, stash=stash)
         return play_batch(games, act, opponent, seat, device, streams), stash

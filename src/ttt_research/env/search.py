@@ -115,14 +115,14 @@ class Nodes:
     value: torch.Tensor  # (B,) the network's value of the node (exact where finished)
 
     @staticmethod
-    def of(logits: torch.Tensor, legal: torch.Tensor, value: torch.Tensor) -> "Nodes":
+    def of(logits: torch.Tensor, legal: torch.Tensor, value: torch.Tensor) -> Nodes:
         """From (9, B) logits, (9, B) bool legal cells and (B,) values."""
         masked = logits.float().masked_fill(~legal, NEG)
         log_prior = torch.log_softmax(masked, 0)
         return Nodes(masked, log_prior, log_prior.exp(), legal.float(),
                      torch.where(legal, 0.0, torch.inf), value.float())
 
-    def take(self, rows: torch.Tensor) -> "Nodes":
+    def take(self, rows: torch.Tensor) -> Nodes:
         """The nodes at (B',) ``rows``."""
         return Nodes(self.logits.index_select(1, rows), self.log_prior.index_select(1, rows),
                      self.prior.index_select(1, rows),
@@ -304,7 +304,6 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     L, S, K = live.numel(), simulations, visits_needed(simulations, max_considered)
     n = value.numel() // game.N_CODES
     nL = n * L
-    block = (torch.arange(n, device=dev) * game.N_CODES)[:, None]  # (n, 1) each member's table rows
     lg = logits.view(n, game.N_CODES, 9).index_select(1, live).reshape(nL, 9).t()  # (9, nL)
     v = value.view(n, game.N_CODES).index_select(1, live).reshape(nL).float()
     nodes = Nodes.of(lg, t.legal.index_select(0, live).t().repeat(1, n), v)
@@ -323,7 +322,8 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     leaf[1, :nL] = v
     total = torch.zeros(S + 1, rows, device=dev)
     total[1] = leaf[1]
-    total[2:, nL:] = exact * torch.arange(2, S + 1, device=dev, dtype=torch.float32)[:, None]  # k * exact: exact sums
+    # Finished rows: k * exact, as exact as summing it k times.
+    total[2:, nL:] = exact * torch.arange(2, S + 1, device=dev, dtype=torch.float32)[:, None]
     reach = torch.zeros(S + 1, rows, dtype=torch.long, device=dev)
     visits = torch.zeros(9, nL, device=dev)
     value_sum = torch.zeros(9, nL, device=dev)
@@ -365,15 +365,17 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     if tree is None:
         tree = subtrees(logits, value, simulations, rescale, max_considered)
     elif tree.visits < visits_needed(simulations, max_considered):
-        raise ValueError(f"subtrees played for {tree.simulations} simulations over {tree.max_considered} moves "
-                         f"cannot serve {simulations} over {max_considered}")
+        raise ValueError(f"subtrees played for {tree.simulations} simulations over {tree.max_considered} "
+                         f"moves cannot serve {simulations} over {max_considered}")
     row = tree.rows(root, offset)  # (B,)
     node = tree.nodes.take(row)
     legal = node.legal > 0  # (9, B)
-    score0 = node.log_prior if gumbel is None else node.log_prior + gumbel.float().t()  # g + log p; -inf illegal
+    # g + log p; -inf on illegal cells
+    score0 = node.log_prior if gumbel is None else node.log_prior + gumbel.float().t()
     child = tree.child.index_select(1, row)  # (9, B) each move's row
     considered = t.n_legal.index_select(0, root).clamp(max=max_considered)  # (B,)
-    keep, more = (x.to(dev).index_select(0, considered).t() for x in halving_phases(simulations, max_considered))
+    keep, more = (x.to(dev).index_select(0, considered).t()
+                  for x in halving_phases(simulations, max_considered))
     visits = torch.zeros(9, B, device=dev)
     value_sum = torch.zeros(9, B, device=dev)
     level = torch.zeros(B, device=dev)  # the visits every move still in has
