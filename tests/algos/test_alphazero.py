@@ -15,7 +15,7 @@ from tests.helpers.updates import first_update, rates
 from ttt_research.algos.alphazero import AlphaZero, policy_loss, turned, value_loss
 from ttt_research.env import game, solver
 from ttt_research.errors import ConfigError
-from ttt_research.evaluation.exact import evaluate_actions
+from ttt_research.evaluation.exact import eval_table, evaluate_actions
 from ttt_research.models.nets import MASKED, MLP
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
@@ -61,6 +61,7 @@ def test_every_searched_move_is_learned_from_with_its_movers_result():
 def test_a_tiny_run_reports_its_search_exactly(tmp_path):
     report = train(make_cfg(*TINY), tmp_path)
     assert report["search"]["simulations"] == 4
+    assert "search (4 simulations): optimal moves " in eval_table(report)  # the console's summary
     assert {"as_x", "as_o", "optimal_move_rate"} <= set(report["search"])
     head = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
     for name in ("train/policy_loss", "train/value_loss", "search/depth", "search/improvement"):

@@ -492,5 +492,10 @@ def eval_table(report: dict, seat: str = "both") -> str:
                 f"{report['decision_points']} decision points")
     rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows.append(unbeatable_line(report, seat))
+    for name, part in report.items():  # another policy of the agent (alphazero: its search)
+        if isinstance(part, dict) and "as_x" in part:
+            how = f" ({part['simulations']} simulations)" if "simulations" in part else ""
+            rows.append(f"{name}{how}: optimal moves {part['optimal_move_rate']:.4f}; "
+                        f"{unbeatable_line(part, seat)}")
     return "\n".join(rows)
 
