@@ -108,7 +108,7 @@ def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 class AlphaZero(Algorithm):
     name = "alphazero"
 
-    def __init__(self, net, games_per_update: int = 64, simulations: int = 16,
+    def __init__(self, net, games_per_update: int = 50, simulations: int = 16,
                  test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
                  lr_final: float | None = 0.0003, temperature: float = 2.0,
                  temperature_final: float | None = 2.0, value_coef: float = 2.0, value_mix: float = 0.0,
