@@ -166,7 +166,7 @@ def first_argmax(x: torch.Tensor) -> torch.Tensor:
     """(9, B) -> (B,) int64 the row of each column's maximum, the lowest on ties (torch's
     argmax over the first of two dims is slow on a CPU; this is a max, a compare, a max)."""
     hit = x == x.amax(0)
-    return (9 - (hit * _CELL.to(x.device)).amax(0)).long()
+    return (9 - (hit * _on(x.device)[0]).amax(0)).long()
 
 
 @functools.cache
@@ -221,12 +221,23 @@ _RANK = (torch.zeros(9, 36).index_put_((_PAIRS[1], torch.arange(36)), torch.ones
 _AFTER = torch.arange(8, -1, -1, dtype=torch.float32)[:, None]  # (9, 1) cells after each
 
 
+@functools.cache
+def _constants(device: str) -> tuple[torch.Tensor, ...]:
+    return tuple(x.to(device) for x in (_CELL, _PAIRS, _RANK, _AFTER))
+
+
+def _on(device: torch.device) -> tuple[torch.Tensor, ...]:
+    """The module's constant tensors on ``device``, copied there once."""
+    return _constants(str(device))
+
+
 def best_of(score: torch.Tensor, due: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """(9, B) float 1 on the ``keep`` (B,) best-scored of the ``due`` (9, B) cells of each
     column (ties: the lower cell first), 0 elsewhere."""
     s = score.masked_fill(~due, NEG)
-    ge = (s.index_select(0, _PAIRS[0].to(s.device)) >= s.index_select(0, _PAIRS[1].to(s.device))).float()
-    rank = _RANK.to(s.device) @ ge + _AFTER.to(s.device)  # (9, B) how many come before each cell
+    _, pairs, to_rank, after = _on(s.device)
+    ge = (s.index_select(0, pairs[0]) >= s.index_select(0, pairs[1])).float()
+    rank = to_rank @ ge + after  # (9, B) how many come before each cell
     return (due & (rank < keep)).float()
 
 
