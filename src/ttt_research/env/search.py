@@ -24,8 +24,10 @@ still in, keeps the best (the Gumbel top-k first, then the better half), and giv
 of them its share of visits, whose values are one gather from its child's row. The
 visits, values and moves are those of B separate trees of K nodes walked one simulation
 and one depth at a time (``tests/helpers/tree_search.py``, that literal search, is
-checked against this one bit for bit), at a cost of S steps over the 5,478 positions per
-network plus a few phases per search, instead of S * depth steps over B trees.
+checked against this one bit for bit), at a cost of a few steps over the 5,478 positions
+per network (a position is played only as deep as a search can reach: 8 visits for 16
+simulations over 9 moves, ``visits_needed``) plus a few phases per search, instead of
+S * depth steps over B trees.
 
 Layout: edges are (9, B), cells first, so that the sums and maxima over a node's nine
 edges are elementwise work over B contiguous values (several times faster on a CPU than
