@@ -93,6 +93,12 @@ def unbeatable(report: dict, seat: str = "both") -> bool:
     return all(report[k]["worst_case"] != "loss" for k in SEAT_KEYS[seat])
 
 
+def policy_parts(report: dict) -> dict[str, dict]:
+    """The blocks of a report that are reports themselves: another policy of the same agent
+    evaluated alike (``alphazero``'s ``search``), by name."""
+    return {k: v for k, v in report.items() if isinstance(v, dict) and REPORT_KEY["x"] in v}
+
+
 def learner_loss(report: dict, seat: str) -> float:
     """The exact loss rate vs random of the training seat ``seat`` (the worse of two)."""
     return max(float(report[k]["vs_random"]["loss"]) for k in SEAT_KEYS[seat])

@@ -74,6 +74,10 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert all(v > 0 for v in res["move_latency_ms"].values())
     assert res["device"] == "cpu" and res["versions"]["torch"]
     assert "bench: training: flagship PPO" in r.stderr
+    # alphazero's self-play search: microseconds a game, one thread, the batch's split.
+    assert res["search_us_per_game"] > 0 and res["search_setting"] == {"batch": 4096, "simulations": 16,
+                                                                        "threads": 1}
+    assert 0 < res["search_phases_ms"]["subtrees"] < res["search_us_per_game"] * 4096 / 1e3
     # The host and the torch threads each figure ran with (the configs say 1 per run).
     assert res["host"]["cpu"] and res["host"]["logical_cpus"] == os.cpu_count()
     assert res["threads"]["reinforce"] == 1 and res["threads"]["ppo"] == 1

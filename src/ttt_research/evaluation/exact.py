@@ -492,10 +492,8 @@ def eval_table(report: dict, seat: str = "both") -> str:
                 f"{report['decision_points']} decision points")
     rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows.append(unbeatable_line(report, seat))
-    for name, part in report.items():  # another policy of the agent (alphazero: its search)
-        if isinstance(part, dict) and "as_x" in part:
-            how = f" ({part['simulations']} simulations)" if "simulations" in part else ""
-            rows.append(f"{name}{how}: optimal moves {part['optimal_move_rate']:.4f}; "
-                        f"{unbeatable_line(part, seat)}")
+    rows += [f"{name} ({part['simulations']} simulations): optimal moves {part['optimal_move_rate']:.4f}; "
+             f"{unbeatable_line(part, seat)}" for name, part in report.items()  # alphazero's search
+             if isinstance(part, dict) and REPORT_KEY["x"] in part]  # (contract.policy_parts)
     return "\n".join(rows)
 

@@ -37,6 +37,7 @@ from ttt_research.contract import (
     VALUE_NAMES,
     eval_metrics,
     learner_loss,
+    policy_parts,
     unbeatable,
     value_metrics,
 )
@@ -176,8 +177,7 @@ def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) ->
         rows.append(results.member_row(m, games[k], latest[k], first[k], whole["stopped"].get(m.index)))
     # Another policy a member is evaluated as (alphazero: its test-time search, ``search``)
     # gets its own first unbeatable evaluation, inside its block.
-    parts = {p for r in latest if r for p, block in r.items() if isinstance(block, dict) and "as_x" in block}
-    for part in sorted(parts):
+    for part in sorted({p for r in latest if r for p in policy_parts(r)}):
         for row, games_at in zip(rows, evaluation.first_unbeatable(n, part), strict=True):
             if row["eval"] and part in row["eval"]:
                 row["eval"] = {**row["eval"], part: {**row["eval"][part], "first_unbeatable_games": games_at}}

@@ -56,10 +56,9 @@ from hydra.utils import instantiate
 from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
+from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
 from ttt_research.env import game
-from ttt_research.env.search import subtrees
-from ttt_research.env.streams import Streams
 from ttt_research.errors import UserError, command
 from ttt_research.evaluation.exact import evaluate_policy
 from ttt_research.evaluation.onnx import export
@@ -243,43 +242,6 @@ def bench_population(device: str, algo: str, sizes: tuple[int, ...], games: int,
     return out
 
 
-SEARCH_BATCH, SEARCH_SIMULATIONS = 4096, 16
-
-
-def bench_search(device: str, repeats: int, batch: int = SEARCH_BATCH,
-                 simulations: int = SEARCH_SIMULATIONS) -> dict:
-    """``algo=alphazero``'s self-play speed on one thread (the figure's definition above):
-    ``batch`` self-play games, every move searched, per repeat; the median of ``repeats``."""
-    cfg = compose(["algo=alphazero", f"algo.simulations={simulations}", f"algo.games_per_update={batch}"])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        L.seed_everything(0, verbose=False)
-        algo = instantiate(cfg.algo, _partial_=True)(net=instantiate(cfg.net)).to(device)
-        opponent, streams = instantiate(cfg.opponent), Streams([0], device)
-        algo.self_play(batch // 8, opponent, "both", device, streams, 1.0)  # warm up
-        per_game, split = [], []
-        for r in range(repeats):
-            _sync(torch.device(device))
-            start = time.perf_counter()
-            algo.self_play(batch, opponent, "both", device, Streams([r], device), 1.0)
-            _sync(torch.device(device))
-            per_game.append((time.perf_counter() - start) / batch * 1e6)
-            t0 = time.perf_counter()
-            logits, values = algo.tables()
-            t1 = time.perf_counter()
-            subtrees(logits, values, simulations)
-            split.append((t1 - t0, time.perf_counter() - t1))
-        _say(f"alphazero self-play, {batch:,d} games x {simulations} simulations: "
-             f"{statistics.median(per_game):.1f} us a game")
-    finally:
-        torch.set_num_threads(threads)
-    return {"search_us_per_game": statistics.median(per_game),
-            "search_phases_ms": {"tables": 1e3 * statistics.median(t for t, _ in split),
-                                 "subtrees": 1e3 * statistics.median(s for _, s in split)},
-            "search_setting": {"batch": batch, "simulations": simulations, "threads": 1}}
-
-
 def _trainer(device: str) -> str:
     return "gpu" if device == "cuda" else "cpu"
 
@@ -378,7 +340,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         torch.set_num_threads(threads)
     out.update(bench_eval(measure_repeats))
     _say("alphazero self-play search")
-    out.update(bench_search(device, measure_repeats))
+    out.update(bench_search(device, measure_repeats, log=_say))
     _say("move latency")
     out.update(bench_latency(measure_repeats))
     if "sb3" in compare:
@@ -529,7 +491,3 @@ def main(argv: list[str] | None = None) -> int:
                   population_games=args.population_games)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
