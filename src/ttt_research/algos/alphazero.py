@@ -6,7 +6,8 @@ tanh, the mover's expected result). Each update:
 
 1. **Tables.** The net's masked logits and value at every unfinished position (one pass
    over the 4,520 decision positions per member), written into tables indexed by the
-   board code (a population's members one block each): the search reads them by gather.
+   board code (a population's members one block each), and every position's subtree
+   played once from them (``env/search.subtrees``): the search reads both by gather.
 2. **Play** ``games_per_update`` games (``rollout.play_batch``), every learner move chosen
    by ``env/search.gumbel_search`` with ``simulations`` simulations: Gumbel noise from the
    member's stream, scaled by the temperature (annealed to ``temperature_final``; 0: no
@@ -15,7 +16,8 @@ tanh, the mover's expected result). Each update:
    prior logits plus sigma of the completed q values) and the game's result for its mover
    (+1, 0, -1; with ``value_mix`` > 0 mixed with the search's value of the position) goes
    into the member's replay ring.
-4. **Learn.** ``gradient_steps`` Adam steps on minibatches of ``batch_size`` positions:
+4. **Learn.** ``gradient_steps`` Adam steps on minibatches of ``batch_size`` positions,
+   each turned by a random one of the board's 8 symmetries (``symmetries``):
 
        loss = cross-entropy(improved policy, softmax(logits))
               + value_coef * (v - z)^2
