@@ -58,6 +58,9 @@ def test_bench_warns_before_measuring_and_prints_the_load(monkeypatch, capsys):
         "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": None, "details_ppo_unbeatable_s": [None],
         "ppo_threads": 1})
     monkeypatch.setattr(bench, "bench_eval", lambda *a: {"eval_s": 0.01})
+    monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
+        "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
+        "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
     monkeypatch.setattr(bench, "bench_latency", lambda *a: {"move_latency_ms": {"torch": 0.02,
                                                                                "onnxruntime": 0.01}})
     res = bench.run(quick=True, populations=False)
