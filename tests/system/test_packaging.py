@@ -68,6 +68,9 @@ def test_wheel_ships_the_config_tree_the_page_and_console_scripts(installed_whee
     assert {f"ttt_research/{p}" for p in conf} <= names  # every config file, at ttt_research/conf/...
     page = {f"ttt_research/web/{n}" for n in ("index.html", "app.js", "rules.js", "style.css")}
     assert page <= names  # the browser game: play --web works from the wheel
+    # every module of the package, subpackages included (pyproject lists them by hand)
+    src = {p.relative_to(REPO / "src").as_posix() for p in (REPO / "src" / "ttt_research").rglob("*.py")}
+    assert src <= names, sorted(src - names)
     assert sorted(line for line in scripts.splitlines() if line.startswith("ttt-")) == sorted(
         f"{name} = {entry}" for name, entry in SCRIPTS.items())
 
