@@ -108,10 +108,12 @@ def decode(codes: torch.Tensor) -> torch.Tensor:
     return torch.where(digits == 2, -1, digits).to(torch.int8)
 
 
+@functools.cache
 def symmetries() -> torch.Tensor:
     """(8, 9) int64 the board's 8 symmetries (rotations and reflections) as cell
     permutations: ``board[..., SYM[k]]`` is the board turned by symmetry k (row 0: the
-    identity). A position's moves turn with it: ``policy[..., SYM[k]]`` too."""
+    identity). A position's moves turn with it: ``policy[..., SYM[k]]`` too. Built once
+    (a learner turns every minibatch with it); do not write into it."""
     grid = torch.arange(CELLS).view(3, 3)
     turns = [torch.rot90(grid, k) for k in range(4)]
     return torch.stack([g.reshape(-1) for g in turns + [t.t() for t in turns]])
