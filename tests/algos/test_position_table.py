@@ -5,7 +5,8 @@ from functools import partial
 import pytest
 import torch
 
-from ttt_research.algos.reinforce import Reinforce, antirez_loss, antirez_targets, learner_moves
+from ttt_research.algos.reinforce import (Reinforce, antirez_loss, antirez_targets, learner_moves,
+                                          position_targets)
 from ttt_research.env.game import view_code
 from ttt_research.env.opponents import RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -60,6 +61,25 @@ def test_table_gradient_equals_the_per_move_gradient():
     assert torch.allclose(per_move, by_position, rtol=1e-5)
     for a, b in zip(grads(m, per_move), grads(m, by_position), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_targets_summed_from_numbers_equal_the_per_move_rows_summed():
+    m = module("both", temperature=1.0)  # both seats: X's last move is forced
+    views, row_of = m.positions()
+    act = partial(m.algo.act_from_table, table=m.algo.logits(views).detach(), row_of=row_of, streams=m.streams)
+    ep = play_batch(512, act, m.opponent, m.seat, "cpu", m.streams)
+    view, legal, action, scaled, _ = learner_moves(ep, m.reward)
+    rows = row_of[view_code(view)]
+    # Won and lost games both, and forced moves (one legal cell: a loss teaches nothing there).
+    assert (scaled > 0).any() and (scaled < 0).any() and (legal.sum(-1) == 1).any()
+    expected = torch.zeros(views.shape[0], 9).index_add_(0, rows, antirez_targets(action, legal, scaled)
+                                                           * scaled.abs()[:, None])
+    got = position_targets(rows, action, scaled, views == 0)
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # A population's rows: member k's moves in block k of the rows.
+    twice = position_targets(torch.cat([rows, rows + views.shape[0]]), action.repeat(2), scaled.repeat(2),
+                             (views == 0).repeat(2, 1))
+    assert torch.allclose(twice, expected.repeat(2, 1), rtol=1e-5, atol=1e-6)
 
 
 def test_acting_from_the_table_equals_acting_with_the_network():

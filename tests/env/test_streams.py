@@ -4,7 +4,7 @@ checkpointed state restores every stream."""
 
 import torch
 
-from ttt_research.env.streams import Streams, sample, uniform
+from ttt_research.env.streams import Streams, inverse_cdf, sample, uniform
 
 
 def test_each_row_is_its_own_generators_draw_in_order():
@@ -48,3 +48,19 @@ def test_a_saved_state_restores_every_stream():
     one.set_state(torch.Generator().manual_seed(4).get_state())  # a single run's older state
     assert torch.equal(one.rand(2)[0], torch.rand(2, generator=torch.Generator().manual_seed(4)))
     assert uniform((2,), torch.device("cpu"), torch.Generator().manual_seed(0)).shape == (2,)
+
+
+def test_inverse_cdf_draws_each_cell_at_its_probability_and_never_a_masked_one():
+    probs = torch.tensor([[0.0, 0.5, 0.0, 0.25, 0.0, 0.0, 0.125, 0.125, 0.0],
+                          [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]])
+    cdf = probs.cumsum(-1)
+    u = torch.rand(2, 200_000, generator=torch.Generator().manual_seed(0))
+    cells = inverse_cdf(cdf[:, None, :].expand(2, 200_000, 9), u)  # (2, 200000)
+    share = torch.stack([torch.bincount(c, minlength=9) for c in cells]).float() / 200_000
+    assert torch.allclose(share, probs, atol=0.005)
+    assert (share[probs == 0] == 0).all()
+    # The ends: u = 0 takes the first cell of positive probability, and a u that rounds up
+    # to the row's total (here: a total short of 1) still lands on its last positive cell.
+    short = torch.tensor([0.0, 0.3, 0.3, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6])
+    assert inverse_cdf(short, torch.tensor(0.0)).item() == 1
+    assert inverse_cdf(short, torch.tensor(1.0)).item() == 3

@@ -108,11 +108,17 @@ def lookup(table: torch.Tensor, view: torch.Tensor, row_of: torch.Tensor) -> tor
 
     Finished games ride along in lockstep; their boards have no row (-1), and whatever
     is drawn for them is ignored: row 0 stands in."""
+    return table.index_select(0, table_rows(view, row_of, table.shape[0])).view(view.shape)
+
+
+def table_rows(view: torch.Tensor, row_of: torch.Tensor, rows_in_all: int) -> torch.Tensor:
+    """(B * N,) rows of a table of ``rows_in_all`` rows (N blocks of P, one per member) for
+    the (B, 9) (a stack's (N, B, 9)) views; ``lookup``'s rows, for other tables of the same rows."""
     rows = row_of.index_select(0, game.view_code(view).reshape(-1)).clamp_min(0)
     if view.dim() == 3 and view.shape[0] > 1:  # member k's games look up block k
-        P = table.shape[0] // view.shape[0]
+        P = rows_in_all // view.shape[0]
         rows = rows + (torch.arange(view.shape[0], device=rows.device) * P).repeat_interleave(view.shape[1])
-    return table.index_select(0, rows).view(view.shape)
+    return rows
 
 
 class Algorithm(torch.nn.Module):

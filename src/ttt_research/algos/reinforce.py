@@ -51,12 +51,13 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number, per_member
+from ttt_research.algos.base import (Algorithm, Run, Update, epsilon_greedy, lookup, number, per_member,
+                                     table_rows)
 from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch, rates
-from ttt_research.env.streams import sample
+from ttt_research.env.streams import inverse_cdf, sample, uniform
 from ttt_research.models import member_optim
 from ttt_research.models.nets import MASKED
 
@@ -99,10 +100,37 @@ def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tens
     weighted = targets * weight[:, None]  # (M, 9)
     if rows is not None:
         weighted = torch.zeros_like(logits).index_add_(0, rows, weighted)  # (P, 9)
+    return summed_loss(logits, weighted, games, members)
+
+
+def summed_loss(logits: torch.Tensor, weighted: torch.Tensor, games: float, members: int = 1) -> torch.Tensor:
+    """``antirez_loss`` from targets already weighted (and summed per row): (R, 9) logits and
+    (R, 9) weighted targets -> the loss, or a population's (N,) over its N blocks of rows."""
     terms = weighted * F.log_softmax(logits, -1)
     if members > 1:
         return -terms.view(members, -1).sum(-1) / games  # (N,)
     return -terms.sum() / games
+
+
+def position_targets(rows: torch.Tensor, action: torch.Tensor, scaled: torch.Tensor,
+                     legal: torch.Tensor) -> torch.Tensor:
+    """The moves' weighted targets summed per position, ``index_add`` of ``antirez_targets``
+    times ``|scaled|``, built from (M,) numbers only: (M,) rows of the moves' positions, (M,)
+    moves, (M,) scaled rewards and the (R, 9) legal cells of the rows -> (R, 9).
+
+    Why not the (M, 9) targets: a batch of 8,192 games has ~33,000 learner moves, and six
+    (M, 9) operations per batch cost more than the network's pass over the positions. A
+    won move adds ``|r|`` on its own cell; a lost one adds ``|r| / (n - 1)`` on every other
+    legal cell, which is the same as adding it on the row's legal cells (one number per row,
+    ``index_add`` of (M,)) and taking it back off the played cell."""
+    w = scaled.abs()
+    n_other = legal.sum(-1).index_select(0, rows) - 1  # (M,) other legal cells (the move was legal)
+    spread = torch.where((scaled < 0) & (n_other > 0), w / n_other.clamp_min(1), 0.0)  # (M,)
+    own = torch.where(scaled >= 0, w, -spread)  # (M,) what the played cell gets
+    flat = torch.zeros(legal.numel(), dtype=w.dtype, device=w.device)
+    flat.index_add_(0, rows * 9 + action, own)
+    per_row = torch.zeros(legal.shape[0], dtype=w.dtype, device=w.device).index_add_(0, rows, spread)
+    return flat.view(-1, 9) + legal * per_row[:, None]  # (R, 9)
 
 
 def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
@@ -110,6 +138,14 @@ def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
     (M,) scaled rewards (the game's reward times ``move_importance``; with ``baseline``,
     the batch's mean reward is subtracted first) and (M,) members who made them (0 for a
     single run; a population's moves come member by member within each ply)."""
+    at, scaled, member = _flat_moves(ep, reward, baseline)
+    return (ep.view.reshape(-1, 9).index_select(0, at).float(), ep.legal.reshape(-1, 9).index_select(0, at),
+            ep.action.reshape(-1).index_select(0, at), scaled, member)
+
+
+def _flat_moves(ep: Episodes, reward: Reward, baseline: bool):
+    """(M,) flat (ply, member, game) indices of the learner's moves in ``ep``, (M,) their
+    scaled rewards and (M,) members (``learner_moves``' numbers, without the (M, 9) rows)."""
     m = ep.learner  # (T, B), or (T, N, B) for a population
     games = ep.outcome.numel()  # N x B
     at = m.reshape(-1).nonzero().squeeze(1)  # (M,) flat (ply, member, game) of each move
@@ -120,8 +156,7 @@ def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
     if baseline:  # compare each game with the member's average game in the batch
         r = r - r.mean(-1, keepdim=True)
     r = r.reshape(-1).index_select(0, game_of)
-    return (ep.view.reshape(-1, 9).index_select(0, at).float(), ep.legal.reshape(-1, 9).index_select(0, at),
-            ep.action.reshape(-1).index_select(0, at), r * move_importance(ply, plies), member)
+    return at, r * move_importance(ply, plies), member
 
 
 PER_GAME = ("seat", "outcome", "forfeit", "plies")  # Episodes fields without a ply axis
@@ -185,9 +220,35 @@ class Reinforce(Algorithm):
 
     @torch.no_grad()
     def act_from_table(self, view: torch.Tensor, legal: torch.Tensor, table: torch.Tensor,
-                       row_of: torch.Tensor, streams) -> torch.Tensor:
-        """``act`` with the logits looked up in this batch's (P, 9) table (``lookup``)."""
-        return self._draw(lookup(table, view, row_of), streams)
+                       row_of: torch.Tensor, streams, cdf: torch.Tensor | None = None) -> torch.Tensor:
+        """``act`` with the logits looked up in this batch's (P, 9) table (``lookup``); with
+        ``cdf`` (``table_cdf``: the table's sampling distributions), moves drawn from it."""
+        if cdf is None:
+            return self._draw(lookup(table, view, row_of), streams)
+        rows = table_rows(view, row_of, table.shape[0])
+        t = self.temperature
+        greedy = (t <= 0) if isinstance(t, torch.Tensor) else None  # (N,) members who take the argmax
+        some = greedy.cpu() if greedy is not None and bool(greedy.any()) else None
+        u = uniform(tuple(view.shape[:-1]), view.device, streams, None if some is None else ~some)
+        moves = inverse_cdf(cdf.index_select(0, rows).view(view.shape), u)
+        if some is not None:
+            best = table.index_select(0, rows).view(view.shape).argmax(-1)
+            moves = torch.where(per_member(greedy, moves), best, moves)
+        if not isinstance(self.epsilon, torch.Tensor) and self.epsilon <= 0:
+            return moves
+        return epsilon_greedy(moves, legal, self.epsilon, streams)
+
+    def table_cdf(self, table: torch.Tensor, members: int) -> torch.Tensor | None:
+        """(N P, 9) masked logits -> (N P, 9) running sums of their softmax at each member's
+        temperature, computed once per batch for ``act_from_table``; None when every member
+        is greedy (nothing to draw)."""
+        t = self.temperature
+        if isinstance(t, torch.Tensor):
+            if bool((t <= 0).all()):
+                return None
+            scale = per_member(torch.where(t > 0, t, 1.0), table.view(members, -1, 9))
+            return torch.softmax(table.view(members, -1, 9) / scale, -1).cumsum(-1).view(-1, 9)
+        return None if t <= 0 else torch.softmax(table / t, -1).cumsum(-1)
 
     def _draw(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits: a softmax sample at the temperature, and with
@@ -274,6 +335,13 @@ class Reinforce(Algorithm):
             total += loss.detach()
         return total
 
+    def _moves_by_row(self, ep: Episodes, run: Run, row_of: torch.Tensor, P: int):
+        """The learner's moves of ``ep`` as (M,) rows of the position table (member k's in
+        block k), (M,) moves and (M,) scaled rewards."""
+        at, scaled, member = _flat_moves(ep, run.reward, self.baseline)
+        code = view_code(ep.view.reshape(-1, 9).index_select(0, at))  # (M,)
+        return row_of.index_select(0, code) + member * P, ep.action.reshape(-1).index_select(0, at), scaled
+
     def _learn_by_position(self, run: Run, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
         per-move loss summed per position. Returns the loss (mean per game; a stack's (N,))."""
@@ -286,12 +354,12 @@ class Reinforce(Algorithm):
         table = logits.detach()
         if not self.masked_softmax:
             table = table.view(-1, P, 9).masked_fill(views != 0, MASKED).view(-1, 9)
-        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
+        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams,
+                      cdf=self.table_cdf(table, members))
         ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
         results.append(ep)
-        view, legal, action, scaled, member = learner_moves(ep, run.reward, self.baseline)
-        rows = row_of[view_code(view)] + member * P  # each member's moves in its own block
-        loss = antirez_loss(logits, antirez_targets(action, legal, scaled), scaled.abs(), games,
-                            rows=rows, members=members)
+        rows, action, scaled = self._moves_by_row(ep, run, row_of, P)
+        legal = (views == 0).repeat(members, 1)  # (N P, 9) each row's empty cells
+        loss = summed_loss(logits, position_targets(rows, action, scaled, legal), games, members)
         self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()

@@ -114,3 +114,16 @@ def sample(logits: torch.Tensor, generator=None, temperature: float | torch.Tens
     u = uniform(logits.shape, logits.device, generator, members)
     gumbel = u.clamp_(1e-20, 1.0).log_().neg_().log_()  # log(-log u), in place: a fresh tensor
     return (logits / temperature - gumbel).argmax(-1)
+
+
+def inverse_cdf(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """(..., 9) running sums of a distribution's probabilities and (...) uniforms in [0, 1)
+    -> (...) cells: the first cell whose running sum exceeds ``u`` times the row's total.
+
+    One uniform per row instead of ``sample``'s nine, and no logarithms: for a table of
+    probabilities computed once and read by many games. A cell of probability 0 is never
+    drawn (its running sum equals the one before it); the second bound keeps a ``u`` rounded
+    up to the total on the row's last cell of positive probability."""
+    total = cdf[..., -1:]  # (..., 1)
+    first = (cdf <= u[..., None] * total).sum(-1)
+    return torch.minimum(first, (cdf < total).sum(-1))
