@@ -29,12 +29,19 @@ run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built
 times antirez's C ttt-rl (``baselines/antirez.py``) between REINFORCE's training runs, alternating
 which goes first, and reports the ratio of the medians. ``--compare sb3`` adds SB3 +
 sb3-contrib MaskablePPO with the seed's network on the gym adapter (``baselines/sb3.py``, the
-``compare`` extra) and the ratios to it. The reference rows beside the table are constants
-from the project's development host, labelled so, and never divided by. The output names the
-host's CPU and the torch threads of each figure, and the host's load when the bench started
-(``host.load``: ``os.getloadavg()`` beside the logical CPUs); a busy host (a 1-minute load above
-``host.BUSY`` per CPU: other work shares the cores) gets a warning on stderr, since every figure
-measured then is low.
+``compare`` extra) and the ratios to it.
+
+With ``--antirez-src`` it also measures the **time to a safe agent** (``bench/safe.py``, under
+``compare.antirez.time_to_safe``): ``--safe-seeds K`` seeds per side (default 5, ``--quick`` 3; 0
+skips it), alternating, of a seeded copy of the C program (``--antirez-safe-games``, 2,000,000) and
+of ``python -m ttt_research seed=S``: the share unbeatable as O, the median seconds per agent and
+the seconds per safe agent, and the C/ours ratios.
+
+The reference rows beside the table are constants from the project's development host,
+labelled so, and never divided by. The output names the host's CPU and the torch threads of
+each figure, and the host's load when the bench started (``host.load``: ``os.getloadavg()``
+beside the logical CPUs); a busy host (a 1-minute load above ``host.BUSY`` per CPU: other work
+shares the cores) gets a warning on stderr, since every figure measured then is low.
 """
 
 from __future__ import annotations
@@ -49,20 +56,19 @@ import time
 from pathlib import Path
 
 import lightning as L
-import numpy as np
 import torch
 from hydra.utils import instantiate
 
 from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
+from ttt_research.bench import safe
+from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
 from ttt_research.env import game
 from ttt_research.errors import UserError, command
 from ttt_research.evaluation.exact import evaluate_policy
-from ttt_research.evaluation.onnx import export
-from ttt_research.models.nets import MLP
 from ttt_research.train.confdir import compose
 from ttt_research.train.host import busy_warning, machine
 from ttt_research.train.run import build, quiet_lightning
@@ -246,46 +252,16 @@ def _trainer(device: str) -> str:
     return "gpu" if device == "cuda" else "cpu"
 
 
-def bench_latency(repeats: int, calls: int = 2000) -> dict:
-    """Median time of one greedy move for one board, torch and onnxruntime, in ms."""
-    import onnxruntime as ort  # the `onnx` extra
-
-    net = MLP([128, 128], "signed9").eval()
-    board = torch.zeros(1, 9)
-    board[0, 4] = -1.0  # a position after the opponent took the centre
-
-    def per_call(fn) -> float:
-        fn()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            times.append((time.perf_counter() - start) / calls * 1e3)
-        return statistics.median(times)
-
-    with torch.inference_mode():
-        torch_ms = per_call(lambda: int(net(board).argmax(-1)))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "policy.onnx"
-        export(net, path)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = opts.inter_op_num_threads = 1  # one board: threads only cost
-        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        x = board.numpy()
-        ort_ms = per_call(lambda: int(np.argmax(session.run(None, {"board": x})[0])))
-    return {"move_latency_ms": {"torch": torch_ms, "onnxruntime": ort_ms}}
-
-
 def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         reinforce_games: int | None = None, ppo_games: int | None = None,
         compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
         antirez: Path | None = None, antirez_games: int = bench_antirez.DEFAULT_GAMES,
         populations: bool = True, population_sizes: tuple[int, ...] | None = None,
-        population_games: int | None = None) -> dict:
+        population_games: int | None = None, antirez_seeded: Path | None = None,
+        safe_seeds: int | None = None, antirez_safe_games: int = bench_antirez.SAFE_GAMES) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
-    ``population_*`` figures too."""
+    ``population_*`` figures too; with ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -343,6 +319,9 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     out.update(bench_search(device, measure_repeats, log=_say))
     _say("move latency")
     out.update(bench_latency(measure_repeats))
+    if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
+                                                       log=_say)):
+        same_run["antirez"]["time_to_safe"] = block
     if "sb3" in compare:
         _say(f"SB3 MaskablePPO, {sb3_steps:,d} steps")
         same_run["sb3"] = sb3.compare(sb3_steps, threads, out, log=_say)
@@ -410,6 +389,8 @@ def format_table(res: dict) -> str:
                     f"median {c['games_per_s']:,.0f} games/s ({c['seconds']:.2f} s; runs {per})")
         rows.append(f"  timed: {c['timed']}")
         rows.append(f"  REINFORCE runs {ours} games/s: ratio of the medians {c['ratio_reinforce']:.2f}x")
+        if "time_to_safe" in c:
+            rows += safe.format_lines(c["time_to_safe"])
     if "sb3" in same:
         c = same["sb3"]
         sttu = c["time_to_unbeatable_s"]
@@ -455,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="antirez's ttt.c: build it with cc into a temporary folder and time that")
     p.add_argument("--antirez-games", type=int, default=bench_antirez.DEFAULT_GAMES,
                    help="training games of each antirez run (default 300,000)")
+    safe.add_options(p)  # --safe-seeds, --antirez-safe-games
     args = p.parse_args(argv)
     sizes = None
     if args.population_sizes is not None:
@@ -466,10 +448,11 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--population-sizes must be positive integers separated by commas, "
                             f"got {args.population_sizes!r}")
     for name in ("threads", "repeats", "reinforce_games", "ppo_games", "sb3_steps", "antirez_games",
-                 "population_games"):
+                 "population_games", "antirez_safe_games"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    safe.check_options(args)
     compare = args.compare or []
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UserError("--device cuda but no CUDA device is available")
@@ -480,14 +463,16 @@ def main(argv: list[str] | None = None) -> int:
     if "sb3" in compare:
         sb3.require_sb3()  # MissingExtra, a UserError, if the extra is not installed
     with tempfile.TemporaryDirectory(prefix="ttt-bench-") as tmp:
-        binary = args.antirez_bin
+        binary, seeded = args.antirez_bin, None
         if "antirez" in compare:
             if args.antirez_src is not None:
                 binary = bench_antirez.build(args.antirez_src, Path(tmp), log=_say)
+                seeded = safe.prepare(args.antirez_src, args.safe_seeds, Path(tmp), log=_say)
             bench_antirez.check_binary(binary)  # fail in seconds, not after the engine's minute
         res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
                   compare, args.sb3_steps, args.repeats, binary, args.antirez_games,
                   populations=not args.no_populations, population_sizes=sizes,
-                  population_games=args.population_games)
+                  population_games=args.population_games, antirez_seeded=seeded,
+                  safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0

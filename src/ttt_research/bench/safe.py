@@ -1,0 +1,223 @@
+"""Time to a safe agent: how long antirez's C ttt-rl and our default job each take to produce
+an agent that no X strategy beats, measured in one run (``bench --compare antirez``).
+
+Speed per game says little about what a user waits for: an agent that cannot be beaten. So
+both programs are run as a user runs them, seed by seed, and every agent is judged by the
+same exact evaluation as O ("safe" = ``contract.unbeatable(report, "o")``: ``eval.json``'s
+``as_o.worst_case`` is a draw or a win, the same as losing no game to a random X):
+
+* **C**: the patched copy of ttt-rl (``baselines/antirez.py``: ``ttt N SEED OUT``) for
+  ``SAFE_GAMES`` = 2,000,000 games, its README's "usually no longer loses" budget. Timed: the
+  process's wall time (start, training, writing its network, exit). Not timed: reading the
+  dump, the parity check of its logits and the exact evaluation of its own moves (``eval_s``).
+* **ours**: ``python -m ttt_research seed=S hydra.run.dir=TMP progress=false`` in a
+  subprocess: the project's default job as it is configured today (nothing here names its
+  algorithm or budget). Timed: the whole command (imports, validation, training with its
+  periodic exact evaluations, checkpoint, export, plots); its verdict is its own ``eval.json``.
+
+Seeds ``SEED_BASE``, ``SEED_BASE + 1``, ...: the same seed numbers on both sides (each seeds
+its own generator; nothing is shared). Sides alternate seed by seed (C first for the 1st,
+3rd, ... seed, ours first for the others) so that a drift in the host's speed hits both alike.
+Per side: the share of safe agents with Wilson's 95% interval, the median seconds per agent
+and the **seconds per safe agent** (all seconds over the number of safe agents: the expected
+wait for one, restarting on failure; ``None`` when none was safe); then the C/ours ratios
+of both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ttt_research.baselines import antirez
+from ttt_research.contract import REPORT_KEY, unbeatable
+from ttt_research.errors import UserError
+from ttt_research.evaluation.stats import wilson
+
+SEED_BASE = 1
+DEFAULT_SEEDS = (5, 3)  # (full, --quick)
+OURS = [sys.executable, "-m", "ttt_research"]
+SAFE = "unbeatable as O: as_o.worst_case is 'draw' or 'win' (no X strategy beats it)"
+
+
+def run_c(binary: Path, games: int, seed: int, folder: Path) -> dict:
+    """One seed of the patched C program: its wall time, then its exact evaluation (not timed)."""
+    out = folder / f"antirez-{seed}.bin"
+    seconds = antirez.run_seeded(binary, games, seed, out)
+    ev = antirez.evaluate_dump(out)
+    return {"seed": seed, "seconds": seconds, "unbeatable_as_o": ev["unbeatable_as_o"],
+            "as_o": ev["as_o"], "eval_s": ev["eval_s"], "parity_max_abs_diff": ev["parity_max_abs_diff"],
+            "greedy_differs": ev["greedy_differs"]}
+
+
+def run_ours(seed: int, folder: Path, overrides: Sequence[str] = ()) -> dict:
+    """One seed of ``python -m ttt_research``, timed as a whole; its verdict from its ``eval.json``."""
+    run_dir = folder / f"ours-{seed}"
+    argv = [*OURS, f"seed={seed}", f"hydra.run.dir={run_dir}", "progress=false", *overrides]
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"python -m ttt_research seed={seed} did not finish within 3,600 s") from None
+    seconds = time.perf_counter() - start
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"python -m ttt_research seed={seed} exited with status {r.returncode}: {last}")
+    try:
+        report = json.loads((run_dir / "eval.json").read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"python -m ttt_research seed={seed} left no readable eval.json in {run_dir}: "
+                        f"{err}") from None
+    return {"seed": seed, "seconds": seconds, "unbeatable_as_o": unbeatable(report, "o"),
+            "as_o": report[REPORT_KEY["o"]], "config": _config(run_dir)}
+
+
+def _config(run_dir: Path) -> dict:
+    """What the default job was in this run: its algorithm, net and budget (from .hydra/config.yaml)."""
+    try:
+        cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    except OSError:
+        return {}
+    pick = {"algo": "algo._target_", "net_hidden": "net.hidden", "encoding": "net.encoding",
+            "budget_games": "budget.games", "seat": "seat.side"}
+    found = {k: OmegaConf.select(cfg, key, default=None) for k, key in pick.items()}
+    return {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v
+            for k, v in found.items() if v is not None}
+
+
+def summary(runs: list[dict]) -> dict:
+    """A side's figures over its seeds: share safe (Wilson 95%), median and per-safe seconds."""
+    k = len(runs)
+    safe = sum(r["unbeatable_as_o"] for r in runs)
+    total = sum(r["seconds"] for r in runs)
+    lo, hi = wilson(safe, k)
+    return {"runs": k, "unbeatable": safe, "share": safe / k, "share_ci95": [lo, hi],
+            "median_seconds": statistics.median(r["seconds"] for r in runs), "total_seconds": total,
+            "seconds_per_safe_agent": total / safe if safe else None, "per_seed": runs}
+
+
+def _ratio(c: float | None, ours: float | None) -> float | None:
+    return c / ours if c is not None and ours else None
+
+
+def time_to_safe(binary: Path, seeds: int, games: int = antirez.SAFE_GAMES, overrides: Sequence[str] = (),
+                 base: int = SEED_BASE, log: Callable[[str], None] = lambda msg: None) -> dict:
+    """Both sides over ``seeds`` seeds from ``base``, alternating; the ``time_to_safe`` block.
+
+    ``binary``: the patched C program (``antirez.build_seeded``); ``games``: its training
+    games; ``overrides``: extra Hydra overrides for our command (tests shrink its budget)."""
+    if seeds < 1:
+        raise ValueError(f"time_to_safe needs at least one seed, got {seeds}")
+    c_runs: list[dict] = []
+    our_runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="ttt-safe-") as tmp:
+        for i, seed in enumerate(range(base, base + seeds)):
+            for side in ("c", "ours") if i % 2 == 0 else ("ours", "c"):
+                where = f"time to safe, seed {seed} ({i + 1}/{seeds}):"
+                if side == "c":
+                    r = run_c(binary, games, seed, Path(tmp))
+                    c_runs.append(r)
+                    log(f"{where} antirez's C, {games:,d} games: {r['seconds']:.1f} s, unbeatable as O: "
+                        f"{_yes(r)} (evaluated in {r['eval_s']:.2f} s, not counted)")
+                else:
+                    r = run_ours(seed, Path(tmp), overrides)
+                    our_runs.append(r)
+                    log(f"{where} ours, python -m ttt_research: {r['seconds']:.1f} s, "
+                        f"unbeatable as O: {_yes(r)}")
+    c, ours = summary(c_runs), summary(our_runs)
+    c.update(games=games, command=f"ttt {games} SEED OUT (the patched copy: srand(SEED), network dumped, "
+                                  "no interactive game)",
+             timed="the process's wall time: start, training, writing its network, exit")
+    ours.update(command="python -m ttt_research seed=SEED hydra.run.dir=TMP progress=false"
+                        + "".join(f" {o}" for o in overrides),
+                config=our_runs[0].pop("config"),
+                timed="the whole command's wall time: imports, training and its evaluations, export, plots")
+    for r in our_runs[1:]:
+        r.pop("config")
+    return {"seeds": list(range(base, base + seeds)), "safe": SAFE, "antirez": c, "ours": ours,
+            "ratio_median_seconds": _ratio(c["median_seconds"], ours["median_seconds"]),
+            "ratio_seconds_per_safe_agent": _ratio(c["seconds_per_safe_agent"],
+                                                   ours["seconds_per_safe_agent"])}
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The bench's options of this figure."""
+    p.add_argument("--safe-seeds", type=int, default=None,
+                   help="with --compare antirez --antirez-src: seeds per side of the time to a safe agent "
+                        "(unbeatable as O), a seeded copy of the C program and our default job (python -m "
+                        "ttt_research seed=S) in turn, each agent evaluated exactly "
+                        f"(default {DEFAULT_SEEDS[0]}, --quick {DEFAULT_SEEDS[1]}; 0 skips it)")
+    p.add_argument("--antirez-safe-games", type=int, default=antirez.SAFE_GAMES,
+                   help="training games of each C run of the time to a safe agent (default 2,000,000, "
+                        "its README's)")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """``UserError`` for a negative ``--safe-seeds`` (``--antirez-safe-games`` is checked with
+    the bench's other counts)."""
+    if args.safe_seeds is not None and args.safe_seeds < 0:
+        raise UserError(f"--safe-seeds must be 0 or a positive integer, got {args.safe_seeds}")
+
+
+def prepare(src: Path | None, seeds: int | None, into: Path,
+            log: Callable[[str], None] = lambda msg: None) -> Path | None:
+    """The patched program, built from ``src`` into ``into`` and probed, when this figure will
+    run (a source and not 0 seeds); else None. Before the bench's long runs, so a source that
+    cannot be patched fails in seconds."""
+    if src is None or seeds == 0:
+        return None
+    binary = antirez.build_seeded(src, into, log)
+    antirez.check_seeded(binary)
+    return binary
+
+
+def measure(binary: Path | None, quick: bool, seeds: int | None, games: int = antirez.SAFE_GAMES,
+            overrides: Sequence[str] = (), log: Callable[[str], None] = lambda msg: None) -> dict | None:
+    """The bench's ``time_to_safe`` block, or None where it does not run: 0 seeds, or no
+    patched program (``--antirez-bin`` alone: nothing to patch). ``seeds`` None: the default."""
+    seeds = DEFAULT_SEEDS[1 if quick else 0] if seeds is None else seeds
+    if not seeds:
+        return None
+    if binary is None:
+        log("time to a safe agent: skipped (it needs --antirez-src, to build a seeded copy)")
+        return None
+    log(f"time to a safe agent: antirez's C ({games:,d} games) and our default job, {seeds} seed(s) "
+        "each, in turn")
+    return time_to_safe(binary, seeds, games, overrides, log=log)
+
+
+def _yes(run: dict) -> str:
+    if run["unbeatable_as_o"]:
+        return "yes"
+    return f"no ({run['as_o']['vs_random']['loss']:.4f} losses vs random)"
+
+
+def format_lines(block: dict) -> list[str]:
+    """The console lines of a ``time_to_safe`` block."""
+    def side(s: dict) -> str:
+        lo, hi = s["share_ci95"]
+        per = s["seconds_per_safe_agent"]
+        return (f"{s['unbeatable']}/{s['runs']} unbeatable as O ({s['share']:.0%}, "
+                f"95% CI {lo:.0%}-{hi:.0%}); median {s['median_seconds']:.1f} s per agent; "
+                + ("no safe agent" if per is None else f"{per:.1f} s per safe agent"))
+
+    def ratio(x: float | None) -> str:
+        return "n/a (a side has no safe agent)" if x is None else f"{x:.2f}x"
+
+    c, ours = block["antirez"], block["ours"]
+    seeds = block["seeds"]
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}, sides alternating"
+    return [f"time to a safe agent (unbeatable as O: no X strategy beats it), {which}:",
+            f"  antirez's C ttt-rl, {c['games']:,d} games: {side(c)}",
+            f"  ours, python -m ttt_research (default job): {side(ours)}",
+            f"  C / ours: median seconds {ratio(block['ratio_median_seconds'])}, seconds per safe agent "
+            f"{ratio(block['ratio_seconds_per_safe_agent'])}"]

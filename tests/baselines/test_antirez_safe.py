@@ -1,0 +1,291 @@
+"""The time to a safe agent (``bench --compare antirez``): the seeded, dumping copy of antirez's
+ttt-rl (``baselines/antirez.py``), its network loaded into ours with a parity check, and the
+seed-by-seed comparison of ``bench/safe.py``.
+
+The C source is antirez's and never in the repo: ``$TTT_ANTIREZ_SRC``, or the copy beside the
+checkout; tests that compile it skip without it or without a C compiler."""
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+import torch
+
+from ttt_research.baselines import antirez
+from ttt_research.bench import format_table, main, safe
+from ttt_research.env import game
+from ttt_research.models.nets import MLP
+
+ANTIREZ_SRC = Path(os.environ.get("TTT_ANTIREZ_SRC") or
+                   Path(__file__).resolve().parents[2].parent / "shared/reference/antirez-ttt-rl/ttt.c")
+CC = os.environ.get("CC") or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+needs_c = pytest.mark.skipif(not ANTIREZ_SRC.is_file() or CC is None,
+                             reason="needs antirez's ttt.c beside the checkout and a C compiler")
+GAMES = 2_000  # a few milliseconds of C training: enough to move every weight
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> Path:
+    """The patched program, compiled once for the module (about a second)."""
+    if not ANTIREZ_SRC.is_file() or CC is None:
+        pytest.skip("needs antirez's ttt.c and a C compiler")
+    return antirez.build_seeded(ANTIREZ_SRC, tmp_path_factory.mktemp("seeded"))
+
+
+@pytest.fixture(scope="module")
+def dump(seeded, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dump") / "seed1.bin"
+    antirez.run_seeded(seeded, GAMES, 1, out)
+    return out
+
+
+# --------------------------------------------------------------------------- the patch
+
+
+@needs_c
+def test_same_seed_gives_the_same_dump_and_another_seed_another(seeded, dump, tmp_path):
+    again, other = tmp_path / "again.bin", tmp_path / "other.bin"
+    assert antirez.run_seeded(seeded, GAMES, 1, again) > 0
+    antirez.run_seeded(seeded, GAMES, 2, other)
+    assert again.read_bytes() == dump.read_bytes()  # srand(SEED): the clock no longer enters
+    assert other.read_bytes() != dump.read_bytes()
+    # Header, 2,809 floats of weights, 2,097 records of (code, 9 logits, move): 103,516 bytes.
+    assert dump.stat().st_size == 12 + 4 * (1800 + 900 + 100 + 9) + 44 * antirez.O_POSITIONS == 103_516
+
+
+def test_a_source_without_the_anchors_is_refused_in_one_line(tmp_path):
+    with pytest.raises(antirez.AntirezError) as e:
+        antirez.patch_source("int main(int argc, char **argv) { return 0; }\n")
+    assert str(e.value) == "the source does not look like antirez's ttt-rl: no `srand(time(NULL));` to patch"
+    twice = "srand(time(NULL));\nsrand(time(NULL));\n"
+    with pytest.raises(antirez.AntirezError, match=r"2 times `srand\(time\(NULL\)\);`"):
+        antirez.patch_source(twice)
+    src = tmp_path / "hello.c"
+    src.write_text("#include <stdio.h>\nint main(void) { srand(time(NULL)); return 0; }\n")
+    with pytest.raises(antirez.AntirezError) as e:
+        antirez.build_seeded(src, tmp_path)  # refused before any compiler runs
+    assert str(e.value) == (f"--antirez-src {src} does not look like antirez's ttt-rl: "
+                            "no `int main(int argc, char **argv) {` to patch")
+    assert "\n" not in str(e.value) and not (tmp_path / antirez.SEEDED_NAME).exists()
+
+
+@pytest.mark.skipif(not ANTIREZ_SRC.is_file(), reason="antirez's ttt.c is not beside the checkout")
+def test_the_patch_changes_only_the_seed_and_adds_the_dump():
+    text = ANTIREZ_SRC.read_text()
+    patched = antirez.patch_source(text)
+    assert "srand(time(NULL));" not in patched and "strtoul(argv[2], NULL, 10)" in patched
+    assert patched.count("if (argc > 3) return ttt_research_dump(&nn, argv[3]);") == 1
+    # Everything of the original is still there, in order: the patch only inserts.
+    seeded = "srand(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : (unsigned)time(NULL));"
+    rest = iter(patched.replace(seeded, "srand(time(NULL));"))
+    assert all(ch in rest for ch in text)
+
+
+# --------------------------------------------------------------------------- loading and parity
+
+
+@needs_c
+def test_the_loaded_network_gives_the_c_logits_and_is_evaluated_as_o(dump):
+    d = antirez.read_dump(dump)
+    net = antirez.to_network(d)
+    assert isinstance(net, MLP) and net.spec() == {"hidden": [100], "encoding": "planes18"}
+    assert antirez.check_parity(net, d) < 1e-4
+    ev = antirez.evaluate_dump(dump)
+    assert ev["parity_max_abs_diff"] < 1e-4 and ev["greedy_differs"] == 0
+    assert ev["as_o"]["worst_case"] in {"win", "draw", "loss"}
+    assert ev["unbeatable_as_o"] == (ev["as_o"]["worst_case"] != "loss")
+    rates = ev["as_o"]["vs_random"]
+    assert sum(rates.values()) == pytest.approx(1.0) and ev["eval_s"] > 0
+    # The C program's moves are what is evaluated: each a legal cell where it moved.
+    t = game.tables()
+    assert bool(t.legal[torch.tensor(d.codes), torch.tensor(d.moves)].all())
+
+
+@needs_c
+def test_a_wrong_layout_fails_the_parity_check(dump, tmp_path):
+    d = antirez.read_dump(dump)
+    # Without the swap of each cell's two bits (C's X, O against our own, opponent): refused.
+    net = MLP(hidden=[100], encoding="planes18")
+    with torch.no_grad():
+        net.body[0].weight.copy_(torch.tensor(d.arrays["weights_ih"]).view(18, 100).T)
+        net.body[0].bias.copy_(torch.tensor(d.arrays["biases_h"]))
+        net.body[-1].weight.copy_(torch.tensor(d.arrays["weights_ho"]).view(100, 9).T)
+        net.body[-1].bias.copy_(torch.tensor(d.arrays["biases_o"]))
+    with pytest.raises(antirez.AntirezError, match="the weight layout is not as expected"):
+        antirez.check_parity(net, d)
+    # A dump whose output weights were written in the other order: refused in one line.
+    data = bytearray(dump.read_bytes())
+    at = 12 + 4 * 1800
+    ho = struct.unpack_from("=900f", data, at)
+    struct.pack_into("=900f", data, at, *[ho[o * 100 + h] for h in range(100) for o in range(9)])
+    bad = tmp_path / "transposed.bin"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(antirez.AntirezError) as e:
+        antirez.evaluate_dump(bad)
+    assert str(e.value).startswith(f"the network dump {bad}: the project's network, loaded from the C "
+                                   "weights, gives logits up to ")
+    assert "\n" not in str(e.value)
+
+
+@needs_c
+def test_a_truncated_or_foreign_dump_is_one_line(dump, tmp_path):
+    data = dump.read_bytes()
+    cases = {"short.bin": data[:-7], "long.bin": data + b"\0" * 44, "empty.bin": b"",
+             "foreign.bin": b"PK\x03\x04" + data[4:]}
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(antirez.AntirezError) as e:
+            antirez.evaluate_dump(tmp_path / name)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith(f"the network dump {tmp_path / name} is "), msg
+    assert "truncated or malformed: 103,509 bytes for 2,097 positions" in str(
+        pytest.raises(antirez.AntirezError, antirez.read_dump, tmp_path / "short.bin").value)
+    moved = bytearray(data)
+    struct.pack_into("=i", moved, len(data) - 4, 12)  # the last record's move: cell 12
+    (tmp_path / "moved.bin").write_bytes(bytes(moved))
+    with pytest.raises(antirez.AntirezError, match="codes or moves are out of range"):
+        antirez.read_dump(tmp_path / "moved.bin")
+    with pytest.raises(antirez.AntirezError, match=r"^cannot read the network dump .*missing\.bin"):
+        antirez.read_dump(tmp_path / "missing.bin")
+
+
+# --------------------------------------------------------------------------- time to safe
+
+
+def test_time_to_safe_alternates_sides_and_summarises(monkeypatch, tmp_path):
+    order = []
+
+    def fake_c(binary, games, seed, folder):
+        order.append(f"c{seed}")
+        return {"seed": seed, "seconds": 2.0 * seed, "unbeatable_as_o": seed != 2, "eval_s": 0.01,
+                "as_o": {"vs_random": {"win": 0.9, "loss": 0.0 if seed != 2 else 0.02, "tie": 0.1}}}
+
+    def fake_ours(seed, folder, overrides=()):
+        order.append(f"ours{seed}")
+        assert overrides == ("budget.games=1",)
+        return {"seed": seed, "seconds": 1.0, "unbeatable_as_o": True, "config": {"algo": "A"},
+                "as_o": {"vs_random": {"win": 0.9, "loss": 0.0, "tie": 0.1}}}
+
+    monkeypatch.setattr(safe, "run_c", fake_c)
+    monkeypatch.setattr(safe, "run_ours", fake_ours)
+    said = []
+    block = safe.time_to_safe(tmp_path / "ttt", 3, 1_000, ("budget.games=1",), log=said.append)
+    assert order == ["c1", "ours1", "ours2", "c2", "c3", "ours3"]  # who goes first alternates
+    assert len(said) == 6
+    assert said[0].startswith("time to safe, seed 1 (1/3): antirez's C, 1,000 games: 2.0 s")
+    c, ours = block["antirez"], block["ours"]
+    assert block["seeds"] == [1, 2, 3]
+    assert (c["runs"], c["unbeatable"], c["share"]) == (3, 2, pytest.approx(2 / 3))
+    assert c["share_ci95"][0] < 2 / 3 < c["share_ci95"][1]
+    assert c["median_seconds"] == 4.0 and c["total_seconds"] == 12.0 and c["seconds_per_safe_agent"] == 6.0
+    assert ours["share"] == 1.0 and ours["share_ci95"][1] == pytest.approx(1.0)
+    assert ours["seconds_per_safe_agent"] == 3.0 / 3 and ours["config"] == {"algo": "A"}
+    assert "config" not in ours["per_seed"][1] and c["games"] == 1_000
+    assert block["ratio_median_seconds"] == 4.0 and block["ratio_seconds_per_safe_agent"] == 6.0
+    lines = safe.format_lines(block)
+    assert lines[1] == ("  antirez's C ttt-rl, 1,000 games: 2/3 unbeatable as O (67%, 95% CI 21%-94%); "
+                        "median 4.0 s per agent; 6.0 s per safe agent")
+    assert lines[3] == "  C / ours: median seconds 4.00x, seconds per safe agent 6.00x"
+    # No safe agent on a side: no seconds per safe agent, and no ratio of them.
+    monkeypatch.setattr(safe, "run_ours", lambda seed, folder, overrides=(): {
+        **fake_ours(seed, folder, overrides), "unbeatable_as_o": False})
+    block = safe.time_to_safe(tmp_path / "ttt", 1, 1_000, ("budget.games=1",))
+    assert block["ours"]["seconds_per_safe_agent"] is None and block["ratio_seconds_per_safe_agent"] is None
+    assert "no safe agent" in safe.format_lines(block)[2]
+    assert safe.format_lines(block)[0].endswith("seed 1:")
+
+
+def test_the_bench_table_shows_the_time_to_safe_lines(monkeypatch):
+    block = {"seeds": [1], "safe": safe.SAFE, "ratio_median_seconds": 2.0,
+             "ratio_seconds_per_safe_agent": None,
+             "antirez": {"games": 2_000_000, "runs": 1, "unbeatable": 0, "share": 0.0,
+                         "share_ci95": [0.0, 0.79], "median_seconds": 30.0, "seconds_per_safe_agent": None},
+             "ours": {"runs": 1, "unbeatable": 1, "share": 1.0, "share_ci95": [0.21, 1.0],
+                      "median_seconds": 15.0, "seconds_per_safe_agent": 15.0}}
+    res = {"device": "cpu", "host": {"cpu": "Test CPU", "logical_cpus": 2},
+           "threads": {"engine": 1, "reinforce": 1, "ppo": 1}, "versions": {"torch": "2.x"},
+           "env_games_per_s": 1e7,
+           "details": {"env_best_batch": 65536, "reinforce_games_per_s_per_run": [2e5]},
+           "reinforce_games_per_s": 2e5, "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": 2.0,
+           "eval_s": 0.01, "move_latency_ms": {"torch": 0.02, "onnxruntime": 0.007},
+           "compare": {"antirez": {"games": 300_000, "runs": 1, "seconds": 4.0, "games_per_s": 75_000.0,
+                                   "games_per_s_per_run": [75_000.0], "ratio_reinforce": 2.67, "threads": 1,
+                                   "timed": "the process", "time_to_safe": block}}}
+    text = format_table(res)
+    assert "antirez's C ttt-rl, 2,000,000 games: 0/1 unbeatable as O (0%, 95% CI 0%-79%); median 30.0 s " \
+           "per agent; no safe agent" in text
+    assert "C / ours: median seconds 2.00x, seconds per safe agent n/a (a side has no safe agent)" in text
+
+
+def test_the_bench_refuses_bad_safe_options_in_one_line(capsys):
+    assert main(["--safe-seeds", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --safe-seeds must be 0 or a positive integer, got -1"
+    assert main(["--antirez-safe-games", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --antirez-safe-games must be a positive integer, got 0"
+
+
+@pytest.mark.slow  # our whole command in a subprocess (~10 s of imports and a tiny run)
+@needs_c
+def test_time_to_safe_with_tiny_budgets_runs_both_programs(seeded):
+    block = safe.time_to_safe(seeded, 1, 20_000, ("debug=tiny",))
+    assert block["seeds"] == [1]
+    for side in ("antirez", "ours"):
+        s = block[side]
+        assert s["runs"] == 1 and len(s["per_seed"]) == 1 and 0 <= s["unbeatable"] <= 1
+        assert 0.0 <= s["share_ci95"][0] <= s["share"] <= s["share_ci95"][1] <= 1.0
+        assert s["median_seconds"] == s["total_seconds"] == s["per_seed"][0]["seconds"] > 0
+        run = s["per_seed"][0]
+        assert run["unbeatable_as_o"] == (run["as_o"]["worst_case"] != "loss")
+        assert (s["seconds_per_safe_agent"] is None) == (s["unbeatable"] == 0)
+    c = block["antirez"]["per_seed"][0]
+    assert c["parity_max_abs_diff"] < 1e-4 and c["eval_s"] > 0
+    ours = block["ours"]
+    assert ours["config"]["budget_games"] == 2048 and ours["command"].endswith(" debug=tiny")
+    assert block["ratio_median_seconds"] == pytest.approx(c["seconds"] / ours["median_seconds"])
+
+
+def stub_figures(monkeypatch, bench) -> None:
+    """Every speed figure stubbed: only the bench's bookkeeping and the antirez wiring run."""
+    monkeypatch.setattr(bench, "bench_env", lambda *a: {"env_games_per_s": 1e7, "env_best_batch": 65536})
+    monkeypatch.setattr(bench, "bench_reinforce", lambda *a: {
+        "reinforce_games_per_s": 2e5, "reinforce_threads": 1, "reinforce_games_per_s_per_run": [2e5],
+        "antirez": {"games": 300_000, "runs": 1, "seconds": 4.0, "games_per_s": 75_000.0,
+                    "games_per_s_per_run": [75_000.0], "ratio_reinforce": 2.67, "threads": 1, "timed": "t"}})
+    monkeypatch.setattr(bench, "bench_ppo", lambda *a: {
+        "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": None, "details_ppo_unbeatable_s": [None],
+        "ppo_threads": 1})
+    monkeypatch.setattr(bench, "bench_eval", lambda *a: {"eval_s": 0.01})
+    monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
+        "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
+        "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
+    monkeypatch.setattr(bench, "bench_latency",
+                        lambda *a: {"move_latency_ms": {"torch": 0.02, "onnxruntime": 0.01}})
+
+
+@pytest.mark.slow  # three compilations and the probes: over 3 s on the 2-core host
+@needs_c
+def test_the_bench_builds_the_seeded_copy_and_reports_under_compare_antirez(monkeypatch, capsys):
+    import json
+
+    import ttt_research.bench as bench
+
+    stub_figures(monkeypatch, bench)
+    calls = []
+
+    def fake_time_to_safe(binary, seeds, games, overrides, log):
+        calls.append((binary.name, binary.is_file(), seeds, games, overrides))
+        return {"seeds": list(range(1, seeds + 1)), "stub": True}
+
+    monkeypatch.setattr(safe, "time_to_safe", fake_time_to_safe)
+    src = ["--compare", "antirez", "--antirez-src", str(ANTIREZ_SRC), "--quick", "--json", "--no-populations"]
+    assert main([*src, "--antirez-safe-games", "5000"]) == 0
+    out = capsys.readouterr()
+    res = json.loads(out.out)
+    # --quick: 3 seeds; the patched copy was built, probed, and handed over with its budget.
+    assert calls == [(antirez.SEEDED_NAME, True, 3, 5000, ())]
+    assert res["compare"]["antirez"]["time_to_safe"] == {"seeds": [1, 2, 3], "stub": True}
+    assert "bench: time to a safe agent: antirez's C (5,000 games) and our default job, 3 seed(s)" in out.err
+    assert main([*src, "--safe-seeds", "0"]) == 0  # skipped: nothing built, nothing run
+    assert "time_to_safe" not in json.loads(capsys.readouterr().out)["compare"]["antirez"] and len(calls) == 1
