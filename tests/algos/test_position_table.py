@@ -5,8 +5,13 @@ from functools import partial
 import pytest
 import torch
 
-from ttt_research.algos.reinforce import (Reinforce, antirez_loss, antirez_targets, learner_moves,
-                                          position_targets)
+from ttt_research.algos.reinforce import (
+    Reinforce,
+    antirez_loss,
+    antirez_targets,
+    learner_moves,
+    position_targets,
+)
 from ttt_research.env.game import view_code
 from ttt_research.env.opponents import RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -66,7 +71,8 @@ def test_table_gradient_equals_the_per_move_gradient():
 def test_targets_summed_from_numbers_equal_the_per_move_rows_summed():
     m = module("both", temperature=1.0)  # both seats: X's last move is forced
     views, row_of = m.positions()
-    act = partial(m.algo.act_from_table, table=m.algo.logits(views).detach(), row_of=row_of, streams=m.streams)
+    table = m.algo.logits(views).detach()
+    act = partial(m.algo.act_from_table, table=table, row_of=row_of, streams=m.streams)
     ep = play_batch(512, act, m.opponent, m.seat, "cpu", m.streams)
     view, legal, action, scaled, _ = learner_moves(ep, m.reward)
     rows = row_of[view_code(view)]

@@ -51,8 +51,16 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ttt_research.algos.base import (Algorithm, Run, Update, epsilon_greedy, lookup, number, per_member,
-                                     table_rows)
+from ttt_research.algos.base import (
+    Algorithm,
+    Run,
+    Update,
+    epsilon_greedy,
+    lookup,
+    number,
+    per_member,
+    table_rows,
+)
 from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
