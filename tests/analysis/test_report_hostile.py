@@ -260,5 +260,5 @@ def test_a_real_run_folder_passes_every_check(tmp_path):
     (tmp_path / "run" / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
     runs, skipped = scan_runs(tmp_path)
     assert skipped == [] and [(r.seed, r.seat) for r in runs] == [(3, "o")]
-    assert runs[0].report == written and runs[0].value("net.encoding") == "planes18"
+    assert runs[0].report == written and runs[0].value("net.encoding") == "signed9"
     assert [g for g, _ in runs[0].series["eval/o_random_win"]] == [1024.0, 2048.0]

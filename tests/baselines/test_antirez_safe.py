@@ -94,9 +94,9 @@ def test_the_loaded_network_gives_the_c_logits_and_is_evaluated_as_o(dump):
     assert antirez.check_parity(net, d) < 1e-4
     ev = antirez.evaluate_dump(dump)
     assert ev["parity_max_abs_diff"] < 1e-4 and ev["greedy_differs"] == 0
-    assert ev["as_o"]["worst_case"] in {"win", "draw", "loss"}
-    assert ev["unbeatable_as_o"] == (ev["as_o"]["worst_case"] != "loss")
-    rates = ev["as_o"]["vs_random"]
+    assert ev["o"]["worst_case"] in {"win", "draw", "loss"}
+    assert ev["unbeatable_as_o"] == (ev["o"]["worst_case"] != "loss")
+    rates = ev["o"]["vs_random"]
     assert sum(rates.values()) == pytest.approx(1.0) and ev["eval_s"] > 0
     # The C program's moves are what is evaluated: each a legal cell where it moved.
     t = game.tables()
@@ -160,13 +160,13 @@ def test_time_to_safe_alternates_sides_and_summarises(monkeypatch, tmp_path):
     def fake_c(binary, games, seed, folder):
         order.append(f"c{seed}")
         return {"seed": seed, "seconds": 2.0 * seed, "unbeatable_as_o": seed != 2, "eval_s": 0.01,
-                "as_o": {"vs_random": {"win": 0.9, "loss": 0.0 if seed != 2 else 0.02, "tie": 0.1}}}
+                "o": {"vs_random": {"win": 0.9, "loss": 0.0 if seed != 2 else 0.02, "tie": 0.1}}}
 
     def fake_ours(seed, folder, overrides=()):
         order.append(f"ours{seed}")
         assert overrides == ("budget.games=1",)
         return {"seed": seed, "seconds": 1.0, "unbeatable_as_o": True, "config": {"algo": "A"},
-                "as_o": {"vs_random": {"win": 0.9, "loss": 0.0, "tie": 0.1}}}
+                "o": {"vs_random": {"win": 0.9, "loss": 0.0, "tie": 0.1}}}
 
     monkeypatch.setattr(safe, "run_c", fake_c)
     monkeypatch.setattr(safe, "run_ours", fake_ours)
@@ -237,7 +237,7 @@ def test_time_to_safe_with_tiny_budgets_runs_both_programs(seeded):
         assert 0.0 <= s["share_ci95"][0] <= s["share"] <= s["share_ci95"][1] <= 1.0
         assert s["median_seconds"] == s["total_seconds"] == s["per_seed"][0]["seconds"] > 0
         run = s["per_seed"][0]
-        assert run["unbeatable_as_o"] == (run["as_o"]["worst_case"] != "loss")
+        assert run["unbeatable_as_o"] == (run["o"]["worst_case"] != "loss")
         assert (s["seconds_per_safe_agent"] is None) == (s["unbeatable"] == 0)
     c = block["antirez"]["per_seed"][0]
     assert c["parity_max_abs_diff"] < 1e-4 and c["eval_s"] > 0

@@ -36,7 +36,7 @@ def cfg_job(cwd: Path, pythonpath: str | None) -> tuple[dict, str]:
 def assert_default_job(cfg: dict) -> None:
     assert cfg["seed"] == 0 and cfg["optimized_metric"] == "score"
     assert cfg["algo"]["_target_"] == "ttt_research.algos.reinforce.Reinforce"
-    assert cfg["net"]["hidden"] == [100] and cfg["seat"]["side"] == "o"
+    assert cfg["net"]["hidden"] == [128, 128] and cfg["seat"]["side"] == "o"
 
 
 def test_checkout_runs_from_another_folder(tmp_path):

@@ -44,9 +44,9 @@ from ttt_research.train.validate import validate
     (["population.size=501", "population.vary.algo.lr=[1,2]"],  # with MEMBERS_MAX = 1,000 below
      "a population of 1,002 members (grid points x seeds) is more than 1,000, the most one process trains"),
     # An update plays `rollouts` equal batches: 4 games in 8 batches would be 8 games an update.
-    (["algo.games_per_update=4"], "algo.games_per_update must be a multiple of algo.rollouts (8): an update "
+    (["algo.games_per_update=4", "algo.rollouts=8"], "algo.games_per_update must be a multiple of algo.rollouts (8): an update "
      "plays 8 equal batches, so 4 would play 8 games per update; use e.g. 8"),
-    (["algo.games_per_update=100"], "algo.games_per_update must be a multiple of algo.rollouts (8): an "
+    (["algo.games_per_update=100", "algo.rollouts=8"], "algo.games_per_update must be a multiple of algo.rollouts (8): an "
      "update plays 8 equal batches, so 100 would play 104 games per update; use e.g. 96 or 104"),
 ])
 def test_a_value_the_code_cannot_hold_is_refused_in_one_line(overrides, message, monkeypatch):
@@ -108,26 +108,27 @@ def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
 
 def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
     monkeypatch.setattr(config, "available_memory", lambda: 2 * 2**30)
-    full = "algo.games_per_update=16384"  # the default REINFORCE's update (debug=tiny plays 512)
+    # antirez's net and the old default's update: 8 batches of 2,048 (debug=tiny plays 512).
+    full = ["net=mlp100", "algo.games_per_update=16384", "algo.rollouts=8"]
     # As O with mlp100: per member 2,048 games x (2,600 + 3 x 100) B + 2,097 x 13 x 100 B, and
     # 2,809 weights (18 x 100 + 100, 100 x 9 + 9) x 16 B.
-    est = population.memory_estimate(make_cfg("population.size=200", full))
+    est = population.memory_estimate(make_cfg("population.size=200", *full))
     per_member = 2048 * 2900 + 2097 * 1300 + 2809 * 16
     assert (est.members, est.per_member, est.base) == (200, per_member, 480 * 2**20)
     with pytest.raises(ConfigError) as e:
-        validate(make_cfg("population.size=200", full))
+        validate(make_cfg("population.size=200", *full))
     assert str(e.value) == (
         "a population of 200 members needs about 2.1 GB of memory (200 x 8.3 MB + 480.0 MB for Python and "
         "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 188 members fit "
         "here (population.size, or the grid of population.vary); train the rest in another job (-m seed=...)")
-    validate(make_cfg("population.size=188", full))
+    validate(make_cfg("population.size=188", *full))
     # One agent whose batch is too big gets the advice that fits it.
     with pytest.raises(ConfigError, match=r"^this run needs about 5\.9 GB .* play fewer games per update"):
-        validate(make_cfg("algo.games_per_update=16000000", "algo.rollouts=8"))
+        validate(make_cfg("net=mlp100", "algo.games_per_update=16000000", "algo.rollouts=8"))
     # A GPU run's batches live on the GPU; a machine without /proc/meminfo is not checked.
-    config.check_memory(make_cfg("population.size=200", full, "trainer.accelerator=gpu"))
+    config.check_memory(make_cfg("population.size=200", *full, "trainer.accelerator=gpu"))
     monkeypatch.setattr(config, "available_memory", lambda: None)
-    validate(make_cfg("population.size=200", full))
+    validate(make_cfg("population.size=200", *full))
 
 
 # The child's own peak, VmHWM of its memory map: ru_maxrss of RUSAGE_SELF keeps the peak of the

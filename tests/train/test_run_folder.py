@@ -79,7 +79,7 @@ def copy_of(runs: Path, name: str, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name, overrides, needles", [
-    ("single", ["net=mlp25"], ["net.hidden=[25] (the run: [100])"]),
+    ("single", ["net=mlp25"], ["net.hidden=[25] (the run: [128, 128])"]),
     ("single", ["seed=5"], ["seed=5 (the run: 0)"]),
     ("single", ["algo=reinforce_faithful"],
      ["algo._target_=ttt_research.algos.reinforce_faithful.ReinforceFaithful (the run: "
@@ -158,8 +158,8 @@ def test_a_checkpoint_that_does_not_fit_the_network_is_refused(runs, tmp_path):
     torch.save(state, ckpt)
     before = checksums(folder)
     with pytest.raises(ConfigError, match=r"does not fit the network of this config: net\.body\.0\.weight "
-                                          r"is \[100, 18\] in the checkpoint, \[25, 18\] here"):
-        train(make_cfg("threads=1", "net=mlp25", "resume=true"), folder)
+                                          r"is \[128, 9\] in the checkpoint, \[128, 18\] here$"):
+        train(make_cfg("threads=1", "net.encoding=planes18", "resume=true"), folder)
     assert checksums(folder) == before
 
 

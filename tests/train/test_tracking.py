@@ -66,7 +66,7 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     (run,) = of_kind(records, "run")
     assert run.run.project == "ttt_research" and list(run.run.tags) == ["tiny"]
     config = run_config(records)
-    assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [100]  # the whole config
+    assert config["budget"] == {"games": 2048} and config["net"]["hidden"] == [128, 128]  # the whole config
     summary = last_summary(records)
     evals = [h for h in history(records) if "eval/o_random_loss" in h]
     assert len(evals) == 2  # after updates 2 and 4: the curve, not only the end

@@ -190,7 +190,7 @@ class Reinforce(Algorithm):
     def __init__(self, net, games_per_update: int = 16384, lr: float = 2.0, temperature: float = 1.0,
                  masked_softmax: bool = True, baseline: bool = False,
                  minibatches: int = 1, optimizer=None, temperature_final: float | None = 0.5,
-                 rollouts: int = 8, position_table: bool = True, momentum: float = 0.9,
+                 rollouts: int = 2, position_table: bool = True, momentum: float = 0.9,
                  lr_final: float | None = 1.0, epsilon: float = 0.0):
         super().__init__(net, games_per_update)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD

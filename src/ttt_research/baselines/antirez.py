@@ -334,7 +334,7 @@ def check_parity(net: MLP, dump: Dump, where: str = "the dump") -> float:
 
 
 def evaluate_dump(path: Path) -> dict:
-    """Exact evaluation as O of what the dumped C program plays: ``{"as_o": eval.json's block,
+    """Exact evaluation as O of what the dumped C program plays: ``{"o": eval.json's block as O,
     "unbeatable_as_o", "parity_max_abs_diff", "greedy_differs", "eval_s"}``.
 
     The moves evaluated are the C program's own (``get_computer_move``: the first largest
@@ -357,7 +357,7 @@ def evaluate_dump(path: Path) -> dict:
     differs = int((actions[codes] != moves).sum())
     actions[codes] = moves
     report = evaluate_actions(actions)
-    return {"as_o": report[REPORT_KEY["o"]], "unbeatable_as_o": unbeatable(report, "o"),
+    return {"o": report[REPORT_KEY["o"]], "unbeatable_as_o": unbeatable(report, "o"),
             "parity_max_abs_diff": diff, "greedy_differs": differs,
             "eval_s": time.perf_counter() - start}
 

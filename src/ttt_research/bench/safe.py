@@ -55,7 +55,7 @@ def run_c(binary: Path, games: int, seed: int, folder: Path) -> dict:
     seconds = antirez.run_seeded(binary, games, seed, out)
     ev = antirez.evaluate_dump(out)
     return {"seed": seed, "seconds": seconds, "unbeatable_as_o": ev["unbeatable_as_o"],
-            "as_o": ev["as_o"], "eval_s": ev["eval_s"], "parity_max_abs_diff": ev["parity_max_abs_diff"],
+            "o": ev["o"], "eval_s": ev["eval_s"], "parity_max_abs_diff": ev["parity_max_abs_diff"],
             "greedy_differs": ev["greedy_differs"]}
 
 
@@ -78,7 +78,7 @@ def run_ours(seed: int, folder: Path, overrides: Sequence[str] = ()) -> dict:
         raise UserError(f"python -m ttt_research seed={seed} left no readable eval.json in {run_dir}: "
                         f"{err}") from None
     return {"seed": seed, "seconds": seconds, "unbeatable_as_o": unbeatable(report, "o"),
-            "as_o": report[REPORT_KEY["o"]], "config": _config(run_dir)}
+            "o": report[REPORT_KEY["o"]], "config": _config(run_dir)}
 
 
 def _config(run_dir: Path) -> dict:
@@ -198,7 +198,7 @@ def measure(binary: Path | None, quick: bool, seeds: int | None, games: int = an
 def _yes(run: dict) -> str:
     if run["unbeatable_as_o"]:
         return "yes"
-    return f"no ({run['as_o']['vs_random']['loss']:.4f} losses vs random)"
+    return f"no ({run['o']['vs_random']['loss']:.4f} losses vs random)"
 
 
 def format_lines(block: dict) -> list[str]:
