@@ -122,8 +122,10 @@ def inverse_cdf(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
     One uniform per row instead of ``sample``'s nine, and no logarithms: for a table of
     probabilities computed once and read by many games. A cell of probability 0 is never
-    drawn (its running sum equals the one before it); the second bound keeps a ``u`` rounded
-    up to the total on the row's last cell of positive probability."""
+    drawn (its running sum equals the one before it). The threshold is kept below the total,
+    so that a ``u * total`` rounded up to it still lands on the row's last cell of positive
+    probability: one (..., 1) operation where a second (..., 9) bound would cost as much as
+    the draw."""
     total = cdf[..., -1:]  # (..., 1)
-    first = (cdf <= u[..., None] * total).sum(-1)
-    return torch.minimum(first, (cdf < total).sum(-1))
+    below = torch.minimum(u[..., None] * total, torch.nextafter(total, torch.zeros_like(total)))
+    return (cdf <= below).sum(-1)
