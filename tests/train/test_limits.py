@@ -93,13 +93,13 @@ def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
     est = population.memory_estimate(make_cfg("population.size=100000"))
     free = config.available_memory()
     if free is None or free >= est.total:
-        pytest.skip("no /proc/meminfo, or more than 800 GB available")
+        pytest.skip("no /proc/meminfo, or more than 1,300 GB available")
     out = subprocess.run([sys.executable, "-c", REFUSE, "population.size=100000",
                           f"hydra.run.dir={tmp_path / 'job'}"], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "2 []", out.stderr  # exit 2, and neither torch nor Lightning loaded
     (line,) = out.stderr.splitlines()
     assert re.fullmatch(
-        r"error: a population of 100,000 members needs about 811\.7 GB of memory \(100,000 x 8\.3 MB \+ "
+        r"error: a population of 100,000 members needs about 1307\.4 GB of memory \(100,000 x 13\.4 MB \+ "
         r"480\.0 MB for Python and torch\), more than the [0-9.]+ [GM]B this machine has available "
         r"\(MemAvailable\): at most [0-9,]+ members fit here \(population\.size, or the grid of "
         r"population\.vary\); train the rest in another job \(-m seed=\.\.\.\)", line), line
@@ -110,21 +110,21 @@ def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
     monkeypatch.setattr(config, "available_memory", lambda: 2 * 2**30)
     # antirez's net and the old default's update: 8 batches of 2,048 (debug=tiny plays 512).
     full = ["net=mlp100", "algo.games_per_update=16384", "algo.rollouts=8"]
-    # As O with mlp100: per member 2,048 games x (2,600 + 3 x 100) B + 2,097 x 13 x 100 B, and
+    # As O with mlp100: per member 5,500,000 B + 2,048 games x 120 B + 2,097 x 13.5 x 100 B, and
     # 2,809 weights (18 x 100 + 100, 100 x 9 + 9) x 16 B.
     est = population.memory_estimate(make_cfg("population.size=200", *full))
-    per_member = 2048 * 2900 + 2097 * 1300 + 2809 * 16
+    per_member = 5_500_000 + 2048 * 120 + 2097 * 1350 + 2809 * 16
     assert (est.members, est.per_member, est.base) == (200, per_member, 480 * 2**20)
     with pytest.raises(ConfigError) as e:
         validate(make_cfg("population.size=200", *full))
     assert str(e.value) == (
-        "a population of 200 members needs about 2.1 GB of memory (200 x 8.3 MB + 480.0 MB for Python and "
-        "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 188 members fit "
+        "a population of 200 members needs about 2.1 GB of memory (200 x 8.2 MB + 480.0 MB for Python and "
+        "torch), more than the 2.0 GB this machine has available (MemAvailable): at most 190 members fit "
         "here (population.size, or the grid of population.vary); train the rest in another job (-m seed=...)")
-    validate(make_cfg("population.size=188", *full))
+    validate(make_cfg("population.size=190", *full))
     # One agent whose batch is too big gets the advice that fits it.
-    with pytest.raises(ConfigError, match=r"^this run needs about 5\.9 GB .* play fewer games per update"):
-        validate(make_cfg("net=mlp100", "algo.games_per_update=16000000", "algo.rollouts=8"))
+    with pytest.raises(ConfigError, match=r"^this run needs about 2\.7 GB .* play fewer games per update"):
+        validate(make_cfg("net=mlp100", "algo.games_per_update=160000000", "algo.rollouts=8"))
     # A GPU run's batches live on the GPU; a machine without /proc/meminfo is not checked.
     config.check_memory(make_cfg("population.size=200", *full, "trainer.accelerator=gpu"))
     monkeypatch.setattr(config, "available_memory", lambda: None)

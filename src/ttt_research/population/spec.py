@@ -256,22 +256,29 @@ def member_config(cfg: DictConfig, member: Member) -> DictConfig:
 
 # Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
 # baseline for Python, torch and Lightning, plus per member
-#     games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H + weights x PER_PARAM
+#     PER_MEMBER + games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H
+#     + weights x PER_PARAM
 # where games are the games one batch plays (REINFORCE: games_per_update / rollouts; PPO:
 # games_per_update), H the hidden units summed over layers and positions the learner's
-# decision positions (the position table both algorithms act from). Fitted to ru_maxrss of
-# one update (populations of 1 to 128 members, batches of 512 to 8,192 games, mlp25, mlp100
-# and mlp128, seat o and both; torch 2.13 on CPU): each measurement within 8% of the fit.
+# decision positions (the position table both algorithms act from). Fitted to the peak
+# resident memory of one update (torch 2.13 on CPU): PPO and the other algorithms ("other")
+# on populations of 1 to 128 members, batches of 512 to 8,192 games, mlp25, mlp100 and mlp128,
+# seat o and both, each measurement within 8% of the fit; REINFORCE again once its table path
+# stopped building (M, 9) targets (issue 25: 1 and 24 members, batches of 2,048 and 8,192,
+# mlp100 and mlp128, as O; within 6%).
 BASE_BYTES = 480 * 2**20
 
 
-PER_GAME = {"reinforce": 2600, "ppo": 1540}  # bytes per game of a batch
+PER_MEMBER = {"reinforce": 5_500_000, "ppo": 0, "other": 0}  # bytes per member, whatever the shapes
 
 
-PER_GAME_UNIT = {"reinforce": 3, "ppo": 13}  # ... per hidden unit
+PER_GAME = {"reinforce": 120, "ppo": 1540, "other": 2600}  # bytes per game of a batch
 
 
-PER_TABLE_UNIT = {"reinforce": 13, "ppo": 1.3}  # bytes per position and hidden unit
+PER_GAME_UNIT = {"reinforce": 0, "ppo": 13, "other": 3}  # ... per hidden unit
+
+
+PER_TABLE_UNIT = {"reinforce": 13.5, "ppo": 1.3, "other": 13}  # bytes per position and hidden unit
 
 
 POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
@@ -302,7 +309,7 @@ def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
     """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this
     machine, each with its own baseline and, for one agent, its own batch of games)."""
     algo = str(OmegaConf.select(cfg, "algo._target_", default="")).rsplit(".", 1)[-1].lower()
-    key = "ppo" if algo == "ppo" else "reinforce"  # reinforce_faithful: one game at a time
+    key = {"ppo": "ppo", "reinforce": "reinforce", "reinforcefaithful": "reinforce"}.get(algo, "other")
     layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
     hidden = sum(layers)
     games = int(cfg.algo.games_per_update)
@@ -316,7 +323,7 @@ def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
     params = sum(a * b + b for a, b in itertools.pairwise(widths))
     if algo == "qlearning":  # no hidden layer: a (3^9, 9) table of values and one of visits
         hidden, params = 0, 2 * 3**9 * 9
-    per_member = (games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
+    per_member = (PER_MEMBER[key] + games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
                   + positions * PER_TABLE_UNIT[key] * hidden
                   + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too
     n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
