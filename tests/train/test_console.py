@@ -26,7 +26,7 @@ def test_a_piped_run_prints_a_line_per_exact_evaluation_and_records_its_host(tmp
                          capture_output=True, text=True, timeout=300)  # stdout is a pipe: no TTY
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
-    assert lines[0] == ("training reinforce [100] planes18, seat o vs random, seed 0: 5,120 games in "
+    assert lines[0] == ("training reinforce [128, 128] signed9, seat o vs random, seed 0: 5,120 games in "
                         "10 updates of 512 (budget.games=5,000 rounded up to whole updates)")
     progress = [ln for ln in lines if ln.startswith("[")]
     # Exact evaluations after updates 4, 8 and the last (10); each line shows what eval/* logged.

@@ -25,10 +25,10 @@ def test_train_log_holds_the_lines_the_run_printed(tmp_path):
     log = (job / "train.log").read_text()
     assert log == out.stdout  # line for line what the console showed, in its order
     lines = log.splitlines()
-    assert lines[0] == ("training reinforce [100] planes18, seat o vs random, seed 0: 2,048 games in "
+    assert lines[0] == ("training reinforce [128, 128] signed9, seat o vs random, seed 0: 2,048 games in "
                         "4 updates of 512")
     assert [ln.split()[0] for ln in lines[1:3]] == ["[2/4]", "[4/4]"]
-    assert "Exact evaluation after 2,048 games (reinforce [100] planes18, seat o, seed 0):" in lines
+    assert "Exact evaluation after 2,048 games (reinforce [128, 128] signed9, seat o, seed 0):" in lines
     assert lines[-1].startswith(f"run folder: {job}  (policy.onnx parity")
 
 

@@ -44,10 +44,11 @@ from ttt_research.train.validate import validate
     (["population.size=501", "population.vary.algo.lr=[1,2]"],  # with MEMBERS_MAX = 1,000 below
      "a population of 1,002 members (grid points x seeds) is more than 1,000, the most one process trains"),
     # An update plays `rollouts` equal batches: 4 games in 8 batches would be 8 games an update.
-    (["algo.games_per_update=4", "algo.rollouts=8"], "algo.games_per_update must be a multiple of algo.rollouts (8): an update "
-     "plays 8 equal batches, so 4 would play 8 games per update; use e.g. 8"),
-    (["algo.games_per_update=100", "algo.rollouts=8"], "algo.games_per_update must be a multiple of algo.rollouts (8): an "
-     "update plays 8 equal batches, so 100 would play 104 games per update; use e.g. 96 or 104"),
+    (["algo.games_per_update=4", "algo.rollouts=8"], "algo.games_per_update must be a multiple of "
+     "algo.rollouts (8): an update plays 8 equal batches, so 4 would play 8 games per update; use e.g. 8"),
+    (["algo.games_per_update=100", "algo.rollouts=8"], "algo.games_per_update must be a multiple of "
+     "algo.rollouts (8): an update plays 8 equal batches, so 100 would play 104 games per update; use e.g. "
+     "96 or 104"),
 ])
 def test_a_value_the_code_cannot_hold_is_refused_in_one_line(overrides, message, monkeypatch):
     monkeypatch.setattr(config, "MEMBERS_MAX", 1000)  # the grid's count, without a huge grid
