@@ -86,6 +86,10 @@ def test_targets_summed_from_numbers_equal_the_per_move_rows_summed():
     twice = position_targets(torch.cat([rows, rows + views.shape[0]]), action.repeat(2), scaled.repeat(2),
                              (views == 0).repeat(2, 1))
     assert torch.allclose(twice, expected.repeat(2, 1), rtol=1e-5, atol=1e-6)
+    # A non-finite reward reaches the targets (and the loss, where the guard stops the run).
+    poisoned = scaled.clone()
+    poisoned[0] = float("nan")
+    assert position_targets(rows, action, poisoned, views == 0)[rows[0]].isnan().any()
 
 
 def test_acting_from_the_table_equals_acting_with_the_network():

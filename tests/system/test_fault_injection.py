@@ -24,7 +24,9 @@ from tests.helpers import fault_wrapper
 from tests.helpers.resume import TIMING, evals_rows
 
 SINGLE = ["debug=tiny", "checkpoint_every=1", "threads=1", "progress=lines"]
-POPULATION = ["debug=tiny", "population.size=3", "checkpoint_every=1", "threads=1", "progress=lines"]
+# Every member's policy.onnx (export=all): members/000/ exists whichever member is the best.
+POPULATION = ["debug=tiny", "population.size=3", "population.export=all", "checkpoint_every=1", "threads=1",
+              "progress=lines"]
 CKPT = "checkpoints/last.ckpt"
 
 
@@ -63,7 +65,7 @@ SCENARIOS = [
     ("single", [replace("eval.json", 1, "after")]),    # complete: nothing to resume
     ("single", [random(0.3)]),
     ("single", [random(0.55)]),
-    ("single", [random(0.8)]),
+    ("single", [random(0.65)]),  # a tiny run's time varies +-25% from run to run: later may miss it
     ("single", [replace(CKPT, 2, "after"), row(2, "after")]),  # the resume killed in its turn
     ("population", [replace(CKPT, 2, "after")]),
     ("population", [row(3, "torn")]),

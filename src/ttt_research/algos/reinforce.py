@@ -135,8 +135,10 @@ def position_targets(rows: torch.Tensor, action: torch.Tensor, scaled: torch.Ten
     ``index_add`` of (M,)) and taking it back off the played cell."""
     w = scaled.abs()
     n_other = legal.sum(-1).index_select(0, rows) - 1  # (M,) other legal cells (the move was legal)
-    spread = torch.where((scaled < 0) & (n_other > 0), w / n_other.clamp_min(1), 0.0)  # (M,)
-    own = torch.where(scaled >= 0, w, -spread)  # (M,) what the played cell gets
+    # Products with the masks, not torch.where: a NaN reward must reach the loss, where the
+    # numerical guard stops the run (a where would turn it into a silent 0).
+    spread = w * ((scaled < 0) & (n_other > 0)) / n_other.clamp_min(1)  # (M,)
+    own = w * (scaled >= 0) - spread  # (M,) what the played cell gets
     flat = torch.zeros(legal.numel(), dtype=w.dtype, device=w.device)
     flat.index_add_(0, rows * 9 + action, own)
     per_row = torch.zeros(legal.shape[0], dtype=w.dtype, device=w.device).index_add_(0, rows, spread)
