@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.bench_stubs import stub_figures
 from ttt_research.baselines import antirez
 from ttt_research.bench import format_table, main, safe
 from ttt_research.env import game
@@ -244,24 +245,6 @@ def test_time_to_safe_with_tiny_budgets_runs_both_programs(seeded):
     ours = block["ours"]
     assert ours["config"]["budget_games"] == 2048 and ours["command"].endswith(" debug=tiny")
     assert block["ratio_median_seconds"] == pytest.approx(c["seconds"] / ours["median_seconds"])
-
-
-def stub_figures(monkeypatch, bench) -> None:
-    """Every speed figure stubbed: only the bench's bookkeeping and the antirez wiring run."""
-    monkeypatch.setattr(bench, "bench_env", lambda *a: {"env_games_per_s": 1e7, "env_best_batch": 65536})
-    monkeypatch.setattr(bench, "bench_reinforce", lambda *a: {
-        "reinforce_games_per_s": 2e5, "reinforce_threads": 1, "reinforce_games_per_s_per_run": [2e5],
-        "antirez": {"games": 300_000, "runs": 1, "seconds": 4.0, "games_per_s": 75_000.0,
-                    "games_per_s_per_run": [75_000.0], "ratio_reinforce": 2.67, "threads": 1, "timed": "t"}})
-    monkeypatch.setattr(bench, "bench_ppo", lambda *a: {
-        "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": None, "details_ppo_unbeatable_s": [None],
-        "ppo_threads": 1})
-    monkeypatch.setattr(bench, "bench_eval", lambda *a: {"eval_s": 0.01})
-    monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
-        "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
-        "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
-    monkeypatch.setattr(bench, "bench_latency",
-                        lambda *a: {"move_latency_ms": {"torch": 0.02, "onnxruntime": 0.01}})
 
 
 @pytest.mark.slow  # three compilations and the probes: over 3 s on the 2-core host

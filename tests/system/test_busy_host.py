@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from tests.helpers.bench_stubs import stub_figures
 from tests.helpers.configs import make_cfg
 from ttt_research import bench
 from ttt_research.train import host
@@ -49,20 +50,7 @@ def test_the_hosts_load_is_recorded_and_a_busy_host_named(monkeypatch):
 def test_bench_warns_before_measuring_and_prints_the_load(monkeypatch, capsys):
     fake_load(monkeypatch, (3.25, 2.0, 1.0))
     said = []
-    # Every figure stubbed: only the bench's own bookkeeping runs.
-    monkeypatch.setattr(bench, "bench_env", lambda *a: said.append("engine") or
-                        {"env_games_per_s": 1e7, "env_best_batch": 65536})
-    monkeypatch.setattr(bench, "bench_reinforce", lambda *a: {
-        "reinforce_games_per_s": 2e5, "reinforce_threads": 1, "reinforce_games_per_s_per_run": [2e5]})
-    monkeypatch.setattr(bench, "bench_ppo", lambda *a: {
-        "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": None, "details_ppo_unbeatable_s": [None],
-        "ppo_threads": 1})
-    monkeypatch.setattr(bench, "bench_eval", lambda *a: {"eval_s": 0.01})
-    monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
-        "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
-        "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
-    monkeypatch.setattr(bench, "bench_latency", lambda *a: {"move_latency_ms": {"torch": 0.02,
-                                                                               "onnxruntime": 0.01}})
+    stub_figures(monkeypatch, bench, antirez=False, said=said)  # only the bench's own bookkeeping runs
     res = bench.run(quick=True, populations=False)
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("bench: warning: the host is busy before the bench starts (load 3.25")

@@ -83,6 +83,27 @@ def build(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None, 
     return out
 
 
+def _timeout(games: int) -> float:
+    """A run's time limit: 1,000 games/s would be ~100x slower than expected."""
+    return 60 + games / 1_000
+
+
+def _timed(argv: list[str], stdin: str | None, timeout: float, name: str,
+           not_done: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``argv`` (``stdin`` fed, or none), its output captured; (the result, wall seconds).
+    ``AntirezError`` naming ``name`` if it cannot start, or "``name`` did not ``not_done``" at
+    ``timeout``."""
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(argv, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AntirezError(f"{name} did not {not_done}") from None
+    except OSError as err:
+        raise AntirezError(f"{name} could not be started: {err.strerror}") from None
+    return r, time.perf_counter() - start
+
+
 def check_binary(binary: Path) -> None:
     """Refuse a path that is missing or not executable; then run a short training as a probe."""
     if not binary.exists():
@@ -94,18 +115,10 @@ def check_binary(binary: Path) -> None:
 
 def run_once(binary: Path, games: int, timeout: float | None = None) -> float:
     """Train the program for ``games`` games, answering its game on stdin; the process's wall time in s."""
-    timeout = timeout or 60 + games / 1_000  # 1,000 games/s would be ~100x slower than expected
+    timeout = timeout or _timeout(games)
     hint = "is it antirez's ttt-rl?"
-    start = time.perf_counter()
-    try:
-        r = subprocess.run([str(binary), str(games)], input=ANSWERS, capture_output=True, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise AntirezError(f"--antirez-bin {binary} did not finish {games:,d} games and the game on stdin "
-                           f"within {timeout:.0f} s ({hint})") from None
-    except OSError as err:
-        raise AntirezError(f"--antirez-bin {binary} could not be started: {err.strerror}") from None
-    seconds = time.perf_counter() - start
+    r, seconds = _timed([str(binary), str(games)], ANSWERS, timeout, f"--antirez-bin {binary}",
+                        f"finish {games:,d} games and the game on stdin within {timeout:.0f} s ({hint})")
     if r.returncode != 0:
         raise AntirezError(f"--antirez-bin {binary} exited with status {r.returncode} ({hint})")
     out = r.stdout
@@ -230,18 +243,11 @@ def build_seeded(src: Path, into: Path, log: Callable[[str], None] = lambda msg:
 
 def run_seeded(binary: Path, games: int, seed: int, out: Path, timeout: float | None = None) -> float:
     """``binary games seed out``: train, dump to ``out``, exit; the process's wall time in s."""
-    timeout = timeout or 60 + games / 1_000
+    timeout = timeout or _timeout(games)
     hint = "is it the bench's patched ttt-rl?"
-    start = time.perf_counter()
-    try:
-        r = subprocess.run([str(binary), str(games), str(seed), str(out)], stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise AntirezError(f"{binary} did not train {games:,d} games (seed {seed}) and write its "
-                           f"network within {timeout:.0f} s ({hint})") from None
-    except OSError as err:
-        raise AntirezError(f"{binary} could not be started: {err.strerror}") from None
-    seconds = time.perf_counter() - start
+    r, seconds = _timed([str(binary), str(games), str(seed), str(out)], None, timeout, str(binary),
+                        f"train {games:,d} games (seed {seed}) and write its network within "
+                        f"{timeout:.0f} s ({hint})")
     if r.returncode != 0:
         raise AntirezError(f"{binary} exited with status {r.returncode} training {games:,d} games "
                            f"(seed {seed}; status 3: it could not write {out})")

@@ -1,0 +1,32 @@
+"""Every speed figure of ``bench`` stubbed, for tests of the bench's own bookkeeping (warnings,
+the table, the compare wiring): each returns fixed figures at once."""
+
+from __future__ import annotations
+
+import copy
+
+
+def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = None) -> None:
+    """Replace ``bench``'s figure functions; ``antirez``: REINFORCE's comes with a same-run C
+    block (as ``--compare antirez`` gives it); ``said``: the engine appends "engine" to it when run."""
+    def env(*a):
+        if said is not None:
+            said.append("engine")
+        return {"env_games_per_s": 1e7, "env_best_batch": 65536}
+
+    reinforce = {"reinforce_games_per_s": 2e5, "reinforce_threads": 1, "reinforce_games_per_s_per_run": [2e5]}
+    if antirez:
+        reinforce["antirez"] = {"games": 300_000, "runs": 1, "seconds": 4.0, "games_per_s": 75_000.0,
+                                "games_per_s_per_run": [75_000.0], "ratio_reinforce": 2.67, "threads": 1,
+                                "timed": "t"}
+    monkeypatch.setattr(bench, "bench_env", env)
+    monkeypatch.setattr(bench, "bench_reinforce", lambda *a: copy.deepcopy(reinforce))  # a run adds to it
+    monkeypatch.setattr(bench, "bench_ppo", lambda *a: {
+        "ppo_steps_per_s": 1e5, "time_to_unbeatable_s": None, "details_ppo_unbeatable_s": [None],
+        "ppo_threads": 1})
+    monkeypatch.setattr(bench, "bench_eval", lambda *a: {"eval_s": 0.01})
+    monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
+        "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
+        "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
+    monkeypatch.setattr(bench, "bench_latency",
+                        lambda *a: {"move_latency_ms": {"torch": 0.02, "onnxruntime": 0.01}})
