@@ -238,17 +238,13 @@ class Reinforce(Algorithm):
         if cdf is None:
             return self._draw(lookup(table, view, row_of), streams)
         rows = table_rows(view, row_of, table.shape[0])
-        t = self.temperature
-        greedy = (t <= 0) if isinstance(t, torch.Tensor) else None  # (N,) members who take the argmax
-        some = greedy.cpu() if greedy is not None and bool(greedy.any()) else None
+        greedy, some = self._greedy_members()  # cdf is None when every member is greedy
         u = uniform(tuple(view.shape[:-1]), view.device, streams, None if some is None else ~some)
         moves = inverse_cdf(cdf.index_select(0, rows).view(view.shape), u)
         if some is not None:
             best = table.index_select(0, rows).view(view.shape).argmax(-1)
             moves = torch.where(per_member(greedy, moves), best, moves)
-        if not isinstance(self.epsilon, torch.Tensor) and self.epsilon <= 0:
-            return moves
-        return epsilon_greedy(moves, legal, self.epsilon, streams)
+        return self._explore(moves, legal, streams)
 
     def table_cdf(self, table: torch.Tensor, members: int) -> torch.Tensor | None:
         """(N P, 9) masked logits -> (N P, 9) running sums of their softmax at each member's
@@ -271,10 +267,24 @@ class Reinforce(Algorithm):
         # those it loses balance below 1/2); at a low temperature nothing else is played
         # there. A few uniform moves keep every alternative sampled, and the safe one, when
         # sampled, is pushed up by its own reward.
-        moves = self._sample(logits, streams)
+        return self._explore(self._sample(logits, streams), logits > MASKED / 2, streams)
+
+    def _explore(self, moves: torch.Tensor, legal: torch.Tensor, streams) -> torch.Tensor:
+        """``moves``, each replaced with probability ``epsilon`` by a move uniform over the
+        (..., 9) ``legal`` cells (``epsilon_greedy``)."""
         if not isinstance(self.epsilon, torch.Tensor) and self.epsilon <= 0:
-            return moves  # the default: no legal mask to build on the hot path
-        return epsilon_greedy(moves, logits > MASKED / 2, self.epsilon, streams)
+            return moves  # the default: nothing drawn on the hot path
+        return epsilon_greedy(moves, legal, self.epsilon, streams)
+
+    def _greedy_members(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """A population's (N,) temperatures: the members at <= 0 (greedy) and, when some but
+        not all are, the same mask on the CPU (the draws skip their streams); (None, None)
+        for a single temperature or no greedy member."""
+        t = self.temperature
+        if not isinstance(t, torch.Tensor):
+            return None, None
+        greedy = t <= 0  # (N,)
+        return greedy, (greedy.cpu() if bool(greedy.any()) else None)
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no
@@ -283,10 +293,9 @@ class Reinforce(Algorithm):
         t = self.temperature
         if not isinstance(t, torch.Tensor):
             return logits.argmax(-1) if t <= 0 else sample(logits, streams, t)
-        greedy = t <= 0  # (N,)
+        greedy, some = self._greedy_members()
         if bool(greedy.all()):
             return logits.argmax(-1)
-        some = greedy.cpu() if bool(greedy.any()) else None
         drawn = sample(logits, streams, per_member(torch.where(greedy, 1.0, t), logits),
                        members=None if some is None else ~some)
         return torch.where(per_member(greedy, drawn), logits.argmax(-1), drawn)
