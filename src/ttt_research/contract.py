@@ -57,6 +57,50 @@ VALUE_KEY = "value_accuracy"
 VALUE_NAMES = {"sign_agreement": "eval/value_sign_agreement", "mae": "eval/value_mae"}
 
 
+# The policy as trained (evaluation/exploit.py): eval.json's ``as_trained`` block scores the
+# policy an algorithm plays while training (softmax at its temperature, epsilon-greedy, ...)
+# beside the greedy report: its NashConv and, per seat, a best response's value against it
+# (+1 win, 0 draw, -1 loss for the responder) and its outcomes vs random. ``nashconv`` at the
+# top level is the greedy policy's (from its worst cases). Logged as the eval/* metrics below.
+TRAINED_KEY = "as_trained"
+NASHCONV = "nashconv"
+EXPLOIT_NAMES = ("eval/nashconv", "eval/trained_nashconv",
+                 *(f"eval/trained_{s}_{what}" for s in EVAL_SEATS
+                   for what in ("best_response", "random_win", "random_loss")))
+
+
+def greedy_nashconv(report: dict) -> float:
+    """The greedy policy's NashConv: against a deterministic policy a best response gets
+    exactly the negated worst case, summed over the two seats (0: unbeatable from both)."""
+    return -sum(WORST_VALUE[report[REPORT_KEY[s]]["worst_case"]] for s in EVAL_SEATS) + 0.0
+
+
+def exploit_metrics(report: dict) -> dict[str, float]:
+    """The ``EXPLOIT_NAMES`` metrics of a report: the greedy NashConv always, the policy as
+    trained's where the report has an ``as_trained`` block."""
+    m = {"eval/nashconv": greedy_nashconv(report)}
+    block = report.get(TRAINED_KEY)
+    if block:
+        m["eval/trained_nashconv"] = float(block["nashconv"])
+        for s in EVAL_SEATS:
+            side = block[REPORT_KEY[s]]
+            m[f"eval/trained_{s}_best_response"] = float(side["best_response"])
+            m[f"eval/trained_{s}_random_win"] = float(side["vs_random"]["win"])
+            m[f"eval/trained_{s}_random_loss"] = float(side["vs_random"]["loss"])
+    return m
+
+
+def trained_exploit(report: dict, seat: str) -> float | None:
+    """What the policy as trained concedes from the training seat ``seat``: NashConv for
+    ``both``, else that seat's best-response value (None without an ``as_trained`` block)."""
+    block = report.get(TRAINED_KEY)
+    if not block:
+        return None
+    if seat == "both":
+        return float(block["nashconv"])
+    return float(block[REPORT_KEY[seat]]["best_response"])
+
+
 def band(name: str) -> tuple[str, str]:
     """A population's lowest and highest member for the ``eval/*`` metric ``name`` (the
     logged ``name`` itself is the members' median)."""
@@ -96,7 +140,8 @@ def unbeatable(report: dict, seat: str = "both") -> bool:
 def policy_parts(report: dict) -> dict[str, dict]:
     """The blocks of a report that are reports themselves: another policy of the same agent
     evaluated alike (``alphazero``'s ``search``), by name."""
-    return {k: v for k, v in report.items() if isinstance(v, dict) and REPORT_KEY["x"] in v}
+    return {k: v for k, v in report.items() if isinstance(v, dict) and REPORT_KEY["x"] in v
+            and "worst_case" in v[REPORT_KEY["x"]]}  # not a policy-as-trained block (no worst case)
 
 
 def learner_loss(report: dict, seat: str) -> float:

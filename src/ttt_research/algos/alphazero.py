@@ -48,6 +48,7 @@ from ttt_research.env.rollout import play_batch
 from ttt_research.env.search import gumbel_search, subtrees
 from ttt_research.env.streams import uniform
 from ttt_research.evaluation.exact import evaluate_actions, evaluate_actions_stack
+from ttt_research.evaluation.exploit import Acting, policy_reports
 from ttt_research.models import member_optim
 from ttt_research.models.heads import ValueHead
 from ttt_research.models.nets import MASKED
@@ -176,6 +177,12 @@ class AlphaZero(Algorithm):
     def search_actions(self, simulations: int | None = None, chunk: int = 16) -> torch.Tensor:
         """(N, 3^9) the deterministic search's move at every decision position (0 elsewhere),
         the roots of ``chunk`` members (4,520 positions each) searched at a time."""
+        return self.search_all(simulations, chunk)[0]
+
+    @torch.no_grad()
+    def search_all(self, simulations: int | None = None, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+        """``search_actions``, and the (N, M, 9) improved policies softmax(logits + sigma(q)) of
+        the same noise-free searches at the M = 4,520 decision positions (code order)."""
         k = self.test_simulations if simulations is None else int(simulations)
         logits, values = self.tables()
         tree = subtrees(logits, values, k, max_considered=self.max_considered)
@@ -183,6 +190,7 @@ class AlphaZero(Algorithm):
         t = game.tables(values.device)
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)
         actions = torch.zeros(n, R, dtype=torch.long, device=codes.device)
+        policies = torch.zeros(n, codes.numel(), 9, device=codes.device)
         for first in range(0, n, chunk):
             m = min(chunk, n - first)
             members = torch.arange(first, first + m, device=codes.device)
@@ -190,19 +198,52 @@ class AlphaZero(Algorithm):
             s = gumbel_search(codes.repeat(m), None, None, k, offset=offset,
                               max_considered=self.max_considered, tree=tree)
             actions[first:first + m, codes] = s.action.view(m, -1)
-        return actions
+            policies[first:first + m] = s.policy.view(m, -1, 9)
+        return actions, policies
+
+    def acting(self) -> Acting:
+        """The raw network's softmax (temperature 1). What self-play plays is the search's
+        choice; ``search_trained`` scores that one, at the end of a run."""
+        return Acting(temperature=1.0, what="the raw network")
+
+    def search_trained(self, policies: torch.Tensor) -> list[dict]:
+        """The ``as_trained`` block of the self-play search, per member, from the (N, M, 9)
+        improved policies of noise-free searches at ``simulations``. Self-play picks
+        argmax(T * Gumbel + logits + sigma(q)) among the root's moves; with q held fixed that
+        is a sample of softmax((logits + sigma(q)) / T), the improved policy raised to 1 / T
+        and renormalised: the distribution scored here. (The real search's q depends on the
+        noise through which moves it visits: this is the Gumbel-max rule on the noise-free
+        search's scores, an approximation, said so in eval.json.)"""
+        t = getattr(self, "temperature_now", self.temperature)
+        t = t.to(policies.device).view(-1, 1, 1) if isinstance(t, torch.Tensor) else float(t)
+        p = policies.double().clamp_min(0)
+        if isinstance(t, float) and t <= 0:
+            p = torch.nn.functional.one_hot(p.argmax(-1), 9).double()
+        else:
+            p = p.pow(1.0 / torch.as_tensor(t, dtype=torch.float64)).nan_to_num(0.0)
+            p = p / p.sum(-1, keepdim=True)
+        out = []
+        for k, r in enumerate(policy_reports(p)):
+            tk = float(t.flatten()[k]) if isinstance(t, torch.Tensor) else t
+            out.append({"policy": f"the self-play search ({self.simulations} simulations): the Gumbel-max "
+                                  f"rule at temperature {tk:g} on its noise-free scores",
+                        "temperature": tk, "epsilon": 0.0, **r})
+        return out
 
     def extra_report(self) -> dict:
         """The test-time search's exact evaluation (``test_simulations``), for eval.json."""
         if self.members is not None:
             return {}
         report = evaluate_actions(self.search_actions()[0].cpu())
-        return {"search": {"simulations": self.test_simulations, **report}}
+        trained = self.search_trained(self.search_all(self.simulations)[1].cpu())[0]
+        return {"search": {"simulations": self.test_simulations, **report}, "search_as_trained": trained}
 
     def member_reports(self) -> list[dict]:
         """Each member's test-time search evaluation, for population.json."""
         reports = evaluate_actions_stack(self.search_actions())
-        return [{"search": {"simulations": self.test_simulations, **r}} for r in reports]
+        trained = self.search_trained(self.search_all(self.simulations)[1].cpu())
+        return [{"search": {"simulations": self.test_simulations, **r}, "search_as_trained": t}
+                for r, t in zip(reports, trained, strict=True)]
 
     @torch.no_grad()
     def action_values(self, view: torch.Tensor) -> torch.Tensor:
@@ -271,6 +312,7 @@ class AlphaZero(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         temperature = run.scheduled(self.temperature, self.temperature_final)
+        self.temperature_now = temperature  # what ``search_trained`` scores
         ep, stash = self.self_play(self.games_per_update, run.opponent, run.seat, run.device, run.streams,
                                    temperature)
         N = ep.seat.shape[0]

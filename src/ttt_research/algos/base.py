@@ -28,6 +28,7 @@ from ttt_research.env import game
 from ttt_research.env.opponents import Opponent
 from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams, sample, uniform
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models.nets import MASKED
 
 
@@ -163,6 +164,12 @@ class Algorithm(torch.nn.Module):
         The exact evaluation compares them with the game-theoretic values (``eval.json``'s
         ``value_accuracy``)."""
         return None
+
+    def acting(self) -> Acting:
+        """The policy this algorithm plays while training, now (its schedules' current values),
+        as a transform of ``policy_logits``: what eval.json's ``as_trained`` block scores.
+        The default: the greedy policy itself."""
+        return Acting()
 
     def extra_report(self) -> dict[str, float]:
         """Figures of this algorithm's own that ``eval.json`` adds to the exact evaluation."""

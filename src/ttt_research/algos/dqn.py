@@ -48,6 +48,7 @@ from ttt_research.algos.replay import Ring
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.transitions import transitions
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
 
 # ----------------------------------------------------------------------------- the terms
@@ -133,6 +134,11 @@ class DQN(Algorithm):
     def act(self, view, legal, table, row_of, epsilon, streams):
         return epsilon_greedy(lookup(table, view, row_of).argmax(-1), legal, epsilon, streams)
 
+    def acting(self) -> Acting:
+        """Epsilon-greedy on the online net's values at the epsilon of the last batch played
+        (its start value before any): with the default schedule, greedy at the end."""
+        return Acting(temperature=0.0, epsilon=getattr(self, "epsilon_now", self.epsilon))
+
     def scheduled_epsilon(self, progress: float):
         """Epsilon at ``progress`` (share of the budget played): linear from ``epsilon`` to
         ``epsilon_final`` over the first ``epsilon_fraction`` of the budget, then held."""
@@ -154,6 +160,7 @@ class DQN(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         epsilon = self.scheduled_epsilon(run.progress)
+        self.epsilon_now = epsilon  # what ``acting`` reports
         # The online net is fixed while the batch is played: its values at every decision
         # position once, and the games read them (the same numbers as a forward per ply).
         views, row_of = run.positions()

@@ -37,6 +37,7 @@ from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch
 from ttt_research.env.streams import sample
 from ttt_research.evaluation.exact import greedy_actions
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
 from ttt_research.models.nets import MLP
 
@@ -390,6 +391,10 @@ class PPO(Algorithm):
             stats["ent_coef"] = torch.as_tensor(ent_coef)
         # The learner's moves are PPO's environment steps (SB3's unit): the shell counts them.
         return Update(ep.batch, ep.rates(), stats, moves=mv.counts)
+
+    def acting(self) -> Acting:
+        """PPO plays a sample of its policy: the softmax of the masked logits."""
+        return Acting(temperature=1.0)
 
     def extra_report(self) -> dict[str, float]:
         """Without masking: how often the raw policy would pick an occupied cell."""

@@ -71,6 +71,7 @@ from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, numb
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch, rates
 from ttt_research.env.transitions import transitions
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models.qtable import CELLS, N_CODES, codes_of
 
 
@@ -140,6 +141,11 @@ class QLearning(Algorithm):
 
     # ------------------------------------------------------------------ acting
 
+    def acting(self) -> Acting:
+        """Epsilon-greedy on the table at the epsilon of the last batch played (its start
+        value before any): with the default schedule, greedy (epsilon 0) at the end."""
+        return Acting(temperature=0.0, epsilon=getattr(self, "epsilon_now", self.epsilon))
+
     @torch.no_grad()
     def act(self, view: torch.Tensor, legal: torch.Tensor, eps, streams) -> torch.Tensor:
         """(B, 9) views (a stack's (N, B, 9)) -> (B,) moves: greedy on the table, or with
@@ -173,6 +179,7 @@ class QLearning(Algorithm):
         schedules read at ``games_ahead`` games into the update. Returns the episodes and
         the batch's figures (per member: (N,), or () for a single run)."""
         eps = run.scheduled(self.epsilon, self.epsilon_final, games_ahead)
+        self.epsilon_now = eps  # what ``acting`` reports: the epsilon of the last batch played
         lr = run.scheduled(self.lr, self.lr_final, games_ahead)
         ep = play_batch(games, lambda v, legal: self.act(v, legal, eps, run.streams),
                         run.opponent, run.seat, run.device, run.streams)

@@ -68,6 +68,7 @@ from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch, rates
 from ttt_research.env.streams import inverse_cdf, sample, uniform
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
 from ttt_research.models.nets import MASKED
 
@@ -285,6 +286,11 @@ class Reinforce(Algorithm):
             return None, None
         greedy = t <= 0  # (N,)
         return greedy, (greedy.cpu() if bool(greedy.any()) else None)
+
+    def acting(self) -> Acting:
+        """The softmax of the masked logits at the temperature it samples with now (0:
+        greedy), with ``epsilon`` of moves uniform on top (per member in a population)."""
+        return Acting(temperature=self.temperature, epsilon=self.epsilon)
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no

@@ -32,7 +32,16 @@ from collections.abc import Callable
 
 import torch
 
-from ttt_research.contract import EVAL_SEATS, JUDGED_SEATS, REPORT_KEY, SEAT_PIECE, WORST_NAME, unbeatable
+from ttt_research.contract import (
+    EVAL_SEATS,
+    JUDGED_SEATS,
+    NASHCONV,
+    REPORT_KEY,
+    SEAT_PIECE,
+    TRAINED_KEY,
+    WORST_NAME,
+    unbeatable,
+)
 from ttt_research.env import game
 from ttt_research.env.solver import (
     one_hot,
@@ -292,6 +301,7 @@ class _Compact:
         self.winner = t.winner[self.codes]  # (R,)
         self.done = t.done[self.codes]  # (R,)
         self.empty = int(index[game.EMPTY_CODE])
+        self.decision = index[decision_codes()]  # (M,) the row of each decision position, in their order
         # Unfinished rows per ply, from ply 8 down to 0 (as solver.plies_backwards).
         ply = t.ply[self.codes]
         self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(game.CELLS)]
@@ -430,7 +440,7 @@ def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None) -> l
 
 
 def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
-                   chunk: int | None = None) -> list[dict]:
+                   chunk: int | None = None, each: Callable | None = None) -> list[dict]:
     """The ``eval.json`` report of each of N policies, as a list of N dicts.
 
     ``policy`` is one of:
@@ -441,7 +451,10 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
     * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
     * the (N, M, 9) logits at ``decision_codes()`` themselves.
 
-    A member without a legal greedy move somewhere is refused (``check_logits``).
+    A member without a legal greedy move somewhere is refused (``check_logits``). ``each``,
+    if given, is called with ``(first member, logits)`` for every checked block of logits (the
+    policy as trained is scored from them: ``exploit.trained_blocks``), so no caller runs the
+    forward pass twice or keeps all N members' logits.
     """
     views = game.tables().view[decision_codes()].float()  # (M, 9)
     if isinstance(policy, MLPStack | QTableStack):
@@ -452,6 +465,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
             for lo in range(0, policy.n, chunk):
                 logits = policy(views, slice(lo, lo + chunk))  # (chunk, M, 9)
                 check_logits(logits, first=lo)
+                if each is not None:
+                    each(lo, logits)
                 parts.append(greedy_actions_stack(logits)[0])
         actions = torch.cat(parts)
     else:
@@ -461,6 +476,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
             with torch.no_grad():
                 policy = policy(views.expand(n, -1, -1))
         check_logits(policy)
+        if each is not None:
+            each(0, policy)
         actions, _ = greedy_actions_stack(policy)
     return evaluate_actions_stack(actions)
 
@@ -475,6 +492,26 @@ def unbeatable_line(report: dict, seat: str = "both") -> str:
     said = {True: "yes", False: "no (some opponent beats it)"}
     return "unbeatable " + "; ".join(f"as {side.upper()}: {said[unbeatable(report, side)]}"
                                      for side in JUDGED_SEATS[seat])
+
+
+def trained_lines(report: dict, seat: str = "both") -> list[str]:
+    """The exploitability lines of a report (``evaluation/exploit.py``): the greedy policy's
+    NashConv, and the policy as trained's (``as_trained``, ``search_as_trained``): what a best
+    response gets against it per seat (+1 it always wins, 0 it can only draw) and its
+    results vs random. None for a report without them."""
+    rows = []
+    if NASHCONV in report:
+        rows.append(f"NashConv of the greedy policy: {report[NASHCONV]:.4f} (0: nobody beats it from either seat)")
+    for key in (TRAINED_KEY, f"search_{TRAINED_KEY}"):
+        block = report.get(key)
+        if not block:
+            continue
+        per_seat = "; ".join(
+            f"as {s.upper()}: a best response gets {block[REPORT_KEY[s]]['best_response']:.4f}, "
+            f"vs random win {block[REPORT_KEY[s]]['vs_random']['win']:.4f} "
+            f"loss {block[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in JUDGED_SEATS[seat])
+        rows.append(f"as trained ({block['policy']}): NashConv {block['nashconv']:.4f}; {per_seat}")
+    return rows
 
 
 def eval_table(report: dict, seat: str = "both") -> str:
@@ -492,8 +529,9 @@ def eval_table(report: dict, seat: str = "both") -> str:
                 f"{report['decision_points']} decision points")
     rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows.append(unbeatable_line(report, seat))
+    rows += trained_lines(report, seat)
     rows += [f"{name} ({part['simulations']} simulations): optimal moves {part['optimal_move_rate']:.4f}; "
              f"{unbeatable_line(part, seat)}" for name, part in report.items()  # alphazero's search
-             if isinstance(part, dict) and REPORT_KEY["x"] in part]  # (contract.policy_parts)
+             if isinstance(part, dict) and "worst_case" in part.get(REPORT_KEY["x"], {})]  # (contract.policy_parts)
     return "\n".join(rows)
 

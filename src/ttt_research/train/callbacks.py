@@ -4,7 +4,8 @@
 sampling) every ``every`` updates and after the last one, logs the ``eval/*`` metrics of
 the contract, and keeps the history that ``analysis/curves.py`` draws. It costs ~15 ms, so an
 evaluation every few dozen updates is nearly free. An algorithm with action values gets its
-``value_accuracy`` block too (``evaluation/values.py``). Each evaluation also records the
+``value_accuracy`` block too (``evaluation/values.py``), and every evaluation scores the policy
+as trained (``evaluation/exploit.py``: its NashConv, ``eval/trained_*``) beside the greedy one. Each evaluation also records the
 training wall seconds since the fit began (``train/elapsed_s``); the clock is saved in the
 checkpoint, so a resumed run continues it (the seconds up to the checkpoint count, those of
 the updates after it that the kill lost do not: the resumed run plays them again).
@@ -22,9 +23,17 @@ import time
 import lightning as L
 import torch
 
-from ttt_research.contract import ELAPSED, JUDGED_SEATS, VALUE_KEY, eval_metrics, learner_loss, value_metrics
+from ttt_research.contract import (
+    ELAPSED,
+    JUDGED_SEATS,
+    VALUE_KEY,
+    eval_metrics,
+    exploit_metrics,
+    learner_loss,
+    value_metrics,
+)
 from ttt_research.errors import NonFiniteError
-from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.values import value_accuracy
 from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
 
@@ -76,7 +85,7 @@ class ExactEvaluation(L.Callback):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        report = evaluate_policy(module.policy_logits)
+        report = evaluate_agent(module.policy_logits, module.algo.acting())  # greedy + as trained
         report.update(value_report(module))
         module.train(was_training)
         self.record(module.games_played, report, seconds)
@@ -93,7 +102,8 @@ class ExactEvaluation(L.Callback):
         report = self.evaluate(trainer, module)
         # Straight to the loggers, in float64 and once: values logged with self.log from a
         # callback are rounded to float32 and repeated on later rows until logged again.
-        metrics = {**eval_metrics(report), **value_metrics(report), ELAPSED: self.elapsed[-1],
+        metrics = {**eval_metrics(report), **exploit_metrics(report), **value_metrics(report),
+                   ELAPSED: self.elapsed[-1],
                    "train/games": float(module.games_played)}
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=batch_idx)

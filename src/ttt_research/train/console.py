@@ -15,12 +15,13 @@ What ``run.json`` records of the host is ``host.py``'s.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 
 import lightning as L
 
-from ttt_research.contract import JUDGED_SEATS, REPORT_KEY
+from ttt_research.contract import JUDGED_SEATS, REPORT_KEY, trained_exploit
 
 
 def opening_line(what: str, budget: int, updates: int, per_update: int, members: int = 1) -> str:
@@ -59,6 +60,16 @@ class OpeningLine(L.Callback):
             print(line, flush=True)
 
 
+def trained_text(reports: list, seat: str) -> str:
+    """The progress line's part for the policy as trained: what a best response gains against
+    it from the training seat (NashConv for ``both``; a population's median), or nothing."""
+    found = [v for r in reports if r is not None and (v := trained_exploit(r, seat)) is not None]
+    if not found:
+        return ""
+    what = "NashConv" if seat == "both" else f"best response vs {seat.upper()}"
+    return f"  as trained: {what} {statistics.median(found):.4f}"
+
+
 class ProgressLines(L.Callback):
     """One line per exact evaluation, read from ``evaluation.history`` (so it prints exactly
     what the ``eval/*`` metrics hold), e.g.::
@@ -69,6 +80,7 @@ class ProgressLines(L.Callback):
     def __init__(self, evaluation, seat: str, stream=None):
         self.evaluation = evaluation
         self.seats = JUDGED_SEATS[seat]
+        self.seat = seat
         self.stream = stream
         self._seen = 0
         self._start: tuple[float, int] | None = None  # (time, games) when this fit began
@@ -112,6 +124,7 @@ class ProgressLines(L.Callback):
             exact = "  ".join(
                 f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
                 f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
+        exact += trained_text(report if isinstance(report, list) else [report], self.seat)
         eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
         rate *= int(module.active_all.sum())  # the speed of the whole population
         width = len(str(total))

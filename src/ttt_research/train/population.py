@@ -31,17 +31,23 @@ from ttt_research.analysis.curves import plot_population
 from ttt_research.contract import (
     ELAPSED,
     EVAL_NAMES,
+    EXPLOIT_NAMES,
+    NASHCONV,
+    TRAINED_KEY,
     JUDGED_SEATS,
     REPORT_KEY,
     VALUE_KEY,
     VALUE_NAMES,
     eval_metrics,
+    exploit_metrics,
+    greedy_nashconv,
     learner_loss,
     policy_parts,
     unbeatable,
     value_metrics,
 )
 from ttt_research.evaluation.exact import eval_table, evaluate_stack
+from ttt_research.evaluation.exploit import Acting, trained_blocks
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.population import results
@@ -63,7 +69,15 @@ class PopulationEvaluation(ExactEvaluation):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        reports = evaluate_stack(module.net)
+        acting, trained = module.algo.acting(), {}
+
+        def each(first, logits):  # the policy as trained, from the same forward pass
+            trained.update(enumerate(trained_blocks(logits, acting, first), first))
+
+        reports = evaluate_stack(module.net, each=each)
+        for k, r in enumerate(reports):
+            r[NASHCONV] = greedy_nashconv(r)
+            r[TRAINED_KEY] = trained[k]
         blocks = learned_values(module)  # each member's value_accuracy, None without values
         extra = module.algo.member_reports()  # an algorithm's own figures (alphazero: its search)
         module.train(was_training)
@@ -128,10 +142,10 @@ class PopulationEvaluation(ExactEvaluation):
 def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]:
     """The logged aggregate of one evaluation: each ``eval/*`` metric's median, min and max
     over the members with a report, and the share of all members unbeatable."""
-    live = [{**eval_metrics(r), **value_metrics(r)} for r in reports if r is not None]
+    live = [{**eval_metrics(r), **exploit_metrics(r), **value_metrics(r)} for r in reports if r is not None]
     out: dict[str, float] = {}
     if live:
-        for name in [n for n in (*EVAL_NAMES, *VALUE_NAMES.values()) if n in live[0]]:
+        for name in [n for n in (*EVAL_NAMES, *EXPLOIT_NAMES, *VALUE_NAMES.values()) if n in live[0]]:
             values = [m[name] for m in live]
             out[name] = float(statistics.median(values))
             out[f"{name}_min"], out[f"{name}_max"] = min(values), max(values)
@@ -220,7 +234,9 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
     parity = 0.0
     for k in chosen:
         net = whole["net"].member(k)
-        meta = {"algo": module.name, "net": json.dumps(whole["net"].spec()),
+        block = rows[k]["eval"].get(TRAINED_KEY) or {}
+        acting = Acting(block.get("temperature", 0.0), block.get("epsilon", 0.0)).to_meta()
+        meta = {"algo": module.name, "acting": acting, "net": json.dumps(whole["net"].spec()),
                 "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
                 "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
         with atomic_path(run_dir / "members" / f"{k:03d}" / "policy.onnx") as tmp:
