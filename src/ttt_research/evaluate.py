@@ -1,4 +1,13 @@
-"""``python -m ttt_research.evaluate PATH [--json]``: the exact evaluation of a policy file.
+"""``python -m ttt_research.evaluate PATH [--json]``: the exact evaluation of a policy.
+
+PATH is a policy file (``.onnx`` following the contract, or a ``.ckpt``), a run folder (its
+``policy.onnx``) or a policy table (``.csv`` / ``.json``: any player's answers at every
+position, ``evaluation/policy_table.py``). Every policy gets the exact figures of the
+stochastic policy it is (``exploit.policy_report``: NashConv, what a best-responding opponent
+gets from each seat, the records against the random and the perfect player) and the lines
+a best response exploits; a deterministic one also gets the greedy table of ``eval.json``
+(``exact.evaluate_actions``). A file's logits are scored greedy by default, or as
+``--temperature`` / ``--epsilon`` / ``--as-trained`` say (``policy_file.acting_for``).
 
 Apart from ``evaluation/exact.py`` so that the evaluator itself needs only torch: loading a policy
 file brings in ``policy_file`` and, for an ONNX model, onnxruntime.
@@ -9,22 +18,125 @@ from __future__ import annotations
 import argparse
 import json
 
-from ttt_research.errors import command
-from ttt_research.evaluation.exact import eval_table, evaluate_policy
-from ttt_research.evaluation.policy_file import load_policy
+import torch
+
+from ttt_research.contract import EVAL_SEATS, NASHCONV, REPORT_KEY, greedy_nashconv
+from ttt_research.errors import UserError, command
+from ttt_research.evaluation.exact import eval_table, evaluate_actions
+from ttt_research.evaluation.exploit import lines_text, policy_report, worst_lines
+from ttt_research.evaluation.policy_file import add_acting_args, load_probs
+from ttt_research.evaluation.policy_table import (
+    FILLS,
+    ILLEGAL,
+    deterministic_actions,
+    is_table,
+    read_table,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ttt_research.evaluate",
+        description="Exact evaluation of a policy over the whole game tree.")
+    p.add_argument("path", help="a policy: .onnx (following the contract), .ckpt, a run folder "
+                                "(its policy.onnx) or a policy table (.csv or .json, docs/policy-tables.md)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object: eval.json's keys for a deterministic policy, and 'policy'")
+    add_acting_args(p)
+    p.add_argument("--fill", choices=FILLS, default=None,
+                   help="a table's positions without a row: refused (default), or filled uniform "
+                        "over the empty cells, or with the first empty cell")
+    p.add_argument("--illegal", choices=ILLEGAL, default=None,
+                   help="a table's moves on an occupied cell: refused (default) or filled as --fill says")
+    p.add_argument("--lines", type=int, default=3, metavar="K",
+                   help="show the K positions a best response exploits most, per seat (default 3; 0: none)")
+    return p
+
+
+def scored_policy(args: argparse.Namespace) -> tuple[torch.Tensor, dict]:
+    """(probs (M, 9) float64, about): the policy the options name, and what it is: a table's
+    ``read_table`` info under ``table``, a file's ``acting`` (temperature, epsilon)."""
+    acting_flags = args.temperature is not None or args.epsilon is not None or args.as_trained
+    if is_table(args.path):
+        if acting_flags:
+            raise UserError("--temperature, --epsilon and --as-trained transform a model's logits; "
+                            "a policy table gives its moves itself")
+        probs, info = read_table(args.path, args.fill or "refuse", args.illegal or "refuse")
+        return probs, {"table": info}
+    if args.fill or args.illegal:
+        raise UserError("--fill and --illegal apply to policy tables (.csv, .json)")
+    probs, _, acting = load_probs(args.path, args.temperature, args.epsilon, args.as_trained)
+    return probs, {"acting": {"temperature": acting.temperature, "epsilon": acting.epsilon,
+                              "describe": acting.describe()}}
+
+
+def full_report(probs: torch.Tensor, about: dict, k: int) -> dict:
+    """eval.json's greedy keys (and ``nashconv``) when the policy is deterministic, and
+    ``policy``: ``about``, the exact figures of ``exploit.policy_report`` and (k > 0) the
+    ``worst_lines`` per seat."""
+    actions = deterministic_actions(probs)
+    report = evaluate_actions(actions) if actions is not None else {}
+    if report:
+        report[NASHCONV] = greedy_nashconv(report)  # as in a run's eval.json
+    policy = {**about, **policy_report(probs)}
+    if k > 0:
+        policy["worst_lines"] = {side: worst_lines(probs, side, k) for side in EVAL_SEATS}
+    return {**report, "policy": policy}
+
+
+def policy_text(policy: dict) -> str:
+    """The ``policy`` block as a small table: NashConv, then per seat what a best-responding
+    opponent gets and the records against the random and the perfect player."""
+    rows = [f"NashConv {policy['nashconv']:.6f} (exploitability {policy['exploitability']:.6f}; "
+            "0: no opponent beats it from either seat)",
+            f"{'seat':<5} {'opponent best':>13} {'vs random: win':>15} {'loss':>7} {'tie':>7} "
+            f"{'vs perfect: win':>16} {'loss':>7} {'tie':>7}"]
+    for side in EVAL_SEATS:
+        b = policy[REPORT_KEY[side]]
+        r, q = b["vs_random"], b["vs_perfect"]
+        rows.append(f"{side.upper():<5} {b['best_response']:>13.6f} {r['win']:>15.4f} {r['loss']:>7.4f} "
+                    f"{r['tie']:>7.4f} {q['win']:>16.4f} {q['loss']:>7.4f} {q['tie']:>7.4f}")
+    return "\n".join(rows)
+
+
+def info_text(info: dict) -> str:
+    """``policy_table.read_table``'s info in a few lines: what the table held and filled."""
+    n = info["positions"]
+    out = [f"table: {info['rows']:,} rows for {n:,} positions ({info['moves']:,} moves, "
+           f"{info['distributions']:,} distributions)"]
+    if info["moves"]:
+        rate, legal = info["optimal_move_rate"], info["legal_answers"]
+        kept = f"{rate:.4f} of the {legal:,} legal answers" if rate is not None else "n/a (no legal answers)"
+        out.append(f"answers: {legal:,} legal ({legal / n:.2%} of positions), {info['illegal']:,} illegal "
+                   f"({info['illegal'] / n:.2%}), {info['missing']:,} missing ({info['missing'] / n:.2%}); "
+                   f"optimal moves {kept}")
+    if info["filled"]:
+        out.append(f"filled: {info['filled']:,} positions ({info['missing']:,} missing, {info['illegal']:,} "
+                   f"illegal) by the rule '{info['fill']}'; the figures below score the filled policy")
+    return "\n".join(out)
+
+
+def report_text(report: dict) -> str:
+    """``full_report`` as text: what was scored, the greedy table (deterministic policies),
+    the stochastic policy's figures and the lines a best response finds."""
+    policy = report["policy"]
+    out = [info_text(policy["table"]) if "table" in policy else f"policy: {policy['acting']['describe']}"]
+    if "as_x" in report:
+        out += ["", "the deterministic policy (eval.json):", eval_table(report)]
+    out += ["", "the policy's exact figures (exploit.policy_report):", policy_text(policy)]
+    for side, lines in policy.get("worst_lines", {}).items():
+        out += ["", lines_text(lines, side)]
+    return "\n".join(out)
 
 
 @command()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m ttt_research.evaluate",
-        description="Exact evaluation of a greedy policy over the whole game tree.")
-    parser.add_argument("path", help="policy file: .onnx (following the contract) or .ckpt")
-    parser.add_argument("--json", action="store_true", help="print the eval.json report")
-    args = parser.parse_args(argv)
-    policy, _ = load_policy(args.path)
-    report = evaluate_policy(policy)
-    print(json.dumps(report, indent=2) if args.json else eval_table(report))
+    args = _parser().parse_args(argv)
+    if args.lines < 0:
+        raise UserError(f"--lines must be 0 or more, got {args.lines}")
+    probs, about = scored_policy(args)
+    report = full_report(probs, about, args.lines)
+    print(json.dumps(report, indent=2) if args.json else report_text(report))
     return 0
 
 

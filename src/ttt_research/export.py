@@ -2,6 +2,11 @@
 an ONNX model of the contract (``evaluation/onnx.py`` writes it and checks its parity with
 torch), with the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation of the
 exported policy (``eval.json``'s report). The default output is CHECKPOINT with ``.onnx``.
+
+``--table OUT.csv|OUT.json`` writes the policy of a checkpoint, an ONNX file or a run folder
+as a policy table instead (``evaluation/policy_table.py``): greedy moves by default, or the
+probabilities of ``--temperature`` / ``--epsilon`` / ``--as-trained``. ``evaluate`` scores the
+table to the same numbers as the file.
 """
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from ttt_research.evaluation.exact import (
     unbeatable_line,
 )
 from ttt_research.evaluation.onnx import ExportError, export
-from ttt_research.evaluation.policy_file import load_checkpoint
+from ttt_research.evaluation.policy_file import add_acting_args, load_checkpoint, load_probs
+from ttt_research.evaluation.policy_table import is_table, write_table
 
 
 @command(OSError)
@@ -24,11 +30,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ttt_research.export",
                                 description="Export a checkpoint's greedy policy to ONNX, with its "
                                             "exact evaluation in the metadata.")
-    p.add_argument("checkpoint", help="a ttt_research Lightning checkpoint (.ckpt)")
+    p.add_argument("checkpoint", help="a ttt_research Lightning checkpoint (.ckpt); with --table "
+                                      "also a policy.onnx or a run folder")
     p.add_argument("-o", "--output", default=None, metavar="OUT.onnx",
                    help="the ONNX file to write (default: the checkpoint's path with .onnx, "
                         "e.g. checkpoints/last.onnx beside checkpoints/last.ckpt)")
+    p.add_argument("--table", default=None, metavar="OUT.csv|OUT.json",
+                   help="write the policy (of a checkpoint, an ONNX file or a run folder) as a policy "
+                        "table instead: greedy moves, or probabilities with the options below")
+    add_acting_args(p)
     args = p.parse_args(argv)
+    if args.table is not None:
+        return _table(args)
+    if args.temperature is not None or args.epsilon is not None or args.as_trained:
+        raise ExportError("--temperature, --epsilon and --as-trained apply to --table (an ONNX "
+                          "export holds the logits: its reader chooses how to act)")
     checkpoint = Path(args.checkpoint)
     out = Path(args.output) if args.output else checkpoint.with_suffix(".onnx")
     if out.resolve() == checkpoint.resolve():
@@ -38,6 +54,20 @@ def main(argv: list[str] | None = None) -> int:
     figures = export(net, out, {**meta, "eval": json.dumps(report)})
     print(f"wrote {out}: parity on {figures['positions']} positions, "
           f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical; {unbeatable_line(report)}")
+    return 0
+
+
+def _table(args) -> int:
+    """``export --table``: the policy as a policy table, moves or probabilities."""
+    if args.output is not None:
+        raise ExportError("--table writes the table only: leave out -o")
+    if not is_table(args.table):
+        raise ExportError(f"{args.table}: a policy table is a .csv or .json file")
+    probs, _, acting = load_probs(args.checkpoint, args.temperature, args.epsilon, args.as_trained)
+    write_table(args.table, probs)
+    deterministic = bool((probs.amax(-1) == 1).all())
+    print(f"wrote {args.table}: {probs.shape[0]:,} positions, "
+          f"{'one move' if deterministic else 'nine probabilities'} each ({acting.describe()})")
     return 0
 
 

@@ -13,6 +13,11 @@ a finite largest logit), so that no command scores, plays or exports a policy th
 an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
 before it is built: the sizes are bounded and every tensor must have the shape the spec
 implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
+
+A run folder stands for its ``policy.onnx`` (``run_policy``). ``load_probs`` turns a file's
+logits into the move probabilities the exact evaluator of stochastic policies scores
+(``exploit.policy_report``): greedy, at a temperature with epsilon mixed in, or as its
+training played (the ``acting`` metadata); ``add_acting_args`` are those options on a command line.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import numpy as np
 import torch
 
 from ttt_research.errors import IllegalMoveError, UserError
-from ttt_research.evaluation.exact import check_policy
+from ttt_research.evaluation.exact import check_policy, decision_logits
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
 from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
@@ -34,6 +40,7 @@ from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
 # what a hostile or corrupt net_spec may ask for before anything is allocated.
 MAX_LAYERS = 16
 MAX_WIDTH = 16_384
+RUN_POLICY = "policy.onnx"  # a run folder's policy file
 
 
 class PolicyFileError(UserError):
@@ -213,9 +220,21 @@ def load_checkpoint(path: str | Path):
     return net, meta
 
 
-def load_policy(path: str | Path):
-    """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt)."""
+def run_policy(path: str | Path) -> Path:
+    """``path`` itself, or a run folder's ``policy.onnx`` when ``path`` is a folder."""
     path = Path(path)
+    if not path.is_dir():
+        return path
+    if not (path / RUN_POLICY).is_file():
+        raise PolicyFileError(f"{path}: a folder without {RUN_POLICY} (expected a run folder or a "
+                              "policy file)")
+    return path / RUN_POLICY
+
+
+def load_policy(path: str | Path):
+    """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt); a run
+    folder stands for its ``policy.onnx``."""
+    path = run_policy(path)
     if path.suffix == ".ckpt":
         net, meta = load_checkpoint(path)
 
@@ -227,3 +246,46 @@ def load_policy(path: str | Path):
     if path.suffix == ".onnx" or not path.suffix:
         return load_onnx(path)
     raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
+
+
+def add_acting_args(parser) -> None:
+    """The command-line options of ``acting_for`` (``evaluate`` and ``export --table``)."""
+    parser.add_argument("--temperature", type=float, default=None, metavar="T",
+                        help="score the softmax of the logits at temperature T (default 0: greedy)")
+    parser.add_argument("--epsilon", type=float, default=None, metavar="E",
+                        help="mix a share E of moves uniform over the empty cells into it (default 0)")
+    parser.add_argument("--as-trained", action="store_true",
+                        help="the policy as its training played it (T and E from the file's 'acting' "
+                             "metadata)")
+
+
+def acting_for(path: str | Path, meta: dict, temperature: float | None = None,
+               epsilon: float | None = None, as_trained: bool = False) -> Acting:
+    """Which transform of a policy file's logits to score: greedy by default, the softmax at
+    ``temperature`` with ``epsilon`` uniform moves mixed in, or (``as_trained``) the one its
+    training played, from its ``acting`` metadata (``exploit.Acting``)."""
+    if as_trained:
+        if temperature is not None or epsilon is not None:
+            raise UserError("--as-trained reads the temperature and epsilon from the file: give it alone")
+        acting = Acting.from_meta(meta)
+        if acting is None:
+            said = f"malformed 'acting' metadata {meta['acting'][:60]!r}" if "acting" in meta else \
+                "no 'acting' metadata (how its training acted)"
+            raise PolicyFileError(f"{path}: {said}; give --temperature and --epsilon instead")
+        return acting
+    t = 0.0 if temperature is None else temperature
+    e = 0.0 if epsilon is None else epsilon
+    if not (np.isfinite(t) and t >= 0):
+        raise UserError(f"--temperature must be a finite number >= 0 (0: greedy), got {t}")
+    if not 0 <= e <= 1:
+        raise UserError(f"--epsilon must be a number from 0 to 1, got {e}")
+    return Acting(float(t), float(e))
+
+
+def load_probs(path: str | Path, temperature: float | None = None, epsilon: float | None = None,
+               as_trained: bool = False) -> tuple[torch.Tensor, dict, Acting]:
+    """A policy file's move probabilities: ``(probs (M, 9) float64 at decision_codes(),
+    metadata, acting)``, the logits transformed as ``acting_for`` says."""
+    policy, meta = load_policy(path)
+    acting = acting_for(run_policy(path), meta, temperature, epsilon, as_trained)
+    return acting.probs(decision_logits(policy)), meta, acting
