@@ -1,0 +1,213 @@
+"""Policy tables (evaluation/policy_table.py): the format round-trips, a greedy table scores
+as the action table it holds, every malformed row is refused in one line naming file, line
+and problem, missing positions and illegal answers are filled only when asked and counted,
+and the example rule-based player scores what the solver says it should."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from ttt_research.env import game
+from ttt_research.env.opponents import rules_probs, rules_record
+from ttt_research.env.solver import best_response, outcome_probs, random_probs, solve
+from ttt_research.evaluation import exploit
+from ttt_research.evaluation import policy_table as pt
+from ttt_research.evaluation.exact import decision_codes, evaluate_actions
+
+torch.set_num_threads(1)
+CODES = decision_codes()
+LEGAL = game.tables().legal[CODES]  # (M, 9)
+EXAMPLE = Path(__file__).parents[2] / "examples" / "rules_bot.csv"
+
+
+def rules() -> torch.Tensor:
+    """(M, 9) the rule-based player at the decision positions (stochastic: ties are uniform)."""
+    return rules_probs()[CODES]
+
+
+def first_legal() -> torch.Tensor:
+    """(19,683,) the player that always takes the first empty cell."""
+    return game.tables().legal.to(torch.int8).argmax(-1)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def move_table(moves: dict[str, int | str]) -> str:
+    return "board,move\n" + "".join(f"{b},{m}\n" for b, m in moves.items())
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_a_stochastic_table_reads_back_bit_for_bit(tmp_path, suffix):
+    probs = exploit.logits_to_probs(torch.randn(CODES.numel(), 9, generator=torch.Generator().manual_seed(0)),
+                                    temperature=0.7, epsilon=0.1)
+    pt.write_table(tmp_path / f"t{suffix}", probs)
+    back, info = pt.read_table(tmp_path / f"t{suffix}")
+    assert torch.equal(back, probs)  # repr keeps every float64 bit: the scores are equal too
+    assert info["distributions"] == info["rows"] == 4520 and info["filled"] == info["moves"] == 0
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_a_greedy_table_scores_as_evaluate_actions_of_its_moves(tmp_path, suffix):
+    actions = first_legal()
+    pt.write_table(tmp_path / f"g{suffix}", exploit.actions_to_probs(actions))
+    assert (tmp_path / f"g{suffix}").read_text().count("move") >= 1  # one move a row, not nine numbers
+    probs, info = pt.read_table(tmp_path / f"g{suffix}")
+    expected = torch.zeros(game.N_CODES, dtype=torch.long)  # 0 where nobody moves
+    expected[CODES] = actions[CODES]
+    assert torch.equal(pt.deterministic_actions(probs), expected)
+    assert evaluate_actions(pt.deterministic_actions(probs)) == evaluate_actions(actions)
+    assert info["moves"] == info["legal_answers"] == 4520
+    assert info["optimal_move_rate"] == float(solve().optimal[CODES, actions[CODES]].double().mean())
+
+
+def test_forcing_moves_writes_the_argmax_and_the_file_is_commented_csv(tmp_path):
+    pt.write_table(tmp_path / "r.csv", rules(), deterministic=True)
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0].startswith("#") and lines[1] == "board,move" and lines[2] == ".........,4"
+    probs, _ = pt.read_table(tmp_path / "r.csv")
+    assert torch.equal(probs.argmax(-1), rules().argmax(-1))
+
+
+# --------------------------------------------------------------------------- malformed files
+
+GOOD = move_table({".........": 4})
+P = "board,p0,p1,p2,p3,p4,p5,p6,p7,p8\n"  # the header of a table of probabilities
+BAD_ROWS = [  # (table text, where, what the one line says)
+    ("board,move\nx..,4\n", "line 2", "board 'x..' is not 9 characters of x, o and ."),
+    ("board,move\nX........,4\n", "line 2", "is not 9 characters of x, o and ."),
+    ("board,move\nxx.......,4\n", "line 2", "board xx....... is impossible: 2 x and 0 o"),
+    ("board,move\no........,4\n", "line 2", "impossible: 0 x and 1 o"),
+    ("board,move\nxxxoo....,5\n", "line 2", "is a finished game (x has three in a row)"),
+    ("board,move\nxoxxoooxx,4\n", "line 2", "is a finished game (the board is full)"),
+    ("# c\nboard,move\n.........,4\n.........,0\n", "line 4", "board ......... again (first at line 3)"),
+    ("board,move\n.........,9\n", "line 2", "move 9 is outside 0-8"),
+    ("board,move\n.........,-1\n", "line 2", "move -1 is outside 0-8"),
+    ("board,move\n.........,a\n", "line 2", "move 'a' is not an integer cell 0-8"),
+    ("board,move\n.........,4.5\n", "line 2", "move '4.5' is not an integer cell 0-8"),
+    ("board,move\nx........,0\n", "line 2", "move 0 is on an occupied cell of x........ (an illegal answer"),
+    ("board,move\n.........,4,5\n", "line 2", "3 fields, the header has 2"),
+    (P + ".........,1,0,0,0,0,0,0,0\n", "line 2", "9 fields, the header has 10"),
+    (P + ".........,1.5,-0.5,0,0,0,0,0,0,0\n", "line 2",
+     "probability -0.5 is negative"),
+    (P + ".........,nan,0,0,0,0,0,0,0,1\n", "line 2", "probability nan is not finite"),
+    (P + ".........,inf,0,0,0,0,0,0,0,1\n", "line 2", "probability inf is not finite"),
+    (P + ".........,x,0,0,0,0,0,0,0,1\n", "line 2", "probability 'x' is not a number"),
+    (P + ".........,0.5,0,0,0,0,0,0,0,0.4\n", "line 2",
+     "probabilities sum to 0.9, not 1"),
+    (P + "x........,0.5,0,0,0,0.5,0,0,0,0\n", "line 2",
+     "probability 0.5 on the occupied cell 0"),
+    ("board,cell\n.........,4\n", "line 1", "header 'board,cell' is neither 'board,move' nor"),
+    ("# only a comment\n", None, "empty file (only comments)"),
+    ("", None, "empty file; expected a header"),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": 4}, '
+     '{"board": ".........", "probs": [0,0,0,0,1,0,0,0,0]}]}', "rows[1]",
+     "board ......... again (first at rows[0])"),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "probs": [1, 0]}]}', "rows[0]",
+     "expected 9 probabilities, got 2"),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "probs": [true,0,0,0,0,0,0,0,0]}]}',
+     "rows[0]", "probability 'True' is not a number"),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": 4, "probs": []}]}', "rows[0]",
+     'expected {"board": "...", "move": cell} or'),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": true}]}', "rows[0]",
+     "move 'True' is not an integer cell 0-8"),
+    ('{"format": "other", "rows": []}', None, 'not a policy table: expected a JSON object with "format"'),
+    ('{"format": "ttt-policy-table/1",\n "rows": [}', "line 2", "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("text,where,needle", BAD_ROWS)
+def test_every_malformed_table_is_refused_in_one_line_naming_file_line_and_problem(tmp_path, text, where,
+                                                                                   needle):
+    path = write(tmp_path, "bad.json" if text.startswith("{") else "bad.csv", text)
+    with pytest.raises(pt.PolicyTableError) as e:
+        pt.read_table(path, fill="uniform")
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{path}: " + (f"{where}: " if where else ""))
+    assert needle in message, message
+
+
+def test_a_missing_file_and_bytes_that_are_not_utf8_are_refused(tmp_path):
+    with pytest.raises(pt.PolicyTableError, match="no such file"):
+        pt.read_table(tmp_path / "none.csv")
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"board,move\n\xe9........,4\n")
+    with pytest.raises(pt.PolicyTableError, match=r"latin.csv: not UTF-8 text \(byte 11 is 0xe9\)"):
+        pt.read_table(path)
+
+
+def test_probabilities_within_the_tolerance_are_renormalised(tmp_path):
+    path = write(tmp_path, "p.csv", P + ".........,0.5000004,0,0,0,0.5,0,0,0,0\n")
+    probs, _ = pt.read_table(path, fill="first")
+    assert probs[0].sum().item() == pytest.approx(1.0, abs=1e-15)
+    assert probs[0, 0].item() == pytest.approx(0.5000004 / 1.0000004, abs=1e-15)
+
+
+# --------------------------------------------------------------------------- missing and illegal
+
+
+def test_missing_positions_are_refused_naming_how_many_and_the_first(tmp_path):
+    path = write(tmp_path, "one.csv", GOOD)
+    with pytest.raises(pt.PolicyTableError) as e:
+        pt.read_table(path)
+    assert str(e.value) == (f"{path}: 4,519 of 4,520 positions have no row, the first x........; "
+                            "--fill uniform or --fill first fills them")
+
+
+@pytest.mark.parametrize("fill", ["uniform", "first"])
+def test_fill_rules_fill_the_missing_positions_and_say_how_many(tmp_path, fill):
+    probs, info = pt.read_table(write(tmp_path, "one.csv", GOOD), fill=fill)
+    expected = exploit.logits_to_probs(torch.zeros(CODES.numel(), 9), temperature=1.0) if fill == "uniform" \
+        else exploit.actions_to_probs(first_legal())
+    expected[0] = torch.nn.functional.one_hot(torch.tensor(4), 9).double()  # the given row
+    assert torch.equal(probs, expected)
+    assert info == {"rows": 1, "positions": 4520, "moves": 1, "distributions": 0, "illegal": 0,
+                    "missing": 4519, "filled": 4519, "fill": fill, "legal_answers": 1,
+                    "optimal_move_rate": 1.0}
+
+
+def test_illegal_answers_are_filled_only_when_asked_and_counted(tmp_path):
+    # x........ answered 0 (taken): illegal; .x....... answered 4: legal and optimal;
+    # ....x.... answered 1 (a side): legal, but O loses with it.
+    answers = {".........": 0, "x........": 0, ".x.......": 4, "....x....": 1}
+    path = write(tmp_path, "llm.csv", move_table(answers))
+    with pytest.raises(pt.PolicyTableError, match="line 3: move 0 is on an occupied cell"):
+        pt.read_table(path, fill="first")
+    probs, info = pt.read_table(path, fill="first", illegal="fill")
+    actions = first_legal().clone()  # missing and illegal: the first empty cell (x........: 1)
+    for board, move in ((".........", 0), (".x.......", 4), ("....x....", 1)):
+        actions[pt.board_code(board)] = move
+    assert torch.equal(probs, exploit.actions_to_probs(actions))
+    assert (info["illegal"], info["missing"], info["filled"], info["legal_answers"]) == (1, 4516, 4517, 3)
+    assert info["optimal_move_rate"] == pytest.approx(2 / 3)  # the side reply to a centre opening loses
+
+
+# --------------------------------------------------------------------------- the example
+
+
+def test_the_rules_bot_example_is_the_rule_based_player_and_scores_what_the_solver_says():
+    probs, info = pt.read_table(EXAMPLE)
+    assert torch.equal(probs, rules()) and info["distributions"] == 4520
+    report = exploit.policy_report(probs)
+    # Recomputed apart from exploit.py: the solver's best response to the full rules table,
+    # and the plain outcome sums against the random and the perfect player.
+    full = rules_probs()
+    for side, seat in (("x", game.X), ("o", game.O)):
+        mine = report[f"as_{side}"]
+        _, value = best_response(full, -seat, (1.0, 0.0, -1.0))  # the opponent's best, from its side
+        assert mine["best_response"] == pytest.approx(float(value[game.EMPTY_CODE]), abs=1e-12)
+        x, o, tie = (outcome_probs(full, random_probs()) if seat == game.X
+                     else outcome_probs(random_probs(), full))[game.EMPTY_CODE].tolist()
+        win, loss = (x, o) if seat == game.X else (o, x)
+        assert mine["vs_random"] == pytest.approx({"win": win, "loss": loss, "tie": tie}, abs=1e-11)
+        assert mine["vs_perfect"] == pytest.approx(rules_record()[f"as_{side}"], abs=1e-11)
+    assert report["nashconv"] == report["as_x"]["best_response"] + report["as_o"]["best_response"]
+    # It never loses as X; as O a best response wins for sure (a corner reply to the fork).
+    assert (report["as_x"]["best_response"], report["as_o"]["best_response"]) == (0.0, 1.0)
