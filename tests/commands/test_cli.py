@@ -247,7 +247,7 @@ def test_trainer_keys_and_strategies_accepted_without_lightning_are_lightnings()
 COMMANDS = ["python -m ttt_research", "ttt-train", "ttt_research.evaluate", "ttt-evaluate",
             "ttt_research.play", "ttt-play", "--web", "ttt_research.export", "ttt-export",
             "ttt_research.report", "ttt-report", "ttt_research.bench", "ttt-bench",
-            "ttt_research.dashboard", "ttt-dashboard",
+            "ttt_research.dashboard", "ttt-dashboard", "ttt_research.tournament", "ttt-tournament",
             "ttt_research.baselines.sb3"]
 
 

@@ -1,0 +1,126 @@
+"""Who plays in a tournament: command-line names and paths, turned into move probabilities.
+
+Each participant is a name and a policy as ``probs``, (M, 9) float64 at ``exact.decision_codes()``
+(the convention of ``exploit.py``). An argument is one of:
+
+* a built-in player: ``random`` (uniform over the empty cells), ``perfect`` (uniform over the
+  minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...);
+* a run folder (its ``policy.onnx``), named as given;
+* a population folder: every ``members/NNN/policy.onnx``, named ``FOLDER/NNN``;
+* a policy file: ``.onnx`` or ``.ckpt`` (``policy_file.load_policy``), or a policy table
+  (``.csv`` / ``.json``, ``policy_table.read_table``).
+
+Networks play greedy (the masked argmax, as ``evaluate`` scores them) unless ``as_trained``:
+then the transform of their logits that the algorithm played while training, read from the
+file's ``acting`` metadata (``exploit.Acting``); a file without it plays greedy and its note
+says so. Anything wrong is a ``UserError``: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ttt_research.env import game
+from ttt_research.errors import UserError
+from ttt_research.evaluation.exact import decision_codes
+
+BUILTINS = ("random", "perfect", "rules")
+NETWORK_SUFFIXES = (".onnx", ".ckpt")
+TABLE_SUFFIXES = (".csv", ".json")
+
+
+@dataclass(frozen=True)
+class Participant:
+    name: str
+    probs: torch.Tensor  # (M, 9) float64 move probabilities at decision_codes()
+    plays: str  # how it chooses its moves, in words ("greedy (argmax)", "built-in", ...)
+    note: str = ""  # something the user should know (no acting metadata, ...)
+
+
+def _builtin(name: str) -> Participant:
+    from ttt_research.env import opponents, solver
+
+    codes = decision_codes()
+    table = {"random": solver.random_probs, "perfect": solver.perfect_probs,
+             "rules": opponents.rules_probs}[name]()
+    what = {"random": "uniform over empty cells", "perfect": "uniform over minimax-optimal moves",
+            "rules": "win, block, fork, block a fork, centre, corner, side"}[name]
+    return Participant(name, table[codes].double(), f"built-in: {what}")
+
+
+def _network(path: Path, name: str, as_trained: bool) -> Participant:
+    """A policy file run once on the 4,520 decision positions, then greedy or as trained."""
+    from ttt_research.evaluation.exploit import Acting, logits_to_probs
+    from ttt_research.evaluation.policy_file import load_policy
+
+    policy, meta = load_policy(path)  # refuses a file with no legal greedy move somewhere
+    views = game.tables().view[decision_codes()].float()  # (M, 9) mover's view
+    with torch.no_grad():
+        logits = policy(views).detach().to("cpu", torch.float64)  # (M, 9)
+    if not as_trained:
+        return Participant(name, logits_to_probs(logits), "greedy (argmax)")
+    acting = Acting.from_meta(meta)
+    if acting is None:
+        return Participant(name, logits_to_probs(logits), "greedy (argmax)",
+                           note=f"{name}: no 'acting' metadata in {path.name}; played greedy")
+    return Participant(name, acting.probs(logits), acting.describe())
+
+
+def _table(path: Path, name: str) -> Participant:
+    try:
+        from ttt_research.evaluation.policy_table import read_table
+    except ImportError:
+        raise UserError(f"{path}: policy tables (.csv/.json) need evaluation/policy_table.py, "
+                        "which this version does not have") from None
+    probs, _ = read_table(path)
+    return Participant(name, torch.as_tensor(probs, dtype=torch.float64), "policy table")
+
+
+def _members(folder: Path) -> list[Path]:
+    """The ``members/NNN`` folders of a population that hold a ``policy.onnx``, in order."""
+    root = folder / "members"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "policy.onnx").is_file())
+
+
+def resolve(arg: str, as_trained: bool = False) -> list[Participant]:
+    """The participant(s) one command-line argument names."""
+    name = arg.rstrip("/") or arg
+    path = Path(arg)
+    if arg in BUILTINS and not path.exists():
+        return [_builtin(arg)]
+    if path.is_dir():
+        if (path / "policy.onnx").is_file():  # a run folder
+            return [_network(path / "policy.onnx", name, as_trained)]
+        members = _members(path)
+        if members:
+            return [_network(m / "policy.onnx", f"{name}/{m.name}", as_trained) for m in members]
+        raise UserError(f"{arg}: a folder with no policy.onnx (not a run folder) and no "
+                        "members/NNN/policy.onnx (not a population)")
+    if not path.exists():
+        hint = f"; built-in players: {', '.join(BUILTINS)}" if "/" not in arg else ""
+        raise UserError(f"{arg}: no such file or folder{hint}")
+    suffix = path.suffix.lower()
+    if suffix in NETWORK_SUFFIXES:
+        return [_network(path, name, as_trained)]
+    if suffix in TABLE_SUFFIXES:
+        return [_table(path, name)]
+    raise UserError(f"{arg}: not a policy (expected a run or population folder, .onnx, .ckpt, "
+                    f".csv, .json, or one of {', '.join(BUILTINS)})")
+
+
+def gather(args: list[str], as_trained: bool = False) -> list[Participant]:
+    """Every argument's participants, in order; fewer than 2 or a name twice is refused."""
+    players = [p for arg in args for p in resolve(arg, as_trained)]
+    seen: set[str] = set()
+    for p in players:
+        if p.name in seen:
+            raise UserError(f"{p.name}: named twice; each participant plays once")
+        seen.add(p.name)
+    if len(players) < 2:
+        raise UserError(f"a tournament needs at least 2 participants, got {len(players)}")
+    return players

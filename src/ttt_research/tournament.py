@@ -1,0 +1,186 @@
+"""``python -m ttt_research.tournament PATH_OR_NAME ... [--out DIR] [--as-trained] [--json]``.
+
+Every participant plays every other from both seats, and itself, exactly: the probabilities of
+each outcome of each ordered pair are a sum over the whole game tree (``evaluation/crossplay.py``),
+not a sample of games. Then ratings: Davidson's Bradley-Terry model with ties and a first-move
+advantage (Davidson 1970; Davidson & Beaver 1977), fitted to those exact results
+(``evaluation/ratings.py``), on the Elo scale with ``random`` (or the first participant) at 0.
+Participants: ``evaluation/participants.py``. docs/tournament.md explains the numbers.
+
+Stdout: the ratings, highest first, with the model's fit; the matrix of expected results
+(row plays X, column plays O) when there are at most ``SHOW_MATRIX`` participants; the seconds.
+With ``--out DIR``: ``crossplay.csv``, ``crossplay.md``, ``crossplay.png``, ``ratings.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from ttt_research.errors import command
+from ttt_research.evaluation.crossplay import cross_play, expected_result
+from ttt_research.evaluation.participants import BUILTINS, Participant, gather
+from ttt_research.evaluation.ratings import Ratings, fit_ratings, ratings_table
+from ttt_research.files.atomic import atomic_path, write_atomic
+
+SHOW_MATRIX = 12  # participants up to which stdout shows the matrix
+NUMBERS_IN_CELLS = 20  # participants up to which the heatmap writes each cell's number
+
+
+def matrix_text(names: list[str], score: torch.Tensor) -> str:
+    """(n, n) expected results (row as X vs column as O) as text; columns by number."""
+    corner = "X (row) vs O (column)"
+    width = max(len(corner) - 4, *(len(s) for s in names))  # the name column, after "NN  "
+    head = f"{corner:<{width + 4}}" + "".join(f"{k + 1:>7}" for k in range(len(names)))
+    rows = [head] + [f"{k + 1:>2}  {name:<{width}}" + "".join(f"{v:>+7.3f}" for v in score[k].tolist())
+                     for k, name in enumerate(names)]
+    return "\n".join(rows)
+
+
+def crossplay_csv(names: list[str], results: torch.Tensor) -> str:
+    """Long form, one ordered pair a line; floats written with repr: they read back equal."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["x", "o", "p_x_win", "p_o_win", "p_tie", "score"])
+    score = expected_result(results)
+    for i, x in enumerate(names):
+        for j, o in enumerate(names):
+            w.writerow([x, o, *(repr(float(v)) for v in results[i, j]), repr(float(score[i, j]))])
+    return out.getvalue()
+
+
+def ratings_csv(r: Ratings) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["rank", "player", "elo", "bounded_only_by_prior"])
+    for rank, k in enumerate(r.order(), 1):
+        w.writerow([rank, r.names[k], repr(r.elo[k]), str(r.names[k] in r.separated).lower()])
+    return out.getvalue()
+
+
+def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings) -> str:
+    names = [p.name for p in players]
+    score = expected_result(results)
+    cell = "\\|"  # a name with | would break the table
+    corner = "X (row) \\ O (column)"
+    lines = ["# Cross-play (exact)", "",
+             "Expected result of the row player, who plays X, against the column player as O: "
+             "P(X wins) - P(O wins), from +1 (X always wins) to -1 (O always wins). Exact sums "
+             "over the game tree, not sampled games.", "",
+             f"| {corner} | " + " | ".join(n.replace("|", cell) for n in names) + " |",
+             "|---|" + "---:|" * len(names)]
+    for k, name in enumerate(names):
+        lines.append(f"| {name.replace('|', cell)} | " + " | ".join(f"{v:+.4f}" for v in score[k].tolist())
+                     + " |")
+    lines += ["", "## Ratings", "",
+              "Davidson's Bradley-Terry model with ties and a first-move advantage (Davidson 1970; "
+              "Davidson & Beaver 1977), fitted to the exact results; Elo scale (400 log10), "
+              f"{r.anchor} = 0. No confidence intervals: the results have no sampling error; the "
+              "model's misfit is the uncertainty, reported below.", "",
+              "| rank | player | Elo | plays |", "|---:|---|---:|---|"]
+    for rank, k in enumerate(r.order(), 1):
+        flag = " (won or lost every game: bounded only by the prior)" if r.names[k] in r.separated else ""
+        name = names[k].replace("|", cell)
+        lines.append(f"| {rank} | {name} | {r.elo[k]:.1f}{flag} | {players[k].plays} |")
+    lines += ["", f"First move (X) worth {r.x_advantage:+.1f} Elo; tie parameter nu = {r.tie:.4g}. "
+              f"Fit (model vs exact expected points per ordered pair): max |diff| {r.fit_max:.4f}, "
+              f"RMS {r.fit_rms:.4f}.", ""]
+    return "\n".join(lines)
+
+
+def heatmap(path: Path, names: list[str], score: torch.Tensor) -> None:
+    """The matrix of expected results as a picture: diverging colours centred on 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(names)
+    side = min(4 + 0.45 * n, 30)
+    fig, ax = plt.subplots(figsize=(side + 1.5, side), layout="constrained")
+    image = ax.imshow(score.numpy(), cmap="RdBu_r", vmin=-1, vmax=1)  # red: X wins; blue: O wins
+    ax.set_xticks(range(n), names, rotation=90, fontsize=8)
+    ax.set_yticks(range(n), names, fontsize=8)
+    ax.set_xlabel("O (column)")
+    ax.set_ylabel("X (row)")
+    ax.set_title("Exact expected result for X: P(X wins) - P(O wins)")
+    if n <= NUMBERS_IN_CELLS:
+        for i in range(n):
+            for j in range(n):
+                v = float(score[i, j])
+                ax.text(j, i, f"{v:+.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if abs(v) > 0.6 else "black")
+    fig.colorbar(image, ax=ax, label="expected result for the row player (X)")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+
+
+def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, r: Ratings) -> None:
+    names = [p.name for p in players]
+    write_atomic(out / "crossplay.csv", crossplay_csv(names, results))
+    write_atomic(out / "crossplay.md", crossplay_md(players, results, r))
+    write_atomic(out / "ratings.csv", ratings_csv(r))
+    heatmap(out / "crossplay.png", names, expected_result(results))
+
+
+def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, seconds: dict) -> dict:
+    return {"participants": [{"name": p.name, "plays": p.plays} for p in players],
+            "results": results.tolist(),  # [i][j] = [P(X wins), P(O wins), P(tie)], i as X
+            "ratings": {r.names[k]: r.elo[k] for k in r.order()}, "anchor": r.anchor,
+            "model": {"name": "Davidson-Beaver (Bradley-Terry with ties and an order effect)",
+                      "x_advantage_elo": r.x_advantage, "tie_nu": r.tie, "fit_max_abs": r.fit_max,
+                      "fit_rms": r.fit_rms, "bounded_only_by_prior": r.separated},
+            "seconds": seconds}
+
+
+@command()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ttt_research.tournament",
+        description="Exact round robin: every participant against every other from both seats, "
+                    "then Davidson-Beaver ratings on the Elo scale (docs/tournament.md).")
+    parser.add_argument("players", nargs="+", metavar="PATH_OR_NAME",
+                        help=f"a run folder, a population folder (every member), .onnx, .ckpt, "
+                             f".csv/.json policy table, or a built-in: {', '.join(BUILTINS)}")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write crossplay.csv, crossplay.md, crossplay.png, ratings.csv here")
+    parser.add_argument("--as-trained", action="store_true",
+                        help="networks play as they did while training (the file's 'acting' "
+                             "metadata: softmax temperature, epsilon), not greedy")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    players = gather(args.players, args.as_trained)
+    names = [p.name for p in players]
+    start = time.perf_counter()
+    results = cross_play(torch.stack([p.probs for p in players]))  # (n, n, 3)
+    played = time.perf_counter()
+    r = fit_ratings(results, names)
+    seconds = {"cross_play": played - start, "ratings": time.perf_counter() - played}
+    if args.out is not None:
+        write_outputs(args.out, players, results, r)
+    if args.json:
+        print(json.dumps(as_json(players, results, r, seconds), indent=2))
+        return 0
+    for p in players:
+        if p.note:
+            print(f"note: {p.note}")
+    print(ratings_table(r))
+    if len(players) <= SHOW_MATRIX:
+        print("\nexpected result of the row player as X against the column player as O (+1 X wins, "
+              "-1 O wins):")
+        print(matrix_text(names, expected_result(results)))
+    n = len(players)
+    print(f"\n{n} participants, {n * n} ordered pairs: exact cross-play {seconds['cross_play']:.2f} s, "
+          f"ratings {seconds['ratings']:.2f} s" + (f"; files in {args.out}" if args.out else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

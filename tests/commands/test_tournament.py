@@ -1,0 +1,165 @@
+"""``python -m ttt_research.tournament``: participants of every kind, the files it writes (whose
+numbers must be ``cross_play``'s), and one-line refusals with exit code 2. In-process ``main``."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import onnx
+import pytest
+import torch
+
+from tests.helpers.onnx_models import preference_model
+from ttt_research.env import game, opponents, solver
+from ttt_research.evaluation.crossplay import cross_play
+from ttt_research.evaluation.exact import decision_codes
+from ttt_research.tournament import main
+
+CODES = decision_codes()
+BUILTINS = ["random", "rules", "perfect"]
+CENTRE_FIRST = [5, 1, 5, 1, 9, 1, 5, 1, 5]  # centre, then corners, then sides
+LAST_CELL_FIRST = list(range(9))  # cell 9 (index 8) most preferred
+
+
+def builtin_probs() -> torch.Tensor:
+    return torch.stack([solver.random_probs()[CODES], opponents.rules_probs()[CODES],
+                        solver.perfect_probs()[CODES]])
+
+
+def greedy(preference) -> torch.Tensor:
+    """(M, 9) one-hot: the most preferred empty cell (ties to the lowest)."""
+    legal = game.tables().legal[CODES]
+    pref = torch.tensor(preference, dtype=torch.float64).expand(CODES.numel(), 9)
+    return torch.nn.functional.one_hot(torch.where(legal, pref, -torch.inf).argmax(-1), 9).double()
+
+
+def with_acting(path, acting: dict | None):
+    """Add an ``acting`` metadata entry to an ONNX file (as ``export`` writes it)."""
+    model = onnx.load(str(path))
+    if acting is not None:
+        prop = model.metadata_props.add()
+        prop.key, prop.value = "acting", json.dumps(acting)
+    onnx.save(model, str(path))
+    return path
+
+
+def test_builtins_files_hold_cross_plays_numbers(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([*BUILTINS, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    assert [line.split()[1] for line in lines[1:4]] == ["perfect", "rules", "random"]  # sorted
+    assert "X (row) vs O (column)" in printed and "exact cross-play" in printed  # matrix, seconds
+    expected = cross_play(builtin_probs())
+    with open(out / "crossplay.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 9
+    for row in rows:
+        i, j = BUILTINS.index(row["x"]), BUILTINS.index(row["o"])
+        got = [float(row[k]) for k in ("p_x_win", "p_o_win", "p_tie")]
+        assert got == expected[i, j].tolist()  # repr floats: equal, not close
+        assert float(row["score"]) == float(expected[i, j, 0] - expected[i, j, 1])
+    with open(out / "ratings.csv") as f:
+        ratings = list(csv.DictReader(f))
+    assert [r["player"] for r in ratings] == ["perfect", "rules", "random"]
+    assert float(ratings[2]["elo"]) == 0.0 and float(ratings[0]["elo"]) > float(ratings[1]["elo"]) > 0
+    md = (out / "crossplay.md").read_text()
+    # random vs random as X: 737/1260 - 121/420 (docs/facts.md) = 0.2968
+    assert "| random | +0.2968 | -0.8474 | -0.7775 |" in md and "Davidson" in md
+    assert (out / "crossplay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_json_gives_the_exact_table(capsys):
+    assert main([*BUILTINS, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert torch.tensor(res["results"], dtype=torch.float64).equal(cross_play(builtin_probs()))
+    assert res["anchor"] == "random" and res["ratings"]["random"] == 0.0
+    assert list(res["ratings"]) == ["perfect", "rules", "random"]
+    assert set(res["seconds"]) == {"cross_play", "ratings"}
+
+
+def test_run_population_and_onnx_participants(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    preference_model(CENTRE_FIRST, run / "policy.onnx")
+    pop = tmp_path / "pop"
+    for k, pref in enumerate([CENTRE_FIRST, LAST_CELL_FIRST]):
+        (pop / "members" / f"{k:03d}").mkdir(parents=True)
+        preference_model(pref, pop / "members" / f"{k:03d}" / "policy.onnx")
+    (pop / "members" / "002").mkdir()  # a member folder without a policy is not a participant
+    single = preference_model(LAST_CELL_FIRST, tmp_path / "last.onnx")
+    assert main([str(run), str(pop), str(single), "random", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    names = [p["name"] for p in res["participants"]]
+    assert names == [str(run), f"{pop}/000", f"{pop}/001", str(single), "random"]
+    probs = torch.stack([greedy(CENTRE_FIRST), greedy(CENTRE_FIRST), greedy(LAST_CELL_FIRST),
+                         greedy(LAST_CELL_FIRST), solver.random_probs()[CODES]])
+    assert torch.tensor(res["results"], dtype=torch.float64).equal(cross_play(probs))
+    assert res["participants"][0]["plays"] == "greedy (argmax)"
+
+
+def test_as_trained_reads_the_acting_metadata(tmp_path, capsys):
+    soft = with_acting(preference_model(CENTRE_FIRST, tmp_path / "soft.onnx"),
+                       {"temperature": 2.0, "epsilon": 0.1})
+    plain = preference_model(LAST_CELL_FIRST, tmp_path / "plain.onnx")
+    assert main([str(soft), str(plain), "--as-trained"]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {plain}: no 'acting' metadata in plain.onnx; played greedy" in printed
+    assert main([str(soft), str(plain), "--as-trained", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["participants"][0]["plays"] == "softmax at temperature 2, epsilon 0.1 uniform"
+    legal = game.tables().legal[CODES]
+    logits = torch.where(legal, torch.tensor(CENTRE_FIRST, dtype=torch.float64), -torch.inf)
+    uniform = legal.double() / legal.sum(-1, keepdim=True)
+    soft_probs = 0.9 * torch.softmax(logits / 2.0, -1) + 0.1 * uniform
+    expected = cross_play(torch.stack([soft_probs, greedy(LAST_CELL_FIRST)]))
+    assert torch.allclose(torch.tensor(res["results"], dtype=torch.float64), expected, rtol=0, atol=1e-7)
+    # Without --as-trained the same file plays greedy.
+    assert main([str(soft), str(plain), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["participants"][0]["plays"] == "greedy (argmax)"
+
+
+def test_policy_table_participant(tmp_path, capsys):
+    table = pytest.importorskip("ttt_research.evaluation.policy_table")
+    path = tmp_path / "t.json"
+    if not hasattr(table, "write_table"):
+        pytest.skip("no writer in policy_table to make a table file with")
+    table.write_table(path, greedy(CENTRE_FIRST))
+    assert main([str(path), "random", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    expected = cross_play(torch.stack([greedy(CENTRE_FIRST), solver.random_probs()[CODES]]))
+    assert torch.allclose(torch.tensor(res["results"], dtype=torch.float64), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["random", "/no/such/policy.onnx"], "/no/such/policy.onnx: no such file or folder"),
+    (["random", "rnadom"], "rnadom: no such file or folder; built-in players: random, perfect, rules"),
+    (["random"], "a tournament needs at least 2 participants, got 1"),
+    (["random", "perfect", "random"], "random: named twice"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and says in err, err
+
+
+def test_folder_without_a_policy_and_foreign_files_are_refused(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["random", str(empty)]) == 2
+    assert "no policy.onnx (not a run folder)" in capsys.readouterr().err
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    assert main(["random", str(bad)]) == 2
+    assert "not a policy" in capsys.readouterr().err
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not onnx")
+    assert main(["random", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a valid ONNX model" in err
+    (tmp_path / "run").mkdir()  # the same file twice by two names is two participants: allowed
+    preference_model(CENTRE_FIRST, tmp_path / "run" / "policy.onnx")
+    assert main([str(tmp_path / "run"), str(tmp_path / "run") + "/", "--json"]) == 2  # same name
+    assert "named twice" in capsys.readouterr().err
