@@ -76,9 +76,10 @@ def greedy_nashconv(report: dict) -> float:
 
 
 def exploit_metrics(report: dict) -> dict[str, float]:
-    """The ``EXPLOIT_NAMES`` metrics of a report: the greedy NashConv always, the policy as
-    trained's where the report has an ``as_trained`` block."""
-    m = {"eval/nashconv": greedy_nashconv(report)}
+    """The ``EXPLOIT_NAMES`` metrics a report has: the greedy NashConv where it has
+    ``nashconv``, the policy as trained's where it has an ``as_trained`` block (reports written
+    before either existed have none)."""
+    m = {"eval/nashconv": float(report[NASHCONV])} if NASHCONV in report else {}
     block = report.get(TRAINED_KEY)
     if block:
         m["eval/trained_nashconv"] = float(block["nashconv"])

@@ -201,9 +201,11 @@ class AlphaZero(Algorithm):
             policies[first:first + m] = s.policy.view(m, -1, 9)
         return actions, policies
 
-    def acting(self) -> Acting:
+    def acting(self, run: Run) -> Acting:
         """The raw network's softmax (temperature 1). What self-play plays is the search's
-        choice; ``search_trained`` scores that one, at the end of a run."""
+        choice, at the scheduled temperature, noted here for ``search_trained`` (the shell
+        asks for ``acting`` before the extra reports of the same evaluation)."""
+        self.acting_temperature = run.scheduled(self.temperature, self.temperature_final)
         return Acting(temperature=1.0, what="the raw network")
 
     def search_trained(self, policies: torch.Tensor) -> list[dict]:
@@ -214,7 +216,7 @@ class AlphaZero(Algorithm):
         and renormalised: the distribution scored here. (The real search's q depends on the
         noise through which moves it visits: this is the Gumbel-max rule on the noise-free
         search's scores, an approximation, said so in eval.json.)"""
-        t = getattr(self, "temperature_now", self.temperature)
+        t = getattr(self, "acting_temperature", self.temperature)
         t = t.to(policies.device).view(-1, 1, 1) if isinstance(t, torch.Tensor) else float(t)
         p = policies.double().clamp_min(0)
         if isinstance(t, float) and t <= 0:
@@ -312,7 +314,6 @@ class AlphaZero(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         temperature = run.scheduled(self.temperature, self.temperature_final)
-        self.temperature_now = temperature  # what ``search_trained`` scores
         ep, stash = self.self_play(self.games_per_update, run.opponent, run.seat, run.device, run.streams,
                                    temperature)
         N = ep.seat.shape[0]

@@ -165,10 +165,11 @@ class Algorithm(torch.nn.Module):
         ``value_accuracy``)."""
         return None
 
-    def acting(self) -> Acting:
-        """The policy this algorithm plays while training, now (its schedules' current values),
-        as a transform of ``policy_logits``: what eval.json's ``as_trained`` block scores.
-        The default: the greedy policy itself."""
+    def acting(self, run: Run) -> Acting:
+        """The policy this algorithm plays while training, as a transform of ``policy_logits``,
+        at its schedules' values for the share of the budget played (``run.scheduled``: at
+        the end, their final values; the same after a resume): what eval.json's
+        ``as_trained`` block scores. The default: the greedy policy itself."""
         return Acting()
 
     def extra_report(self) -> dict[str, float]:

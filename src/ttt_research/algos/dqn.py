@@ -134,10 +134,10 @@ class DQN(Algorithm):
     def act(self, view, legal, table, row_of, epsilon, streams):
         return epsilon_greedy(lookup(table, view, row_of).argmax(-1), legal, epsilon, streams)
 
-    def acting(self) -> Acting:
-        """Epsilon-greedy on the online net's values at the epsilon of the last batch played
-        (its start value before any): with the default schedule, greedy at the end."""
-        return Acting(temperature=0.0, epsilon=getattr(self, "epsilon_now", self.epsilon))
+    def acting(self, run: Run) -> Acting:
+        """Epsilon-greedy on the online net's values at its scheduled epsilon: with the
+        default schedule, greedy at the end."""
+        return Acting(temperature=0.0, epsilon=self.scheduled_epsilon(run.progress))
 
     def scheduled_epsilon(self, progress: float):
         """Epsilon at ``progress`` (share of the budget played): linear from ``epsilon`` to
@@ -160,7 +160,6 @@ class DQN(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         epsilon = self.scheduled_epsilon(run.progress)
-        self.epsilon_now = epsilon  # what ``acting`` reports
         # The online net is fixed while the batch is played: its values at every decision
         # position once, and the games read them (the same numbers as a forward per ply).
         views, row_of = run.positions()

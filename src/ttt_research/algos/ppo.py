@@ -392,7 +392,7 @@ class PPO(Algorithm):
         # The learner's moves are PPO's environment steps (SB3's unit): the shell counts them.
         return Update(ep.batch, ep.rates(), stats, moves=mv.counts)
 
-    def acting(self) -> Acting:
+    def acting(self, run: Run) -> Acting:
         """PPO plays a sample of its policy: the softmax of the masked logits."""
         return Acting(temperature=1.0)
 

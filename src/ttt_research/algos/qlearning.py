@@ -141,10 +141,10 @@ class QLearning(Algorithm):
 
     # ------------------------------------------------------------------ acting
 
-    def acting(self) -> Acting:
-        """Epsilon-greedy on the table at the epsilon of the last batch played (its start
-        value before any): with the default schedule, greedy (epsilon 0) at the end."""
-        return Acting(temperature=0.0, epsilon=getattr(self, "epsilon_now", self.epsilon))
+    def acting(self, run: Run) -> Acting:
+        """Epsilon-greedy on the table at its scheduled epsilon: with the default schedule,
+        greedy (epsilon 0) at the end."""
+        return Acting(temperature=0.0, epsilon=run.scheduled(self.epsilon, self.epsilon_final))
 
     @torch.no_grad()
     def act(self, view: torch.Tensor, legal: torch.Tensor, eps, streams) -> torch.Tensor:
@@ -179,7 +179,6 @@ class QLearning(Algorithm):
         schedules read at ``games_ahead`` games into the update. Returns the episodes and
         the batch's figures (per member: (N,), or () for a single run)."""
         eps = run.scheduled(self.epsilon, self.epsilon_final, games_ahead)
-        self.epsilon_now = eps  # what ``acting`` reports: the epsilon of the last batch played
         lr = run.scheduled(self.lr, self.lr_final, games_ahead)
         ep = play_batch(games, lambda v, legal: self.act(v, legal, eps, run.streams),
                         run.opponent, run.seat, run.device, run.streams)

@@ -287,10 +287,11 @@ class Reinforce(Algorithm):
         greedy = t <= 0  # (N,)
         return greedy, (greedy.cpu() if bool(greedy.any()) else None)
 
-    def acting(self) -> Acting:
-        """The softmax of the masked logits at the temperature it samples with now (0:
-        greedy), with ``epsilon`` of moves uniform on top (per member in a population)."""
-        return Acting(temperature=self.temperature, epsilon=self.epsilon)
+    def acting(self, run: Run) -> Acting:
+        """The softmax of the masked logits at its scheduled temperature (0: greedy), with
+        ``epsilon`` of moves uniform on top (per member in a population)."""
+        t = run.scheduled(self.temperature_start, self.temperature_final)
+        return Acting(temperature=t, epsilon=self.epsilon)
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no

@@ -3,7 +3,8 @@
 Top: win / loss / tie against random over training games, sampled from the training games
 (thin, noisy) and exact (bold, from the evaluator) for the seat(s) the learner trains.
 Bottom: what sampling cannot show: the exact loss rate against random on a log scale
-(it has to reach zero), the loss rate against a perfect player, and the worst case.
+(it has to reach zero), the loss rate against a perfect player, the worst case, and what a
+best response gets against the policy as trained (its sampled mistakes, ``eval/trained_*``).
 
 A population's ``curves.png`` (``plot_population``) is drawn from ``population_evals.csv``
 instead (a row per member per exact evaluation): per judged seat, every member's win rate
@@ -120,7 +121,9 @@ def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
     for i, st in enumerate(seats):
         ls = "-" if i == 0 else "--"
         for key, colour, label in ((f"eval/{st}_random_loss", "tab:red", "loss vs random"),
-                                   (f"eval/{st}_perfect_loss", "tab:purple", "loss vs perfect")):
+                                   (f"eval/{st}_perfect_loss", "tab:purple", "loss vs perfect"),
+                                   (f"eval/trained_{st}_best_response", "tab:orange",
+                                    "best response's value vs the policy as trained")):
             pts = s.get(key, [])
             if pts:
                 xs, ys = zip(*pts, strict=True)
@@ -135,7 +138,7 @@ def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
     bottom.set_yscale("log")
     bottom.set_ylim(floor / 2, 1.5)
     bottom.set_xlabel("training games")
-    bottom.set_ylabel("exact loss rate (0 drawn at 1e-5)")
+    bottom.set_ylabel("exact loss rate / value (0 drawn at 1e-5)")
     bottom.grid(alpha=0.3, which="both")
     bottom.legend(fontsize=8, loc="upper right")
     fig.tight_layout()

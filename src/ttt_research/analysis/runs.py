@@ -29,6 +29,7 @@ from ttt_research.contract import (
     TRAINING_SEATS,
     eval_metrics,
     eval_name,
+    exploit_metrics,
     unbeatable,
 )
 from ttt_research.errors import UserError
@@ -88,7 +89,9 @@ class Run:
 
     def metric_value(self, name: str) -> float | None:
         """An exact metric of the final evaluation (``o_random_win``; None: no report)."""
-        return None if self.report is None else eval_metrics(self.report)[f"eval/{name}"]
+        if self.report is None:
+            return None
+        return {**eval_metrics(self.report), **exploit_metrics(self.report)}.get(f"eval/{name}")
 
     @property
     def games(self) -> float | None:

@@ -28,8 +28,10 @@ from ttt_research.analysis.runs import (
 from ttt_research.contract import (
     EVAL_NAMES,
     EVAL_SEATS,
+    EXPLOIT_NAMES,
     OUTCOMES,
     REPORT_KEY,
+    TRAINED_KEY,
     eval_metrics,
     eval_name,
 )
@@ -45,7 +47,7 @@ from ttt_research.files.untrusted import Malformed
 FEW_SEEDS = 5
 
 
-METRICS = tuple(n.removeprefix("eval/") for n in EVAL_NAMES)  # what --metrics can name
+METRICS = tuple(n.removeprefix("eval/") for n in (*EVAL_NAMES, *EXPLOIT_NAMES))  # what --metrics can name
 CONFIGURATION = "configuration"  # the one key of a report over several folders: each folder's name
 
 
@@ -56,10 +58,17 @@ def label_text(label: dict[str, str]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in label.items()) or "all runs"
 
 
-def default_metrics(seats) -> list[str]:
-    """Win and loss vs random for each trained seat, then the optimal-move rate."""
+def default_metrics(seats, exploit: bool = False) -> list[str]:
+    """Win and loss vs random for each trained seat, then the optimal-move rate; with
+    ``exploit`` (the runs' reports score the policy as trained) what a best response gets
+    against it: NashConv when both seats are trained (and the greedy policy's), else the
+    trained seat's best-response value."""
     per_seat = [f"{s}_random_{o}" for s in EVAL_SEATS if s in seats for o in ("win", "loss")]
-    return [*per_seat, "optimal_move_rate"]
+    more = []
+    if exploit:
+        both = all(s in seats for s in EVAL_SEATS)
+        more = ["trained_nashconv", "nashconv"] if both else [f"trained_{s}_best_response" for s in seats]
+    return [*per_seat, "optimal_move_rate", *more]
 
 
 def fmt(v) -> str:
@@ -103,7 +112,8 @@ def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = sta
     A row holds, per metric M, ``values[M]`` (per seed with a report) and ``summary[M]``."""
     keys = varying_keys(runs) if keys is None else keys
     seats = [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
-    metrics = list(metrics or default_metrics(seats))
+    exploit = any(r.report is not None and TRAINED_KEY in r.report for r in runs)
+    metrics = list(metrics or default_metrics(seats, exploit))
     rows, per_run = [], []
     for label, rs in group_runs(runs, keys):
         row: dict = {"label": label, "runs": rs, "seeds": [r.seed for r in rs], "metrics": metrics,
@@ -184,6 +194,15 @@ def metric_title(m: str) -> str:
     """``o_random_win`` -> ``O win vs random``; ``optimal_move_rate`` -> ``optimal moves``."""
     if m == "optimal_move_rate":
         return "optimal moves"
+    if m == "nashconv":
+        return "greedy NashConv"
+    if m == "trained_nashconv":
+        return "NashConv as trained"
+    if m.startswith("trained_"):  # trained_o_best_response, trained_x_random_win
+        seat, *rest = m.removeprefix("trained_").split("_")
+        if rest == ["best", "response"]:
+            return f"best response vs {seat.upper()} as trained"
+        return f"{seat.upper()} {rest[-1]} vs {rest[0]} as trained"
     seat, *rest = m.split("_")
     if rest[-1] == "case":
         return f"{seat.upper()} worst case"

@@ -16,7 +16,7 @@ import json
 import statistics
 from pathlib import Path
 
-from ttt_research.contract import EVAL_NAMES, eval_metrics, unbeatable
+from ttt_research.contract import EVAL_NAMES, EXPLOIT_NAMES, eval_metrics, exploit_metrics, unbeatable
 from ttt_research.evaluation.objectives import direction, member_name, objective, population_objectives
 from ttt_research.files.atomic import write_atomic
 from ttt_research.population.spec import Member
@@ -64,7 +64,7 @@ def aggregate(rows: list[dict], seat: str, name: str = "score") -> dict:
     best = None
     if ranked:
         best = ranked[max(range(len(ranked)), key=lambda i: (sign * scores[i], -i))]["index"]
-    metrics = [eval_metrics(r["eval"]) for r in ranked]
+    metrics = [{**eval_metrics(r["eval"]), **exploit_metrics(r["eval"])} for r in ranked]
     return {
         "members": len(rows),
         "evaluated": len(ranked),
@@ -74,7 +74,8 @@ def aggregate(rows: list[dict], seat: str, name: str = "score") -> dict:
         "objective": {"name": name, "per_member": per_member, **_spread(scores)},
         "objectives": population_objectives([r["eval"] if _counted(r) else None for r in rows], seat),
         "best": best,
-        "metrics": {m: _spread([pm[m] for pm in metrics]) for m in EVAL_NAMES},
+        "metrics": {m: _spread([pm[m] for pm in metrics]) for m in (*EVAL_NAMES, *EXPLOIT_NAMES)
+                    if all(m in pm for pm in metrics)},
     }
 
 
@@ -94,10 +95,12 @@ def write_population_json(path: str | Path, rows: list[dict], aggregate: dict) -
 
 def csv_columns(rows: list[dict]) -> list[str]:
     """``population.csv``'s header: index, seed, each varied key (alphabetical), games, the
-    ``eval/*`` metrics, unbeatable, first_unbeatable_games, stopped."""
+    ``eval/*`` metrics, unbeatable, first_unbeatable_games, stopped, then the exploitability
+    metrics (``contract.EXPLOIT_NAMES``) the reports have."""
     hparams = sorted({k for r in rows for k in r["hparams"]})
+    have = {m for r in rows if r["eval"] is not None for m in exploit_metrics(r["eval"])}
     return ["index", "seed", *hparams, "games", *EVAL_NAMES, "unbeatable",
-            "first_unbeatable_games", "stopped"]
+            "first_unbeatable_games", "stopped", *(m for m in EXPLOIT_NAMES if m in have)]
 
 
 def write_population_csv(path: str | Path, rows: list[dict], seat: str) -> None:
@@ -115,6 +118,7 @@ def write_population_csv(path: str | Path, rows: list[dict], seat: str) -> None:
                 else r["first_unbeatable_games"], "stopped": r["stopped"] or ""}
         if r["eval"] is not None:
             line.update(eval_metrics(r["eval"]))
+            line.update(exploit_metrics(r["eval"]))
             line["unbeatable"] = _counted(r) and unbeatable(r["eval"], seat)
         out.writerow(line)
     write_atomic(path, f.getvalue())

@@ -85,7 +85,7 @@ class ExactEvaluation(L.Callback):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        report = evaluate_agent(module.policy_logits, module.algo.acting())  # greedy + as trained
+        report = evaluate_agent(module.policy_logits, module.algo.acting(module))  # greedy + as trained
         report.update(value_report(module))
         module.train(was_training)
         self.record(module.games_played, report, seconds)

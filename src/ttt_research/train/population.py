@@ -69,7 +69,7 @@ class PopulationEvaluation(ExactEvaluation):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        acting, trained = module.algo.acting(), {}
+        acting, trained = module.algo.acting(module), {}
 
         def each(first, logits):  # the policy as trained, from the same forward pass
             trained.update(enumerate(trained_blocks(logits, acting, first), first))

@@ -206,7 +206,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
             population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
             publish(cfg, loggers, run_dir, report, population=content)
         return report
-    report = evaluate_agent(module.policy_logits, module.algo.acting())  # greedy, and as trained
+    report = evaluate_agent(module.policy_logits, module.algo.acting(module))  # greedy, and as trained
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     report.update(value_report(module))  # value_accuracy, for an algorithm with action values
     if trainer.is_global_zero:
@@ -304,7 +304,7 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
     Each file is written whole or not at all (a temporary file renamed, ``atomic``), and
     ``eval.json``, which marks the run complete, comes last: a kill before it leaves a run
     that ``report`` knows is unfinished, never a finished-looking one with a torn model."""
-    meta = {"algo": module.name, "acting": module.algo.acting().to_meta(),
+    meta = {"algo": module.name, "acting": module.algo.acting(module).to_meta(),
             "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
             "games_trained": str(module.games_played), "eval": json.dumps(report)}
     with atomic_path(run_dir / "policy.onnx") as tmp:
