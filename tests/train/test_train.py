@@ -99,7 +99,8 @@ def test_run_folder_follows_the_contract(tmp_path):
     # The checkpoint and the ONNX file both evaluate to exactly the run's eval.json.
     for file in ("checkpoints/last.ckpt", "policy.onnx"):
         policy, meta = load_policy(tmp_path / file)
-        assert ev.evaluate_policy(policy) == report
+        greedy = ev.evaluate_policy(policy)
+        assert greedy == {k: report[k] for k in greedy}  # the greedy report; as_trained beside it
     assert meta["algo"] == "reinforce" and meta["seed"] == "3" and meta["games_trained"] == "2048"
 
 
