@@ -211,3 +211,9 @@ def test_the_rules_bot_example_is_the_rule_based_player_and_scores_what_the_solv
     assert report["nashconv"] == report["as_x"]["best_response"] + report["as_o"]["best_response"]
     # It never loses as X; as O a best response wins for sure (a corner reply to the fork).
     assert (report["as_x"]["best_response"], report["as_o"]["best_response"]) == (0.0, 1.0)
+
+
+def test_boards_lists_every_position_once_in_table_order():
+    listed = pt.boards()
+    assert len(listed) == len(set(listed)) == 4520 and listed[:2] == [".........", "x........"]
+    assert [pt.board_code(b) for b in listed] == CODES.tolist()

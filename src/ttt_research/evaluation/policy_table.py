@@ -40,7 +40,6 @@ FILLS = ("refuse", "uniform", "first")
 ILLEGAL = ("refuse", "fill")
 TOLERANCE = 1e-6  # how far from 1 probabilities may sum (then they are renormalised)
 EXACT = 1e-12  # sums this close to 1 are float64 rounding: kept as written, so tables round-trip
-PIECE = {"x": game.X, "o": game.O, ".": game.EMPTY}
 SUFFIXES = (".csv", ".json")
 
 
@@ -53,6 +52,11 @@ def is_table(path: str | Path) -> bool:
     return Path(path).suffix.lower() in SUFFIXES
 
 
+def boards() -> list[str]:
+    """The 4,520 positions where somebody is to move, as board strings, in table order."""
+    return [board_string(c) for c in decision_codes().tolist()]
+
+
 def board_code(board: str) -> int:
     """A 9-character board (``x``/``o``/``.``) -> its code (cell i has place value 3**i)."""
     return sum({"x": 1, "o": 2, ".": 0}[ch] * 3**i for i, ch in enumerate(board))
@@ -60,7 +64,7 @@ def board_code(board: str) -> int:
 
 def _board_problem(board: str) -> str | None:
     """Why ``board`` is no position where somebody is to move, or None."""
-    if len(board) != game.CELLS or set(board) - set(PIECE):
+    if len(board) != game.CELLS or set(board) - set("xo."):
         return (f"board {board[:20]!r} is not 9 characters of x, o and . "
                 "(cells 0-8 row by row, e.g. 'x...o....')")
     nx, no = board.count("x"), board.count("o")
@@ -263,20 +267,15 @@ def table_text(probs: torch.Tensor, suffix: str, deterministic: bool | None = No
     when ``deterministic`` (default: when every row is one-hot; forced: the argmax, ties to the
     lowest cell), else nine probabilities written with ``repr`` (float64 round-trips)."""
     moves = deterministic_actions(probs) is not None if deterministic is None else deterministic
-    boards = [board_string(c) for c in decision_codes().tolist()]
-    answers = probs.argmax(-1).tolist() if moves else probs.tolist()
+    pairs = list(zip(boards(), probs.argmax(-1).tolist() if moves else probs.tolist(), strict=True))
     if suffix.lower() == ".json":
-        key = "move" if moves else "probs"
-        rows = ",\n".join(json.dumps({"board": b, key: a}) for b, a in zip(boards, answers, strict=True))
+        rows = ",\n".join(json.dumps({"board": b, "move" if moves else "probs": a}) for b, a in pairs)
         return f'{{"format": "{FORMAT}", "rows": [\n{rows}\n]}}\n'  # one row a line
-
-    def number(p: float) -> str:
-        return "0" if p == 0 else "1" if p == 1 else repr(p)
-
+    number = {0.0: "0", 1.0: "1"}  # the common values short; any other as repr
     lines = [f"# {FORMAT}: one row per position where somebody is to move (docs/policy-tables.md)",
              ",".join(MOVE_HEADER if moves else PROBS_HEADER)]
-    lines += [f"{b},{a}" if moves else ",".join([b, *map(number, a)])
-              for b, a in zip(boards, answers, strict=True)]
+    lines += [f"{b},{a}" if moves else ",".join([b, *(number.get(p) or repr(p) for p in a)])
+              for b, a in pairs]
     return "\n".join(lines) + "\n"
 
 
