@@ -494,6 +494,12 @@ def unbeatable_line(report: dict, seat: str = "both") -> str:
                                      for side in JUDGED_SEATS[seat])
 
 
+def small(v: float) -> str:
+    """A value in [0, 2] that may be tiny but not zero (a softmax's leftover mistakes): four
+    decimals, or three significant digits below 0.001, so 3.4e-05 is not shown as 0.0000."""
+    return f"{v:.4f}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2e}"
+
+
 def trained_lines(report: dict, seat: str = "both") -> list[str]:
     """The exploitability lines of a report (``evaluation/exploit.py``): the greedy policy's
     NashConv, and the policy as trained's (``as_trained``, ``search_as_trained``): what a best
@@ -507,10 +513,10 @@ def trained_lines(report: dict, seat: str = "both") -> list[str]:
         if not block:
             continue
         per_seat = "; ".join(
-            f"as {s.upper()}: a best response gets {block[REPORT_KEY[s]]['best_response']:.4f}, "
+            f"as {s.upper()}: a best response gets {small(block[REPORT_KEY[s]]['best_response'])}, "
             f"vs random win {block[REPORT_KEY[s]]['vs_random']['win']:.4f} "
             f"loss {block[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in JUDGED_SEATS[seat])
-        rows.append(f"as trained ({block['policy']}): NashConv {block['nashconv']:.4f}; {per_seat}")
+        rows.append(f"as trained ({block['policy']}): NashConv {small(block['nashconv'])}; {per_seat}")
     return rows
 
 

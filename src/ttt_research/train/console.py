@@ -22,6 +22,7 @@ import time
 import lightning as L
 
 from ttt_research.contract import JUDGED_SEATS, REPORT_KEY, trained_exploit
+from ttt_research.evaluation.exact import small
 
 
 def opening_line(what: str, budget: int, updates: int, per_update: int, members: int = 1) -> str:
@@ -67,7 +68,7 @@ def trained_text(reports: list, seat: str) -> str:
     if not found:
         return ""
     what = "NashConv" if seat == "both" else f"best response vs {seat.upper()}"
-    return f"  as trained: {what} {statistics.median(found):.4f}"
+    return f"  as trained: {what} {small(statistics.median(found))}"
 
 
 class ProgressLines(L.Callback):
