@@ -3,6 +3,7 @@ as the action table it holds, every malformed row is refused in one line naming 
 and problem, missing positions and illegal answers are filled only when asked and counted,
 and the example rule-based player scores what the solver says it should."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,18 @@ def test_boards_lists_every_position_once_in_table_order():
     listed = pt.boards()
     assert len(listed) == len(set(listed)) == 4520 and listed[:2] == [".........", "x........"]
     assert [pt.board_code(b) for b in listed] == CODES.tolist()
+
+
+def test_the_json_schema_accepts_what_the_writer_writes_and_rejects_a_malformed_row(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "policy-table.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for probs in (rules(), exploit.actions_to_probs(first_legal())):  # nine probabilities; moves
+        pt.write_table(tmp_path / "t.json", probs)
+        doc = json.loads((tmp_path / "t.json").read_text())
+        jsonschema.validate(doc | {"rows": doc["rows"][::40]}, schema)  # every 40th row: the check is slow
+    empty = "........."
+    for row in ({"board": "x..", "move": 4}, {"board": empty, "move": 9}, {"board": empty, "probs": [1]},
+                {"board": empty, "move": 4, "probs": [1] + [0] * 8}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"format": pt.FORMAT, "rows": [row]}, schema)
