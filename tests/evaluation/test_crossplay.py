@@ -155,3 +155,13 @@ def test_the_model_fits_its_own_numbers_exactly():
     assert r.elo == pytest.approx(expected, abs=2.0)
     assert r.x_advantage == pytest.approx(ELO * 0.3, abs=1.0) and r.tie == pytest.approx(0.8, rel=1e-2)
     assert r.fit_max < 1e-3
+
+
+def test_bench_figure_times_cross_play_and_ratings():
+    from ttt_research.bench.crossplay import bench_tournament
+
+    said: list[str] = []
+    res = bench_tournament(2, n=6, log=said.append)
+    ph = res["tournament_phases_s"]
+    assert res["tournament_6_s"] > 0 and ph["cross_play"] > 0 and ph["ratings"] > 0
+    assert res["tournament_setting"]["agents"] == 6 and "6 agents" in said[0]

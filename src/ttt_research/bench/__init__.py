@@ -21,6 +21,9 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   ``algo.simulations=16``, the network's tables and every position's subtree (built once
   per batch, as once per update) included, learning not (``search_phases_ms`` splits it).
 * ``eval_s``: one exact evaluation of a greedy policy (forward pass plus the DPs).
+* ``tournament_100_s``: an exact round robin of 100 random stochastic policies
+  (``bench/crossplay.py``): ``cross_play`` of the 10,000 ordered pairs plus the Davidson-Beaver
+  ratings, what ``python -m ttt_research.tournament`` spends besides loading its participants.
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
 
@@ -63,6 +66,7 @@ from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
 from ttt_research.bench import safe
+from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
@@ -315,6 +319,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     if threads:
         torch.set_num_threads(threads)
     out.update(bench_eval(measure_repeats))
+    out.update(bench_tournament(measure_repeats, log=_say))
     _say("alphazero self-play search")
     out.update(bench_search(device, measure_repeats, log=_say))
     _say("move latency")
@@ -373,6 +378,10 @@ def format_table(res: dict) -> str:
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
             rows.append(f"{f'  N={n} agents':<24} {rate:>14,.0f}  {beside}")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
+    if "tournament_100_s" in res:
+        ph = res["tournament_phases_s"]
+        rows.append(f"{'tournament_100_s':<24} {res['tournament_100_s']:>14.2f}  exact round robin, 10,000 "
+                    f"ordered pairs (cross-play {ph['cross_play']:.2f} s + ratings {ph['ratings']:.2f} s)")
     if "search_us_per_game" in res:
         ph, st = res["search_phases_ms"], res["search_setting"]
         rows.append(f"{'search_us_per_game':<24} {res['search_us_per_game']:>14.1f}  alphazero self-play, "

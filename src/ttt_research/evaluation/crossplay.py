@@ -17,6 +17,11 @@ third of the work and loses nothing above 1e-15.
 
 Memory: the table is R * a * b * 2 float64 numbers; blocks are sized to keep it (and the
 temporaries of one ply) near ``BLOCK_BYTES``.
+
+Threads: on the CPU it runs on one torch thread. Its operations are small (a ply of one block
+is a few MB), so a second thread gains little when the host is idle and, when other work
+shares the cores, costs a lot: 100 policies took 22 s on two threads against 3 s on one, on
+the 2-core host at a load of 4 (threads spinning while they wait for each other).
 """
 
 from __future__ import annotations
@@ -92,6 +97,16 @@ def cross_play(probs: torch.Tensor, block_bytes: int = BLOCK_BYTES) -> torch.Ten
         (n, n, 3) float64: ``[i, j]`` = (P(X wins), P(O wins), P(tie)) when policy i plays X
         and policy j plays O.
     """
+    threads = torch.get_num_threads()
+    if probs.device.type == "cpu":
+        torch.set_num_threads(1)  # why: the module's docstring, "Threads"
+    try:
+        return _cross_play(probs, block_bytes)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _cross_play(probs: torch.Tensor, block_bytes: int) -> torch.Tensor:
     n = probs.shape[0]
     c = _compact(str(probs.device))
     rows = _by_row(c, probs)  # (R, n, 9)
