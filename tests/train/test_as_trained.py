@@ -103,3 +103,35 @@ def test_a_population_scores_every_member_as_its_single_run_does(tmp_path):
     assert members[1]["eval"]["nashconv"] == single["nashconv"]
     assert "eval/trained_o_best_response" in (tmp_path / "pop" / "population.csv").read_text()
     assert report["as_trained"] == members[report["population"]["best_member"]]["eval"]["as_trained"]
+
+
+def test_league_plays_the_final_policy_against_each_earlier_one_exactly(tmp_path):
+    from ttt_research.env.solver import outcome_probs
+    from ttt_research.train.league import league_rows
+
+    train(make_cfg("seed=4", "eval_every=1", "league=true"), tmp_path)
+    rows = list(csv.DictReader(open(tmp_path / "league.csv", newline="")))
+    assert [int(r["games"]) for r in rows] == [512, 1024, 1536]  # 4 evaluations: 3 earlier selves
+    # A row is the exact expectation: the same as the single-pair sum over the tree.
+    g = torch.Generator().manual_seed(0)
+    legal = game.tables().legal[decision_codes()]
+    a, b = (torch.rand(4520, 9, generator=g, dtype=torch.float64) * legal for _ in range(2))
+    a, b = a / a.sum(-1, keepdim=True), b / b.sum(-1, keepdim=True)
+    (row,) = league_rows([(7, b)], a)
+    full = torch.zeros(2, game.N_CODES, 9, dtype=torch.float64)
+    full[0, decision_codes()], full[1, decision_codes()] = a, b
+    ax = outcome_probs(full[0], full[1])[game.EMPTY_CODE]  # a as X, b as O
+    bx = outcome_probs(full[1], full[0])[game.EMPTY_CODE]
+    assert row["final_as_x_win"] == pytest.approx(float(ax[0]), abs=1e-12)
+    assert row["final_as_o_loss"] == pytest.approx(float(bx[0]), abs=1e-12)
+    assert row["final_score"] == pytest.approx(float(ax[0] - ax[1] + bx[1] - bx[0]) / 2, abs=1e-12)
+
+
+def test_league_is_refused_for_a_population_in_one_line():
+    from ttt_research.errors import ConfigError
+    from ttt_research.train.validate import validate
+
+    with pytest.raises(ConfigError, match="league=true .* one agent only"):
+        validate(make_cfg("league=true", "population.size=2"))
+    with pytest.raises(ConfigError, match="league"):
+        validate(make_cfg("league=3"))

@@ -33,6 +33,7 @@ from ttt_research.contract import (
     value_metrics,
 )
 from ttt_research.errors import NonFiniteError
+from ttt_research.evaluation.exact import decision_logits
 from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.values import value_accuracy
 from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
@@ -61,8 +62,10 @@ class ExactEvaluation(L.Callback):
     ``history``: ``(games, report)`` per evaluation; ``elapsed``: the training wall seconds
     at each (``clock``; None for evaluations of a checkpoint written before they were kept)."""
 
-    def __init__(self, every: int = 25):
+    def __init__(self, every: int = 25, league: bool = False):
         self.every = int(every)
+        self.league = league  # keep the policy as trained at each evaluation (train/league.py)
+        self.snapshots: list[tuple[int, torch.Tensor]] = []  # (games, (M, 9) float32 probabilities)
         self.history: list[tuple[int, dict]] = []  # (games played, report)
         self.elapsed: list[float | None] = []  # train/elapsed_s of each history entry
         self._offset = 0.0  # seconds trained by the sessions before a resume (the checkpoint's)
@@ -85,7 +88,11 @@ class ExactEvaluation(L.Callback):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        report = evaluate_agent(module.policy_logits, module.algo.acting(module))  # greedy + as trained
+        acting = module.algo.acting(module)
+        report = evaluate_agent(module.policy_logits, acting)  # greedy + as trained
+        if self.league:
+            probs = acting.probs(decision_logits(module.policy_logits)).float()
+            self.snapshots.append((module.games_played, probs))
         report.update(value_report(module))
         module.train(was_training)
         self.record(module.games_played, report, seconds)
@@ -111,7 +118,10 @@ class ExactEvaluation(L.Callback):
                    on_step=True, on_epoch=False)
 
     def state_dict(self) -> dict:
-        return {"history": self.history, "elapsed": self.elapsed, "elapsed_s": self.clock()}
+        state = {"history": self.history, "elapsed": self.elapsed, "elapsed_s": self.clock()}
+        if self.snapshots:
+            state["league"] = self.snapshots
+        return state
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.history = list(state_dict.get("history", []))
@@ -120,6 +130,7 @@ class ExactEvaluation(L.Callback):
         elapsed = list(state_dict.get("elapsed", []))
         self.elapsed = (elapsed + [None] * len(self.history))[: len(self.history)]
         self._offset = float(state_dict.get("elapsed_s", 0.0))
+        self.snapshots = list(state_dict.get("league", []))
 
 
 class PeriodicCheckpoint(L.Callback):

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.analysis.curves import plot_curves
 from ttt_research.evaluation.exact import eval_table
 from ttt_research.evaluation.exploit import evaluate_agent
+from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.evaluation.onnx import export
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.qtable import stack_of
@@ -172,7 +173,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         module = build(cfg)
     folder.check_fits(module)  # the last check: the checkpoint's tensors against the module's
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
-                  else ExactEvaluation(cfg.eval_every))
+                  else ExactEvaluation(cfg.eval_every, league=bool(cfg.get("league", False))))
     checkpoint = PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)
     callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
                        evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
@@ -210,6 +211,11 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     report.update(value_report(module))  # value_accuracy, for an algorithm with action values
     if trainer.is_global_zero:
+        if cfg.get("league", False):  # the final policy against its earlier selves (train/league.py)
+            final = evaluation.snapshots[-1][1] if evaluation.snapshots else None
+            rows = league_rows(evaluation.snapshots[:-1], final) if final is not None else []
+            write_league(run_dir / "league.csv", rows)
+            print(league_text(rows))
         write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
     return report

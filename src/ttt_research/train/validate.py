@@ -48,8 +48,12 @@ def validate(cfg: DictConfig) -> None:
     positive_int(cfg, "budget.games", GAMES_MAX, GAMES_WHY)
     for key in ("eval_every", "checkpoint_every"):
         positive_int(cfg, key)
-    v = value_of(cfg, "resume")
-    need(isinstance(v, bool), "resume", "true or false", v)
+    for key in ("resume", "league"):
+        v = value_of(cfg, key)
+        need(isinstance(v, bool), key, "true or false", v)
+    if value_of(cfg, "league") and (value_of(cfg, "population.size") or 1) > 1:
+        raise ConfigError("league=true plays a run against its earlier selves: one agent only "
+                          "(population.size=1); for many agents, python -m ttt_research.tournament")
     v = value_of(cfg, "threads")
     need(v is None or (is_int(v) and v > 0), "threads", "a positive integer or null", v)
     v = value_of(cfg, "progress")

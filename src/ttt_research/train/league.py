@@ -1,0 +1,68 @@
+"""The league view: the policy at the end of a run against itself at each earlier evaluation.
+
+With ``league=true`` a single run keeps the policy as trained (``exploit``'s move
+probabilities at the 4,520 decision positions) at every exact evaluation; at the end the final
+policy plays each of them exactly, from both seats (``crossplay.cross_play``: the expectation
+over the whole tree, no sampled games), and ``league.csv`` in the run folder says how the run
+improved on its own past: a row per earlier evaluation with the final policy's win and loss
+probabilities as X and as O and its expected score (+1 win, 0 draw, -1 loss, averaged over
+the two seats). A run that only gets better scores >= 0 against every earlier self; a row
+below 0 is a regression (an earlier self that beats the end of the run).
+
+The snapshots ride in the checkpoint (float32, 163 kB each), so a resumed run keeps its past.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import torch
+
+from ttt_research.evaluation.crossplay import cross_play
+from ttt_research.files.atomic import write_atomic
+
+COLUMNS = ("games", "final_as_x_win", "final_as_x_loss", "final_as_o_win", "final_as_o_loss", "final_score")
+
+
+def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor) -> list[dict]:
+    """One row per earlier policy ``(games, (M, 9) probabilities)``: the final (M, 9) policy
+    against it from both seats, exactly (``COLUMNS``)."""
+    if not snapshots:
+        return []
+    probs = torch.stack([final.double(), *(p.double() for _, p in snapshots)])  # (1 + k, M, 9)
+    r = cross_play(probs)  # (1 + k, 1 + k, 3): [i, j] = i as X vs j as O: P(X wins), P(O wins), P(tie)
+    rows = []
+    for j, (games, _) in enumerate(snapshots, start=1):
+        as_x, as_o = r[0, j], r[j, 0]
+        score = float((as_x[0] - as_x[1]) + (as_o[1] - as_o[0])) / 2
+        rows.append({"games": int(games), "final_as_x_win": float(as_x[0]), "final_as_x_loss": float(as_x[1]),
+                     "final_as_o_win": float(as_o[1]), "final_as_o_loss": float(as_o[0]),
+                     "final_score": score})
+    return rows
+
+
+def write_league(path: Path, rows: list[dict]) -> None:
+    """``league.csv``, whole or not at all."""
+    f = io.StringIO(newline="")
+    out = csv.DictWriter(f, COLUMNS)
+    out.writeheader()
+    out.writerows(rows)
+    write_atomic(path, f.getvalue())
+
+
+def league_text(rows: list[dict]) -> str:
+    """A few lines for the console: the final policy against its earliest, middle and last
+    earlier selves, and the worst row."""
+    if not rows:
+        return "league: no earlier evaluation to play against"
+    picks = {0, len(rows) // 2, len(rows) - 1, min(range(len(rows)), key=lambda i: rows[i]["final_score"])}
+    lines = ["league (the final policy as trained against itself at earlier evaluations, exact; "
+             "score +1 win, -1 loss, both seats averaged):"]
+    for i in sorted(picks):
+        r = rows[i]
+        lines.append(f"  vs itself at {r['games']:>11,} games: score {r['final_score']:+.4f}  "
+                     f"(as X win {r['final_as_x_win']:.4f} loss {r['final_as_x_loss']:.4f}; "
+                     f"as O win {r['final_as_o_win']:.4f} loss {r['final_as_o_loss']:.4f})")
+    return "\n".join(lines)
