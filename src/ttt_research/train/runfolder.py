@@ -53,7 +53,7 @@ RUN_FILES = (str(CHECKPOINT), "eval.json", "metrics.csv", "run.json", ".hydra/co
 # change the order of float sums: resume with the same value for a byte-identical result).
 # The trainer's device keys stay: the device, the processes and the precision change the
 # games per update, the random streams or the arithmetic.
-MAY_CHANGE = ("resume", "budget", "eval_every", "checkpoint_every", "logger", "progress", "threads",
+MAY_CHANGE = ("resume", "budget", "eval_every", "checkpoint_every", "logger", "progress", "threads", "league",
               "optimized_metric", "population.export", "trainer.enable_model_summary",
               "trainer.log_every_n_steps")
 CHECKPOINT_KEYS = ("state_dict", "optimizer_states", "loops", "pytorch-lightning_version")
