@@ -10,9 +10,9 @@ The error types, here or derived from one here where they are raised:
 - ``UserError`` (exit 2): ``MissingExtra`` and ``IllegalMoveError`` (a policy with no legal
   greedy move somewhere; ``__main__`` exits 3 for it) here; ``OutputError``
   (files/atomic.py: a disk full or read-only), ``PolicyFileError``
-  (evaluation/policy_file.py), ``ExportError`` (evaluation/onnx.py), ``ReportError``
-  (analysis/runs.py), ``DashboardError`` (dashboard.py), ``AntirezError``
-  (baselines/antirez.py).
+  (evaluation/policy_file.py), ``PolicyTableError`` (evaluation/policy_table.py),
+  ``ExportError`` (evaluation/onnx.py), ``ReportError`` (analysis/runs.py), ``DashboardError``
+  (dashboard.py), ``AntirezError`` (baselines/antirez.py).
 - ``ConfigError`` (a ``ValueError``, exit 2): a value out of range; ``FolderInUse``
   (train/runfolder.py: another run's folder, left untouched).
 - ``NonFiniteError`` (a ``RuntimeError``, exit 3): the numerical guard stopped the run.
