@@ -30,6 +30,6 @@ def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = N
         "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
     monkeypatch.setattr(bench, "bench_tournament", lambda *a, **k: {
         "tournament_100_s": 1.5, "tournament_phases_s": {"cross_play": 1.2, "ratings": 0.3},
-        "tournament_setting": {"agents": 100, "threads": {"cross_play": 1, "ratings": 2}}})
+        "tournament_setting": {"agents": 100, "threads": 1}})
     monkeypatch.setattr(bench, "bench_latency",
                         lambda *a: {"move_latency_ms": {"torch": 0.02, "onnxruntime": 0.01}})

@@ -46,6 +46,5 @@ def bench_tournament(repeats: int, n: int = TOURNAMENT_AGENTS,
     return {f"tournament_{n}_s": total,
             "tournament_phases_s": {"cross_play": statistics.median(a for a, _ in split),
                                     "ratings": statistics.median(b for _, b in split)},
-            # cross_play runs on one thread on the CPU (its docstring says why); ratings on the default.
-            "tournament_setting": {"agents": n, "threads": {"cross_play": 1,
-                                                            "ratings": torch.get_num_threads()}}}
+            # Both run on one torch thread on the CPU (crossplay's docstring, "Threads").
+            "tournament_setting": {"agents": n, "threads": 1}}

@@ -26,6 +26,9 @@ the 2-core host at a load of 4 (threads spinning while they wait for each other)
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 
 from ttt_research.env import game
@@ -97,11 +100,19 @@ def cross_play(probs: torch.Tensor, block_bytes: int = BLOCK_BYTES) -> torch.Ten
         (n, n, 3) float64: ``[i, j]`` = (P(X wins), P(O wins), P(tie)) when policy i plays X
         and policy j plays O.
     """
-    threads = torch.get_num_threads()
-    if probs.device.type == "cpu":
-        torch.set_num_threads(1)  # why: the module's docstring, "Threads"
-    try:
+    with one_thread(probs.device):  # why: the module's docstring, "Threads"
         return _cross_play(probs, block_bytes)
+
+
+@contextlib.contextmanager
+def one_thread(device: torch.device | str = "cpu") -> Iterator[None]:
+    """Run the block on one torch thread when on the CPU, then restore the count: for work
+    made of many small operations (see "Threads" above; the ratings' Newton steps too)."""
+    threads = torch.get_num_threads()
+    if torch.device(device).type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
     finally:
         torch.set_num_threads(threads)
 

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ttt_research.evaluation.crossplay import one_thread
+
 PRIOR = 1e-3  # precision of the Gaussian prior on theta, log gamma, log nu (natural-log units)
 ELO = 400.0 / math.log(10.0)  # natural-log strength -> Elo points
 ANCHOR = "random"
@@ -100,13 +102,15 @@ def _grad_hess(params: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor
     m = p @ _DESIGN  # (n, n, 4): the design's mean under p
     second = torch.einsum("ijk,kd,ke->ijde", p, _DESIGN, _DESIGN)  # (n, n, 4, 4)
     h_local = w[..., None] * (second - m[..., :, None] * m[..., None, :])
-    ar = torch.arange(n)
-    idx = torch.stack([ar[:, None].expand(n, n), ar[None, :].expand(n, n),
-                       torch.full((n, n), n), torch.full((n, n), n + 1)], -1)  # (n, n, 4)
-    grad = torch.zeros(n + 2, dtype=torch.float64).index_add_(0, idx.reshape(-1), g_local.reshape(-1))
+    # Scatter to the players: pair (i, j) touches theta_i (local 0), theta_j (local 1) and
+    # the two shared parameters (local 2, 3). Sums over rows and columns, no scatter needed.
+    grad = torch.cat([g_local[..., 0].sum(1) + g_local[..., 1].sum(0), g_local[..., 2:].sum((0, 1))])
     hess = torch.zeros(n + 2, n + 2, dtype=torch.float64)
-    rows, cols = idx[..., :, None].expand(n, n, 4, 4), idx[..., None, :].expand(n, n, 4, 4)
-    hess.index_put_((rows.reshape(-1), cols.reshape(-1)), h_local.reshape(-1), accumulate=True)
+    hess[:n, :n] = h_local[..., 0, 1] + h_local[..., 1, 0].T  # theta_i with theta_j (i as X, j as O)
+    hess[:n, :n] += torch.diag(h_local[..., 0, 0].sum(1) + h_local[..., 1, 1].sum(0))
+    side = h_local[..., 0, 2:].sum(1) + h_local[..., 1, 2:].sum(0)  # (n, 2) theta with the shared ones
+    hess[:n, n:], hess[n:, :n] = side, side.T
+    hess[n:, n:] = h_local[..., 2:, 2:].sum((0, 1))
     return grad + PRIOR * params, hess + PRIOR * torch.eye(n + 2, dtype=torch.float64)
 
 
@@ -149,7 +153,8 @@ def fit_ratings(results: torch.Tensor, names: list[str]) -> Ratings:
     """
     counts = results.detach().to("cpu", torch.float64)
     n = counts.shape[0]
-    params, iterations = _newton(counts)
+    with one_thread():  # small tensors: a second thread only waits (crossplay's "Threads")
+        params, iterations = _newton(counts)
     theta = params[:n]
     anchor = names.index(ANCHOR) if ANCHOR in names else 0
     elo = (ELO * (theta - theta[anchor])).tolist()
