@@ -22,7 +22,7 @@ import torch
 
 from ttt_research.contract import EVAL_SEATS, NASHCONV, REPORT_KEY, greedy_nashconv
 from ttt_research.errors import UserError, command
-from ttt_research.evaluation.exact import eval_table, evaluate_actions
+from ttt_research.evaluation.exact import evaluate_actions
 from ttt_research.evaluation.exploit import lines_text, policy_report, worst_lines
 from ttt_research.evaluation.policy_file import add_acting_args, load_probs
 from ttt_research.evaluation.policy_table import (
@@ -32,6 +32,7 @@ from ttt_research.evaluation.policy_table import (
     is_table,
     read_table,
 )
+from ttt_research.evaluation.text import eval_table
 
 
 def _parser() -> argparse.ArgumentParser:

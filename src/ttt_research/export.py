@@ -14,13 +14,11 @@ import json
 from pathlib import Path
 
 from ttt_research.errors import command
-from ttt_research.evaluation.exact import (
-    evaluate_policy,
-    unbeatable_line,
-)
+from ttt_research.evaluation.exact import evaluate_policy
 from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.policy_file import add_acting_args, load_checkpoint, load_probs
 from ttt_research.evaluation.policy_table import is_table, write_table
+from ttt_research.evaluation.text import unbeatable_line
 
 
 @command(OSError)

@@ -15,7 +15,8 @@ from tests.helpers.updates import first_update, rates
 from ttt_research.algos.alphazero import AlphaZero, policy_loss, turned, value_loss
 from ttt_research.env import game, solver
 from ttt_research.errors import ConfigError
-from ttt_research.evaluation.exact import eval_table, evaluate_actions
+from ttt_research.evaluation.exact import evaluate_actions
+from ttt_research.evaluation.text import eval_table
 from ttt_research.models.nets import MASKED, MLP
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate

@@ -26,6 +26,7 @@ from ttt_research.contract import unbeatable
 from ttt_research.env import game
 from ttt_research.env.solver import solve
 from ttt_research.evaluation import exact as ev
+from ttt_research.evaluation import text
 from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_policy
 from ttt_research.export import main as export_main
@@ -265,7 +266,7 @@ def test_export_writes_where_its_help_says_with_the_eval_metadata(good_checkpoin
     # Before: no "eval" property, unlike a run's policy.onnx.
     assert json.loads(meta["eval"]) == report
     assert meta["seed"] == "3" and meta["games_trained"] == "7" and meta["algo"] == "reinforce"
-    assert printed.rstrip().endswith(ev.unbeatable_line(report))
+    assert printed.rstrip().endswith(text.unbeatable_line(report))
     assert sorted(p.name for p in out.parent.iterdir()) == ["last.ckpt", "last.onnx"]  # no temporary file
 
 
@@ -306,10 +307,10 @@ def test_the_final_table_says_whether_the_agent_is_unbeatable_from_each_seat():
     mixed = torch.where(t.mover == game.X, perfect, lowest)  # perfect as X, naive as O
     report = ev.evaluate_actions(mixed)
     assert unbeatable(report, "x") and not unbeatable(report, "o")
-    table = ev.eval_table(report)
+    table = text.eval_table(report)
     assert table.splitlines()[-1] == "unbeatable as X: yes; as O: no (some opponent beats it)"
-    assert ev.eval_table(report, "o").splitlines()[-1] == "unbeatable as O: no (some opponent beats it)"
-    assert ev.eval_table(ev.evaluate_actions(perfect)).endswith("unbeatable as X: yes; as O: yes")
+    assert text.eval_table(report, "o").splitlines()[-1] == "unbeatable as O: no (some opponent beats it)"
+    assert text.eval_table(ev.evaluate_actions(perfect)).endswith("unbeatable as X: yes; as O: yes")
 
 
 def test_evaluate_prints_the_unbeatable_line(tmp_path, capsys):

@@ -180,7 +180,8 @@ class AlphaZero(Algorithm):
         return self.search_all(simulations, chunk)[0]
 
     @torch.no_grad()
-    def search_all(self, simulations: int | None = None, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    def search_all(self, simulations: int | None = None,
+                   chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
         """``search_actions``, and the (N, M, 9) improved policies softmax(logits + sigma(q)) of
         the same noise-free searches at the M = 4,520 decision positions (code order)."""
         k = self.test_simulations if simulations is None else int(simulations)

@@ -33,7 +33,8 @@ import torch
 
 from ttt_research.contract import EVAL_SEATS, REPORT_KEY, unbeatable
 from ttt_research.errors import MissingExtra, UserError, command
-from ttt_research.evaluation.exact import eval_table, evaluate_policy
+from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.evaluation.text import eval_table
 
 # The PPO seed's setup (experiments/seed_ppo_repro): opponent, seat, reward table.
 SEED_ENV = {"opponent": "mixed", "strong": "rules", "p_perfect": 0.7, "seat": "both",

@@ -34,13 +34,9 @@ import torch
 
 from ttt_research.contract import (
     EVAL_SEATS,
-    JUDGED_SEATS,
-    NASHCONV,
     REPORT_KEY,
     SEAT_PIECE,
-    TRAINED_KEY,
     WORST_NAME,
-    unbeatable,
 )
 from ttt_research.env import game
 from ttt_research.env.solver import (
@@ -52,7 +48,6 @@ from ttt_research.env.solver import (
     solve,
 )
 from ttt_research.errors import IllegalMoveError
-from ttt_research.evaluation.values import value_lines
 from ttt_research.models.nets import MLPStack
 from ttt_research.models.qtable import QTableStack
 
@@ -480,64 +475,3 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
             each(0, policy)
         actions, _ = greedy_actions_stack(policy)
     return evaluate_actions_stack(actions)
-
-
-# --------------------------------------------------------------------------- as text
-
-
-def unbeatable_line(report: dict, seat: str = "both") -> str:
-    """Whether the agent is unbeatable (``contract.unbeatable``: no opponent, however it
-    plays, beats it) from each seat the training seat ``seat`` is judged on, in words:
-    ``unbeatable as X: yes; as O: no (some opponent beats it)``."""
-    said = {True: "yes", False: "no (some opponent beats it)"}
-    return "unbeatable " + "; ".join(f"as {side.upper()}: {said[unbeatable(report, side)]}"
-                                     for side in JUDGED_SEATS[seat])
-
-
-def small(v: float) -> str:
-    """A value in [0, 2] that may be tiny but not zero (a softmax's leftover mistakes): four
-    decimals, or three significant digits below 0.001, so 3.4e-05 is not shown as 0.0000."""
-    return f"{v:.4f}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2e}"
-
-
-def trained_lines(report: dict, seat: str = "both") -> list[str]:
-    """The exploitability lines of a report (``evaluation/exploit.py``): the greedy policy's
-    NashConv, and the policy as trained's (``as_trained``, ``search_as_trained``): what a best
-    response gets against it per seat (+1 it always wins, 0 it can only draw) and its
-    results vs random. None for a report without them."""
-    rows = []
-    if NASHCONV in report:
-        rows.append(f"NashConv of the greedy policy: {report[NASHCONV]:.4f} (0: nobody beats it from either seat)")
-    for key in (TRAINED_KEY, f"search_{TRAINED_KEY}"):
-        block = report.get(key)
-        if not block:
-            continue
-        per_seat = "; ".join(
-            f"as {s.upper()}: a best response gets {small(block[REPORT_KEY[s]]['best_response'])}, "
-            f"vs random win {block[REPORT_KEY[s]]['vs_random']['win']:.4f} "
-            f"loss {block[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in JUDGED_SEATS[seat])
-        rows.append(f"as trained ({block['policy']}): NashConv {small(block['nashconv'])}; {per_seat}")
-    return rows
-
-
-def eval_table(report: dict, seat: str = "both") -> str:
-    """An ``eval.json`` report as a small text table (what ``evaluate`` prints without
-    ``--json``), ending with whether it is unbeatable from the seats ``seat`` is judged on."""
-    rows = ["seat  opponent   win      loss     tie      worst case"]
-    for side in EVAL_SEATS:
-        block = report[REPORT_KEY[side]]
-        for opp in ("vs_random", "vs_perfect"):
-            r = block[opp]
-            worst = block["worst_case"] if opp == "vs_random" else ""
-            rows.append(f"{side.upper():<5} {opp[3:]:<10} {r['win']:<8.4f} {r['loss']:<8.4f} "
-                        f"{r['tie']:<8.4f} {worst}")
-    rows.append(f"optimal moves: {report['optimal_move_rate']:.4f} of "
-                f"{report['decision_points']} decision points")
-    rows += value_lines(report)  # an algorithm with action values: its value_accuracy
-    rows.append(unbeatable_line(report, seat))
-    rows += trained_lines(report, seat)
-    rows += [f"{name} ({part['simulations']} simulations): optimal moves {part['optimal_move_rate']:.4f}; "
-             f"{unbeatable_line(part, seat)}" for name, part in report.items()  # alphazero's search
-             if isinstance(part, dict) and "worst_case" in part.get(REPORT_KEY["x"], {})]  # (contract.policy_parts)
-    return "\n".join(rows)
-

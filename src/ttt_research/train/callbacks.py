@@ -5,10 +5,12 @@ sampling) every ``every`` updates and after the last one, logs the ``eval/*`` me
 the contract, and keeps the history that ``analysis/curves.py`` draws. It costs ~15 ms, so an
 evaluation every few dozen updates is nearly free. An algorithm with action values gets its
 ``value_accuracy`` block too (``evaluation/values.py``), and every evaluation scores the policy
-as trained (``evaluation/exploit.py``: its NashConv, ``eval/trained_*``) beside the greedy one. Each evaluation also records the
-training wall seconds since the fit began (``train/elapsed_s``); the clock is saved in the
-checkpoint, so a resumed run continues it (the seconds up to the checkpoint count, those of
-the updates after it that the kill lost do not: the resumed run plays them again).
+as trained (``evaluation/exploit.py``: its NashConv, ``eval/trained_*``) beside the greedy one.
+Each evaluation also records the training wall seconds since the fit began (``train/elapsed_s``);
+the clock is saved in the checkpoint, so a resumed run continues it (the seconds up to the
+checkpoint count, those of the updates after it that the kill lost do not: the resumed run
+plays them again). With ``league`` it keeps the policy as trained of each evaluation
+(``train/league.py``).
 
 ``PeriodicCheckpoint`` writes ``checkpoints/last.ckpt`` so that no kill can tear it, renames
 it into place only once the ``metrics.csv`` rows it covers are on disk, and never replaces a

@@ -22,7 +22,7 @@ import time
 import lightning as L
 
 from ttt_research.contract import JUDGED_SEATS, REPORT_KEY, trained_exploit
-from ttt_research.evaluation.exact import small
+from ttt_research.evaluation.text import small
 
 
 def opening_line(what: str, budget: int, updates: int, per_update: int, members: int = 1) -> str:

@@ -32,10 +32,10 @@ from ttt_research.contract import (
     ELAPSED,
     EVAL_NAMES,
     EXPLOIT_NAMES,
-    NASHCONV,
-    TRAINED_KEY,
     JUDGED_SEATS,
+    NASHCONV,
     REPORT_KEY,
+    TRAINED_KEY,
     VALUE_KEY,
     VALUE_NAMES,
     eval_metrics,
@@ -46,9 +46,10 @@ from ttt_research.contract import (
     unbeatable,
     value_metrics,
 )
-from ttt_research.evaluation.exact import eval_table, evaluate_stack
+from ttt_research.evaluation.exact import evaluate_stack
 from ttt_research.evaluation.exploit import Acting, trained_blocks
 from ttt_research.evaluation.onnx import export
+from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.population import results
 from ttt_research.train.callbacks import ExactEvaluation, learned_values

@@ -25,10 +25,9 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves
-from ttt_research.evaluation.exact import eval_table
 from ttt_research.evaluation.exploit import evaluate_agent
-from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.evaluation.onnx import export
+from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.qtable import stack_of
 from ttt_research.population import sharing
@@ -40,6 +39,7 @@ from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, va
 from ttt_research.train.console import OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
+from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
