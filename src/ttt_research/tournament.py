@@ -131,7 +131,8 @@ def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, 
 
 
 def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, seconds: dict) -> dict:
-    return {"participants": [{"name": p.name, "plays": p.plays} for p in players],
+    return {"participants": [{"name": p.name, "plays": p.plays, **({"note": p.note} if p.note else {})}
+                             for p in players],
             "results": results.tolist(),  # [i][j] = [P(X wins), P(O wins), P(tie)], i as X
             "ratings": {r.names[k]: r.elo[k] for k in r.order()}, "anchor": r.anchor,
             "model": {"name": "Davidson-Beaver (Bradley-Terry with ties and an order effect)",

@@ -109,6 +109,7 @@ def test_as_trained_reads_the_acting_metadata(tmp_path, capsys):
     assert main([str(soft), str(plain), "--as-trained", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["participants"][0]["plays"] == "softmax at temperature 2, epsilon 0.1 uniform"
+    assert "note" not in res["participants"][0] and "played greedy" in res["participants"][1]["note"]
     legal = game.tables().legal[CODES]
     logits = torch.where(legal, torch.tensor(CENTRE_FIRST, dtype=torch.float64), -torch.inf)
     uniform = legal.double() / legal.sum(-1, keepdim=True)
@@ -119,6 +120,24 @@ def test_as_trained_reads_the_acting_metadata(tmp_path, capsys):
     assert main([str(soft), str(plain), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["participants"][0]["plays"] == "greedy (argmax)"
+
+
+def test_checkpoint_participant_plays_its_networks_greedy_move(tmp_path, capsys):
+    from ttt_research.evaluation.exploit import logits_to_probs
+    from ttt_research.models.nets import MLP
+
+    torch.manual_seed(0)
+    net = MLP([8], "planes18").eval()
+    path = tmp_path / "last.ckpt"  # what the policy loader reads of a training checkpoint
+    torch.save({"net_spec": net.spec(), "state_dict": {f"net.{k}": v for k, v in net.state_dict().items()},
+                "algo": "reinforce", "games_played": 7, "hyper_parameters": {"seed": 3}}, path)
+    assert main([str(path), "perfect", "--as-trained", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    with torch.no_grad():
+        mine = logits_to_probs(net(game.tables().view[CODES].float()))
+    expected = cross_play(torch.stack([mine, solver.perfect_probs()[CODES]]))
+    assert torch.tensor(res["results"], dtype=torch.float64).equal(expected)
+    assert res["participants"][0]["plays"] == "greedy (argmax)"  # no acting metadata in a .ckpt
 
 
 def test_policy_table_participant(tmp_path, capsys):
