@@ -39,6 +39,7 @@ def test_reinforce_is_scored_at_its_final_temperature_from_every_file(tmp_path):
     policy, meta = load_policy(tmp_path / "policy.onnx")
     acting = exploit.Acting.from_meta(meta)
     assert acting == exploit.Acting(0.5, 0.0)
+    assert exploit.Acting.from_meta(load_policy(tmp_path / "checkpoints" / "last.ckpt")[1]) == acting
     again = exploit.policy_report(acting.probs(policy(_views())))
     assert again["nashconv"] == pytest.approx(block["nashconv"], abs=1e-6)  # float32 ONNX vs torch
     assert again["as_o"]["best_response"] == pytest.approx(block["as_o"]["best_response"], abs=1e-6)

@@ -217,6 +217,8 @@ def load_checkpoint(path: str | Path):
         "seed": str(hp.get("seed", "")),
         "games_trained": str(ckpt.get("games_played", "")),
     }
+    if isinstance(ckpt.get("acting"), str):  # the policy as trained (checkpoints since issue 32)
+        meta["acting"] = ckpt["acting"]
     return net, meta
 
 

@@ -238,6 +238,8 @@ class RLModule(L.LightningModule):
         # differs between processes, i.e. each one's random stream and game count.
         checkpoint["net_spec"] = self.algo.net.spec()
         checkpoint["algo"] = self.name
+        if not self.members:  # a single run's policy as trained (a population's differ per member)
+            checkpoint["acting"] = self.algo.acting(self).to_meta()
         checkpoint["games_played"] = self.games_played
         checkpoint["env_steps"] = self.env_steps
         checkpoint["games_by_process"] = [int(g) for g in self._per_process(
