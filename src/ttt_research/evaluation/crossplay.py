@@ -150,3 +150,16 @@ def both_seats(results: torch.Tensor) -> torch.Tensor:
     cancels when each plays each seat once."""
     r = expected_result(results)
     return r - r.T
+
+
+def league(results: torch.Tensor) -> torch.Tensor:
+    """(n, n, 3) cross-play -> (n, 4) a league table: each player's expected wins, ties, losses
+    and points (1 a win, 1/2 a tie) over its 2 (n - 1) games against the others, one from each
+    seat (its games against itself left out: they are its own win and loss)."""
+    other = ~torch.eye(results.shape[0], dtype=torch.bool, device=results.device)[..., None]  # (n, n, 1)
+    r = torch.where(other, results, 0.0)
+    # As X (row i): wins [..., 0], losses [..., 1]; as O (column i): the other way round.
+    wins = r[..., 0].sum(1) + r[..., 1].sum(0)
+    losses = r[..., 1].sum(1) + r[..., 0].sum(0)
+    ties = r[..., 2].sum(1) + r[..., 2].sum(0)
+    return torch.stack([wins, ties, losses, wins + ties / 2], -1)
