@@ -92,6 +92,7 @@ def test_run_population_and_onnx_participants(tmp_path, capsys):
         (pop / "members" / f"{k:03d}").mkdir(parents=True)
         preference_model(pref, pop / "members" / f"{k:03d}" / "policy.onnx")
     (pop / "members" / "002").mkdir()  # a member folder without a policy is not a participant
+    preference_model(CENTRE_FIRST, pop / "policy.onnx")  # the best member's, again: not played twice
     single = preference_model(LAST_CELL_FIRST, tmp_path / "last.onnx")
     assert main([str(run), str(pop), str(single), "random", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)

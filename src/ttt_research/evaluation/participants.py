@@ -6,7 +6,8 @@ Each participant is a name and a policy as ``probs``, (M, 9) float64 at ``exact.
 * a built-in player: ``random`` (uniform over the empty cells), ``perfect`` (uniform over the
   minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...);
 * a run folder (its ``policy.onnx``), named as given;
-* a population folder: every ``members/NNN/policy.onnx``, named ``FOLDER/NNN``;
+* a population folder: every ``members/NNN/policy.onnx``, named ``FOLDER/NNN`` (not the
+  folder's own ``policy.onnx``, the best member's again);
 * a policy file: ``.onnx`` or ``.ckpt`` (``policy_file.load_policy``), or a policy table
   (``.csv`` / ``.json``, ``policy_table.read_table``).
 
@@ -94,11 +95,13 @@ def resolve(arg: str, as_trained: bool = False) -> list[Participant]:
     if arg in BUILTINS and not path.exists():
         return [_builtin(arg)]
     if path.is_dir():
-        if (path / "policy.onnx").is_file():  # a run folder
-            return [_network(path / "policy.onnx", name, as_trained)]
+        # A population's folder also holds a policy.onnx, its best member's (a copy of one of
+        # members/NNN/): the members come first, so that none plays twice.
         members = _members(path)
         if members:
             return [_network(m / "policy.onnx", f"{name}/{m.name}", as_trained) for m in members]
+        if (path / "policy.onnx").is_file():  # a run folder
+            return [_network(path / "policy.onnx", name, as_trained)]
         raise UserError(f"{arg}: a folder with no policy.onnx (not a run folder) and no "
                         "members/NNN/policy.onnx (not a population)")
     if not path.exists():
