@@ -172,9 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--as-trained", action="store_true",
                         help="networks play as they did while training (the file's 'acting' "
                              "metadata: softmax temperature, epsilon), not greedy")
+    parser.add_argument("--fill", choices=["refuse", "uniform", "first"], default="refuse",
+                        help="policy tables: positions without a row are refused (default) or "
+                             "filled, uniform over the empty cells or the first empty cell")
+    parser.add_argument("--illegal", choices=["refuse", "fill"], default="refuse",
+                        help="policy tables: a move on an occupied cell is refused (default) or "
+                             "filled by the --fill rule")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    players = gather(args.players, args.as_trained)
+    players = gather(args.players, args.as_trained, args.fill, args.illegal)
     names = [p.name for p in players]
     start = time.perf_counter()
     results = cross_play(torch.stack([p.probs for p in players]))  # (n, n, 3)

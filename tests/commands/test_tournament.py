@@ -155,6 +155,13 @@ def test_policy_table_participant(tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)
     expected = cross_play(torch.stack([greedy(CENTRE_FIRST), solver.random_probs()[CODES]]))
     assert torch.allclose(torch.tensor(res["results"], dtype=torch.float64), expected, atol=1e-12)
+    short = tmp_path / "short.csv"  # one position answered of 4,520: refused, not filled in
+    short.write_text("board,move\n.........,4\n")
+    assert main([str(short), "random"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(short) in err, err
+    assert main([str(short), "random", "--fill", "first"]) == 0
+    assert f"note: {short}: 4,519 position(s) filled, first (--fill)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args, says", [

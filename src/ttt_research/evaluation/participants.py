@@ -70,14 +70,16 @@ def _network(path: Path, name: str, as_trained: bool) -> Participant:
     return Participant(name, acting.probs(logits), acting.describe())
 
 
-def _table(path: Path, name: str) -> Participant:
+def _table(path: Path, name: str, fill: str, illegal: str) -> Participant:
     try:
         from ttt_research.evaluation.policy_table import read_table
     except ImportError:
         raise UserError(f"{path}: policy tables (.csv/.json) need evaluation/policy_table.py, "
                         "which this version does not have") from None
-    probs, _ = read_table(path)
-    return Participant(name, torch.as_tensor(probs, dtype=torch.float64), "policy table")
+    probs, info = read_table(path, fill, illegal)
+    filled = int(info.get("filled", 0))  # positions without a row and illegal answers
+    note = f"{name}: {filled:,} position(s) filled, {info.get('fill')} (--fill)" if filled else ""
+    return Participant(name, torch.as_tensor(probs, dtype=torch.float64), "policy table", note)
 
 
 def _members(folder: Path) -> list[Path]:
@@ -88,8 +90,10 @@ def _members(folder: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "policy.onnx").is_file())
 
 
-def resolve(arg: str, as_trained: bool = False) -> list[Participant]:
-    """The participant(s) one command-line argument names."""
+def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
+            illegal: str = "refuse") -> list[Participant]:
+    """The participant(s) one command-line argument names (``fill``, ``illegal``: for policy
+    tables, ``policy_table.read_table``'s rules for positions without a row and illegal answers)."""
     name = arg.rstrip("/") or arg
     path = Path(arg)
     if arg in BUILTINS and not path.exists():
@@ -111,14 +115,15 @@ def resolve(arg: str, as_trained: bool = False) -> list[Participant]:
     if suffix in NETWORK_SUFFIXES:
         return [_network(path, name, as_trained)]
     if suffix in TABLE_SUFFIXES:
-        return [_table(path, name)]
+        return [_table(path, name, fill, illegal)]
     raise UserError(f"{arg}: not a policy (expected a run or population folder, .onnx, .ckpt, "
                     f".csv, .json, or one of {', '.join(BUILTINS)})")
 
 
-def gather(args: list[str], as_trained: bool = False) -> list[Participant]:
+def gather(args: list[str], as_trained: bool = False, fill: str = "refuse",
+           illegal: str = "refuse") -> list[Participant]:
     """Every argument's participants, in order; fewer than 2 or a name twice is refused."""
-    players = [p for arg in args for p in resolve(arg, as_trained)]
+    players = [p for arg in args for p in resolve(arg, as_trained, fill, illegal)]
     seen: set[str] = set()
     for p in players:
         if p.name in seen:
