@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from ttt_research.errors import command
-from ttt_research.evaluation.crossplay import cross_play, expected_result, league
+from ttt_research.evaluation.crossplay import cross_play, expected_result, standings
 from ttt_research.evaluation.participants import BUILTINS, Participant, gather
 from ttt_research.evaluation.ratings import Ratings, fit_ratings, ratings_table
 from ttt_research.files.atomic import atomic_path, write_atomic
@@ -91,14 +91,14 @@ def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings) 
     lines += ["", f"First move (X) worth {r.x_advantage:+.1f} Elo; tie parameter nu = {r.tie:.4g}. "
               f"Fit (model vs exact expected points per ordered pair): max |diff| {r.fit_max:.4f}, "
               f"RMS {r.fit_rms:.4f}.", ""]
-    return "\n".join(lines + league_md(names, league(results)))
+    return "\n".join(lines + standings_md(names, standings(results)))
 
 
-def league_md(names: list[str], table: torch.Tensor) -> list[str]:
-    """The league: expected wins, ties, losses and points over each player's games against the
+def standings_md(names: list[str], table: torch.Tensor) -> list[str]:
+    """The standings: expected wins, ties, losses and points over each player's games against the
     others, one from each seat; by points, no model involved."""
     games = 2 * (len(names) - 1)
-    lines = ["## League", "", f"Each player's {games} games against the others, one as X and one as O "
+    lines = ["## Standings", "", f"Each player's {games} games against the others, one as X and one as O "
              "against each; expected numbers (exact), 1 point a win, 1/2 a tie.", "",
              "| rank | player | won | tied | lost | points |", "|---:|---|---:|---:|---:|---:|"]
     order = sorted(range(len(names)), key=lambda k: -float(table[k, 3]))
@@ -150,8 +150,8 @@ def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, secon
                              for p in players],
             "results": results.tolist(),  # [i][j] = [P(X wins), P(O wins), P(tie)], i as X
             "ratings": {r.names[k]: r.elo[k] for k in r.order()}, "anchor": r.anchor,
-            "league": {p.name: dict(zip(("won", "tied", "lost", "points"), row, strict=True))
-                       for p, row in zip(players, league(results).tolist(), strict=True)},
+            "standings": {p.name: dict(zip(("won", "tied", "lost", "points"), row, strict=True))
+                       for p, row in zip(players, standings(results).tolist(), strict=True)},
             "model": {"name": "Davidson-Beaver (Bradley-Terry with ties and an order effect)",
                       "x_advantage_elo": r.x_advantage, "tie_nu": r.tie, "fit_max_abs": r.fit_max,
                       "fit_rms": r.fit_rms, "bounded_only_by_prior": r.separated},

@@ -67,7 +67,7 @@ def test_builtins_files_hold_cross_plays_numbers(tmp_path, capsys):
     md = (out / "crossplay.md").read_text()
     # random vs random as X: 737/1260 - 121/420 (docs/facts.md) = 0.2968
     assert "| random | +0.2968 | -0.8474 | -0.7775 |" in md and "Davidson" in md
-    assert "## League" in md and md.index("| 1 | perfect |", md.index("## League")) > 0
+    assert "## Standings" in md and md.index("| 1 | perfect |", md.index("## Standings")) > 0
     assert (out / "crossplay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -78,9 +78,9 @@ def test_json_gives_the_exact_table(capsys):
     assert res["anchor"] == "random" and res["ratings"]["random"] == 0.0
     assert list(res["ratings"]) == ["perfect", "rules", "random"]
     assert set(res["seconds"]) == {"cross_play", "ratings"}
-    league = res["league"]
-    assert league["perfect"]["lost"] == 0.0 and league["random"]["won"] == pytest.approx(0.0053, abs=1e-4)
-    assert sum(row["points"] for row in league.values()) == pytest.approx(6.0)  # 6 games, a point each
+    table = res["standings"]
+    assert table["perfect"]["lost"] == 0.0 and table["random"]["won"] == pytest.approx(0.0053, abs=1e-4)
+    assert sum(row["points"] for row in table.values()) == pytest.approx(6.0)  # 6 games, a point each
 
 
 def test_run_population_and_onnx_participants(tmp_path, capsys):

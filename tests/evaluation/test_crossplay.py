@@ -167,12 +167,12 @@ def test_bench_figure_times_cross_play_and_ratings():
     assert res["tournament_setting"]["agents"] == 6 and "6 agents" in said[0]
 
 
-def test_league_counts_each_game_once_from_both_sides():
-    from ttt_research.evaluation.crossplay import league
+def test_standings_count_each_game_once_from_both_sides():
+    from ttt_research.evaluation.crossplay import standings
 
     n = 5
     results = cross_play(stochastic(n, seed=6))
-    table = league(results)  # (n, 4): won, tied, lost, points
+    table = standings(results)  # (n, 4): won, tied, lost, points
     games = 2 * (n - 1)
     assert torch.allclose(table[:, :3].sum(1), torch.full((n,), float(games), dtype=torch.float64))
     assert torch.allclose(table[:, 0].sum(), table[:, 2].sum())  # every win is someone's loss
@@ -180,5 +180,5 @@ def test_league_counts_each_game_once_from_both_sides():
     # The both-seats matrix says the same: points - games / 2 = S's row sum / 2.
     assert torch.allclose(table[:, 3] - games / 2, both_seats(results).sum(1) / 2)
     # Built-ins: perfect loses nothing; random wins as X against random is left out.
-    b = league(cross_play(builtins()))
+    b = standings(cross_play(builtins()))
     assert b[2, 2] < 1e-12 and b[:, 3].argmax() == 2

@@ -152,8 +152,8 @@ def both_seats(results: torch.Tensor) -> torch.Tensor:
     return r - r.T
 
 
-def league(results: torch.Tensor) -> torch.Tensor:
-    """(n, n, 3) cross-play -> (n, 4) a league table: each player's expected wins, ties, losses
+def standings(results: torch.Tensor) -> torch.Tensor:
+    """(n, n, 3) cross-play -> (n, 4) the standings: each player's expected wins, ties, losses
     and points (1 a win, 1/2 a tie) over its 2 (n - 1) games against the others, one from each
     seat (its games against itself left out: they are its own win and loss)."""
     other = ~torch.eye(results.shape[0], dtype=torch.bool, device=results.device)[..., None]  # (n, n, 1)
