@@ -28,6 +28,8 @@ def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = N
     monkeypatch.setattr(bench, "bench_search", lambda *a, **k: {
         "search_us_per_game": 20.0, "search_phases_ms": {"tables": 7.0, "subtrees": 10.0},
         "search_setting": {"batch": 4096, "simulations": 16, "threads": 1}})
+    monkeypatch.setattr(bench, "bench_nashconv", lambda *a, **k: {
+        "nashconv_ms": 5.0, "nashconv_report_ms": 20.0, "nashconv_reports_100_ms": 300.0})
     monkeypatch.setattr(bench, "bench_tournament", lambda *a, **k: {
         "tournament_100_s": 1.5, "tournament_phases_s": {"cross_play": 1.2, "ratings": 0.3},
         "tournament_setting": {"agents": 100, "threads": 1}})

@@ -21,6 +21,9 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   ``algo.simulations=16``, the network's tables and every position's subtree (built once
   per batch, as once per update) included, learning not (``search_phases_ms`` splits it).
 * ``eval_s``: one exact evaluation of a greedy policy (forward pass plus the DPs).
+* ``nashconv_ms``: the exact NashConv of one random stochastic policy (both seats' best
+  responses, ``evaluation/exploit.py``), milliseconds; ``nashconv_report_ms`` its whole report
+  (and the outcomes vs random and perfect), ``nashconv_reports_100_ms`` 100 reports at once.
 * ``tournament_100_s``: an exact round robin of 100 random stochastic policies
   (``bench/crossplay.py``): ``cross_play`` of the 10,000 ordered pairs plus the Davidson-Beaver
   ratings, what ``python -m ttt_research.tournament`` spends besides loading its participants.
@@ -67,6 +70,7 @@ from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
 from ttt_research.bench import safe
 from ttt_research.bench.crossplay import bench_tournament
+from ttt_research.bench.exploit import bench_nashconv
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
@@ -319,6 +323,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     if threads:
         torch.set_num_threads(threads)
     out.update(bench_eval(measure_repeats))
+    out.update(bench_nashconv(measure_repeats, log=_say))
     out.update(bench_tournament(measure_repeats, log=_say))
     _say("alphazero self-play search")
     out.update(bench_search(device, measure_repeats, log=_say))
@@ -378,6 +383,9 @@ def format_table(res: dict) -> str:
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
             rows.append(f"{f'  N={n} agents':<24} {rate:>14,.0f}  {beside}")
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
+    if "nashconv_ms" in res:
+        rows.append(f"{'nashconv_ms':<24} {res['nashconv_ms']:>14.1f}  one policy, both seats (its report "
+                    f"{res['nashconv_report_ms']:.1f} ms; 100 reports at once {res['nashconv_reports_100_ms']:.0f} ms)")
     if "tournament_100_s" in res:
         ph = res["tournament_phases_s"]
         rows.append(f"{'tournament_100_s':<24} {res['tournament_100_s']:>14.2f}  exact round robin, 10,000 "
