@@ -78,8 +78,8 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert res["search_us_per_game"] > 0 and res["search_setting"] == {"batch": 4096, "simulations": 16,
                                                                         "threads": 1}
     assert 0 < res["search_phases_ms"]["subtrees"] < res["search_us_per_game"] * 4096 / 1e3
-    # The exact NashConv of one policy: well under a second, and a whole report takes longer.
-    assert 0 < res["nashconv_ms"] < 1000 and res["nashconv_report_ms"] > res["nashconv_ms"] * 0.5
+    # The exact NashConv of one policy, its whole report, 100 reports: figures, not targets.
+    assert all(res[k] > 0 for k in ("nashconv_ms", "nashconv_report_ms", "nashconv_reports_100_ms"))
     # The host and the torch threads each figure ran with (the configs say 1 per run).
     assert res["host"]["cpu"] and res["host"]["logical_cpus"] == os.cpu_count()
     assert res["threads"]["reinforce"] == 1 and res["threads"]["ppo"] == 1
