@@ -74,6 +74,11 @@ def test_blocks_do_not_change_the_numbers():
         assert torch.allclose(cross_play(probs, block_bytes=block), whole, rtol=0, atol=1e-14)
 
 
+def test_a_single_policy_without_its_axis_is_refused():
+    with pytest.raises(ValueError, match=r"wants \(n, 4520, 9\)"):
+        cross_play(stochastic(1, seed=0)[0])
+
+
 def test_both_seats_matrix_is_antisymmetric_with_a_zero_diagonal():
     results = cross_play(stochastic(6, seed=2))
     s = both_seats(results)

@@ -100,6 +100,9 @@ def cross_play(probs: torch.Tensor, block_bytes: int = BLOCK_BYTES) -> torch.Ten
         (n, n, 3) float64: ``[i, j]`` = (P(X wins), P(O wins), P(tie)) when policy i plays X
         and policy j plays O.
     """
+    m = _compact(str(probs.device)).decision.numel()
+    if probs.dim() != 3 or tuple(probs.shape[1:]) != (m, game.CELLS):
+        raise ValueError(f"cross_play wants (n, {m}, 9) move probabilities, got {list(probs.shape)}")
     with one_thread(probs.device):  # why: the module's docstring, "Threads"
         return _cross_play(probs, block_bytes)
 
