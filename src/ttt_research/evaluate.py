@@ -118,15 +118,17 @@ def info_text(info: dict) -> str:
 
 
 def report_text(report: dict) -> str:
-    """``full_report`` as text: what was scored, the greedy table (deterministic policies),
-    the stochastic policy's figures and the lines a best response finds."""
+    """``full_report`` as text: what was scored, the lines a best response finds, then the
+    figures: a stochastic policy's (``exploit.policy_report``), or for a deterministic one the
+    greedy table (which says the same and more), ending with whether it can be beaten."""
     policy = report["policy"]
     out = [info_text(policy["table"]) if "table" in policy else f"policy: {policy['acting']['describe']}"]
-    if "as_x" in report:
-        out += ["", "the deterministic policy (eval.json):", eval_table(report)]
-    out += ["", "the policy's exact figures (exploit.policy_report):", policy_text(policy)]
     for side, lines in policy.get("worst_lines", {}).items():
         out += ["", lines_text(lines, side)]
+    if "as_x" in report:  # deterministic: a best response's value is the negated worst case
+        out += ["", "the deterministic policy (eval.json):", eval_table(report)]
+    else:
+        out += ["", "the policy's exact figures (exploit.policy_report):", policy_text(policy)]
     return "\n".join(out)
 
 

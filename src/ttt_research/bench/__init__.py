@@ -385,7 +385,8 @@ def format_table(res: dict) -> str:
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
     if "nashconv_ms" in res:
         rows.append(f"{'nashconv_ms':<24} {res['nashconv_ms']:>14.1f}  one policy, both seats (its report "
-                    f"{res['nashconv_report_ms']:.1f} ms; 100 reports at once {res['nashconv_reports_100_ms']:.0f} ms)")
+                    f"{res['nashconv_report_ms']:.1f} ms; 100 reports at once "
+                    f"{res['nashconv_reports_100_ms']:.0f} ms)")
     if "tournament_100_s" in res:
         ph = res["tournament_phases_s"]
         rows.append(f"{'tournament_100_s':<24} {res['tournament_100_s']:>14.2f}  exact round robin, 10,000 "
