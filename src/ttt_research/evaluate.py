@@ -125,7 +125,7 @@ def report_text(report: dict) -> str:
     out = [info_text(policy["table"]) if "table" in policy else f"policy: {policy['acting']['describe']}"]
     for side, lines in policy.get("worst_lines", {}).items():
         out += ["", lines_text(lines, side)]
-    if "as_x" in report:  # deterministic: a best response's value is the negated worst case
+    if REPORT_KEY["x"] in report:  # deterministic: a best response's value is the negated worst case
         out += ["", "the deterministic policy (eval.json):", eval_table(report)]
     else:
         out += ["", "the policy's exact figures (exploit.policy_report):", policy_text(policy)]

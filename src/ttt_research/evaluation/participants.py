@@ -24,9 +24,12 @@ from pathlib import Path
 
 import torch
 
-from ttt_research.env import game
+from ttt_research.env import game, opponents, solver
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
+from ttt_research.evaluation.exploit import Acting, logits_to_probs
+from ttt_research.evaluation.policy_file import load_policy
+from ttt_research.evaluation.policy_table import read_table
 
 BUILTINS = ("random", "perfect", "rules")
 NETWORK_SUFFIXES = (".onnx", ".ckpt")
@@ -42,7 +45,6 @@ class Participant:
 
 
 def _builtin(name: str) -> Participant:
-    from ttt_research.env import opponents, solver
 
     codes = decision_codes()
     table = {"random": solver.random_probs, "perfect": solver.perfect_probs,
@@ -54,8 +56,6 @@ def _builtin(name: str) -> Participant:
 
 def _network(path: Path, name: str, as_trained: bool) -> Participant:
     """A policy file run once on the 4,520 decision positions, then greedy or as trained."""
-    from ttt_research.evaluation.exploit import Acting, logits_to_probs
-    from ttt_research.evaluation.policy_file import load_policy
 
     policy, meta = load_policy(path)  # refuses a file with no legal greedy move somewhere
     views = game.tables().view[decision_codes()].float()  # (M, 9) mover's view
@@ -71,11 +71,6 @@ def _network(path: Path, name: str, as_trained: bool) -> Participant:
 
 
 def _table(path: Path, name: str, fill: str, illegal: str) -> Participant:
-    try:
-        from ttt_research.evaluation.policy_table import read_table
-    except ImportError:
-        raise UserError(f"{path}: policy tables (.csv/.json) need evaluation/policy_table.py, "
-                        "which this version does not have") from None
     probs, info = read_table(path, fill, illegal)
     filled = int(info.get("filled", 0))  # positions without a row and illegal answers
     note = f"{name}: {filled:,} position(s) filled, {info.get('fill')} (--fill)" if filled else ""
