@@ -81,6 +81,11 @@ def test_offline_wandb_run_holds_config_exact_metrics_and_artifacts(tmp_path, mo
     assert summary["eval/optimal_move_rate"] == rep["optimal_move_rate"]  # the rest: the last
     assert summary["eval"]["as_o"] == rep["as_o"]  # the final report, whole
     assert summary["objective"] == pytest.approx(objective(rep, "o", "score"), abs=1e-11)
+    # The policy as trained: logged at each evaluation, its lowest and last value kept.
+    trained = [h["eval/trained_o_best_response"] for h in evals]
+    assert summary["eval/trained_o_best_response"]["last"] == rep["as_trained"]["as_o"]["best_response"]
+    assert summary["eval/trained_o_best_response"]["min"] == min(trained)
+    assert summary["eval/trained_nashconv"]["last"] == rep["as_trained"]["nashconv"]
     # Every chart's x axis is games played, not Lightning's step.
     steps = step_metrics(records)
     assert all(steps[f"{p}/*"] == "train/games" for p in ("rollout", "train", "eval", "perf", "population"))

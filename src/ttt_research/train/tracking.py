@@ -44,7 +44,7 @@ from lightning.pytorch.loggers import Logger, TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.contract import EVAL_NAMES, GAMES, eval_metrics, unbeatable
+from ttt_research.contract import EVAL_NAMES, EXPLOIT_NAMES, GAMES, eval_metrics, exploit_metrics, unbeatable
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train.csvlog import MetricsCSV
@@ -160,6 +160,9 @@ def metric_definitions() -> list[tuple[str, dict]]:
         what = name.rsplit("_", 1)[-1]
         if what in ("win", "loss"):
             out.append((name, {"step_metric": GAMES, "summary": "max,last" if what == "win" else "min,last"}))
+    # What a best response gets (NashConv, per seat): lower is better, like a loss rate.
+    out += [(name, {"step_metric": GAMES, "summary": "min,last"}) for name in EXPLOIT_NAMES
+            if not name.endswith("_win")]
     out += [(f"{prefix}/*", {"step_metric": GAMES}) for prefix in SERIES]
     return out
 
@@ -304,7 +307,7 @@ def publish(cfg: DictConfig, loggers: list[Logger], run_dir: str | Path, report:
     run_dir = Path(run_dir)
     name = cfg.get("optimized_metric", "score")
     value = objective(report, cfg.seat.side, name)
-    summary = {**eval_metrics(report), "objective": value}
+    summary = {**eval_metrics(report), **exploit_metrics(report), "objective": value}
     for logger in loggers:
         if type(logger).__name__ == "WandbLogger":
             spec = next((s for s in cfg.logger.values() if isinstance(s, DictConfig)
@@ -329,7 +332,8 @@ def population_summary(aggregate: dict) -> dict[str, float]:
            "population/best": aggregate["best"],
            "population/unbeatable_fraction": aggregate["unbeatable_fraction"],
            "population/objective_median": aggregate["objective"]["median"]}
-    out.update({f"population/{m}_median": aggregate["metrics"][m]["median"] for m in EVAL_NAMES})
+    out.update({f"population/{m}_median": aggregate["metrics"][m]["median"]
+                for m in (*EVAL_NAMES, *EXPLOIT_NAMES) if m in aggregate["metrics"]})
     return {k: v for k, v in out.items() if v is not None}
 
 
