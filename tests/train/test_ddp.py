@@ -56,7 +56,8 @@ def test_two_processes_both_play_and_the_run_evaluates_once(tmp_path, algo):
     report = json.loads((tmp_path / "eval.json").read_text())
     for file in ("checkpoints/last.ckpt", "policy.onnx"):
         policy, _ = load_policy(tmp_path / file)
-        assert json.loads(json.dumps(ev.evaluate_policy(policy))) == report
+        greedy = json.loads(json.dumps(ev.evaluate_policy(policy)))
+        assert greedy == {k: report[k] for k in greedy}  # the greedy report (as_trained beside it)
 
 
 POPULATION = ["debug=tiny", "budget.games=4096", "population.size=3", "checkpoint_every=2",
