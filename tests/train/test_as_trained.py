@@ -126,6 +126,8 @@ def test_league_plays_the_final_policy_against_each_earlier_one_exactly(tmp_path
     assert row["final_as_x_win"] == pytest.approx(float(ax[0]), abs=1e-12)
     assert row["final_as_o_loss"] == pytest.approx(float(bx[0]), abs=1e-12)
     assert row["final_score"] == pytest.approx(float(ax[0] - ax[1] + bx[1] - bx[0]) / 2, abs=1e-12)
+    (as_o,) = league_rows([(7, b)], a, seat="o")  # a learner of O: judged as O only
+    assert as_o["final_score"] == pytest.approx(float(bx[1] - bx[0]), abs=1e-12)
 
 
 def test_league_is_refused_for_a_population_in_one_line():

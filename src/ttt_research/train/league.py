@@ -5,9 +5,10 @@ probabilities at the 4,520 decision positions) at every exact evaluation; at the
 policy plays each of them exactly, from both seats (``crossplay.cross_play``: the expectation
 over the whole tree, no sampled games), and ``league.csv`` in the run folder says how the run
 improved on its own past: a row per earlier evaluation with the final policy's win and loss
-probabilities as X and as O and its expected score (+1 win, 0 draw, -1 loss, averaged over
-the two seats). A run that only gets better scores >= 0 against every earlier self; a row
-below 0 is a regression (an earlier self that beats the end of the run).
+probabilities as X and as O and its expected score (+1 win, 0 draw, -1 loss) from the seat it
+trains (the two seats averaged for ``seat=both``). A run that only gets better scores >= 0
+against every earlier self; a row below 0 is a regression (an earlier self that beats the end
+of the run).
 
 The snapshots ride in the checkpoint (float32, 163 kB each), so a resumed run keeps its past.
 """
@@ -26,9 +27,12 @@ from ttt_research.files.atomic import write_atomic
 COLUMNS = ("games", "final_as_x_win", "final_as_x_loss", "final_as_o_win", "final_as_o_loss", "final_score")
 
 
-def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor) -> list[dict]:
+def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor,
+                seat: str = "both") -> list[dict]:
     """One row per earlier policy ``(games, (M, 9) probabilities)``: the final (M, 9) policy
-    against it from both seats, exactly (``COLUMNS``)."""
+    against it from both seats, exactly (``COLUMNS``); ``final_score`` is its expected result
+    from the seat(s) the run trains (``seat``: x, o, or both averaged): a learner of O is not
+    judged by an X it never trained."""
     if not snapshots:
         return []
     probs = torch.stack([final.double(), *(p.double() for _, p in snapshots)])  # (1 + k, M, 9)
@@ -36,7 +40,8 @@ def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor) 
     rows = []
     for j, (games, _) in enumerate(snapshots, start=1):
         as_x, as_o = r[0, j], r[j, 0]
-        score = float((as_x[0] - as_x[1]) + (as_o[1] - as_o[0])) / 2
+        x_score, o_score = float(as_x[0] - as_x[1]), float(as_o[1] - as_o[0])
+        score = {"x": x_score, "o": o_score}.get(seat, (x_score + o_score) / 2)
         rows.append({"games": int(games), "final_as_x_win": float(as_x[0]), "final_as_x_loss": float(as_x[1]),
                      "final_as_o_win": float(as_o[1]), "final_as_o_loss": float(as_o[0]),
                      "final_score": score})
@@ -59,7 +64,7 @@ def league_text(rows: list[dict]) -> str:
         return "league: no earlier evaluation to play against"
     picks = {0, len(rows) // 2, len(rows) - 1, min(range(len(rows)), key=lambda i: rows[i]["final_score"])}
     lines = ["league (the final policy as trained against itself at earlier evaluations, exact; "
-             "score +1 win, -1 loss, both seats averaged):"]
+             "score: +1 win, -1 loss, from the seat(s) it trains):"]
     for i in sorted(picks):
         r = rows[i]
         lines.append(f"  vs itself at {r['games']:>11,} games: score {r['final_score']:+.4f}  "
