@@ -180,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                              "filled by the --fill rule")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    # One torch thread for the whole command, as every run here (conf: threads=1): its tensors
+    # are small (4,520 x 9 a player), and on a busy 2-core host two threads spin against each
+    # other: loading 100 members' policy.onnx took 13.3 s on two threads, 2.8 s on one.
+    torch.set_num_threads(1)
     players = gather(args.players, args.as_trained, args.fill, args.illegal)
     names = [p.name for p in players]
     start = time.perf_counter()
