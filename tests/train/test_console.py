@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from ttt_research.evaluation.text import small
 from ttt_research.train.console import opening_line
 
 TINY = ["budget.games=5000", "algo.games_per_update=512", "eval_every=4"]
@@ -35,11 +36,12 @@ def test_a_piped_run_prints_a_line_per_exact_evaluation_and_records_its_host(tmp
     assert len(progress) == len(evals) == 3
     for line, row, update in zip(progress, evals, (4, 8, 10), strict=True):
         m = re.fullmatch(r"\[ ?(\d+)/10\] +([\d,]+) games +(\d+)%  [\d.,]+k games/s  exact vs random: "
-                         r"O win (\S+) loss (\S+)  ETA \S+", line)
+                         r"O win (\S+) loss (\S+)  as trained: best response vs O (\S+)  ETA \S+", line)
         assert m, line
         assert int(m[1]) == update and int(m[2].replace(",", "")) == update * 512
         assert float(m[4]) == round(float(row["eval/o_random_win"]), 4)
         assert float(m[5]) == round(float(row["eval/o_random_loss"]), 4)
+        assert float(m[6]) == float(small(float(row["eval/trained_o_best_response"])))  # as trained
     assert progress[-1].split()[-1] == "0s" and " 100%" in progress[-1]
 
     run = json.loads((tmp_path / "run.json").read_text())
