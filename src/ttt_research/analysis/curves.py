@@ -216,6 +216,9 @@ def _series(cols: dict, seat: str) -> dict:
         "unbeatable": np.array([safe[m].sum() / n for m in at], dtype=np.float64),
         "seats": {s: {o: quartiles(eval_name(s, f"random_{o}")) for o in ("win", "loss")}
                   for s in seats},
+        # What a best response gets against the policy as trained (files written since issue 32).
+        "trained": {s: quartiles(f"eval/trained_{s}_best_response") for s in seats
+                    if f"eval/trained_{s}_best_response" in cols},
     }
 
 
@@ -256,8 +259,9 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
     training seat is judged on. Top: exact win rate vs random, each member a faint line (at
     most ``MAX_LINES``, evenly chosen), the median bold, the 25th-75th percentile band shaded,
     on an axis that spans the members' range (``rate_limits``), not 0..1.
-    Bottom: exact loss rate vs random on a log scale (0 drawn at 1e-5), median and band, and
-    on the right axis the share of members unbeatable. The legend sits below the plots, so
+    Bottom: exact loss rate vs random on a log scale (0 drawn at 1e-5), median and band, the
+    median of what a best response gets against the policy as trained (files that have it),
+    and on the right axis the share of members unbeatable. The legend sits below the plots, so
     it covers no curve."""
     import matplotlib
 
@@ -302,10 +306,14 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
                             label="loss: 25th-75th percentile of members")
         bottom.plot(games, q[1], color=COLOURS["loss"], lw=2.2, marker=marker,
                     label="loss vs random: median (0 drawn at 1e-5)")
+        if s in st["trained"]:
+            q = st["trained"][s].clip(min=floor)  # (3, G)
+            bottom.plot(games, q[1], color="tab:orange", lw=1.8, marker=marker,
+                        label="best response's value vs the policy as trained: median")
         bottom.set_yscale("log")
         bottom.set_ylim(floor / 2, 1.5)
         bottom.set_xlabel("training games")
-        bottom.set_ylabel("exact loss rate (0 drawn at 1e-5)")
+        bottom.set_ylabel("exact loss rate / value (0 drawn at 1e-5)")
         bottom.grid(alpha=0.3, which="both")
         share = bottom.twinx()  # the same curve under every seat: it judges all of them
         share.plot(games, st["unbeatable"], color="black", lw=1.6, marker=marker, ms=4,

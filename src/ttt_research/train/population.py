@@ -156,20 +156,23 @@ def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]
 
 
 def write_evals_csv(path: Path, history: list, members: list, elapsed: list | None = None) -> None:
-    """``population_evals.csv``: games, member, seed, the ``eval/*`` metrics and, last,
-    ``elapsed_s`` (the training wall seconds at the evaluation, ``elapsed``: one per history
-    entry; empty where unknown), one row per member per exact evaluation (none for a member
-    after it stopped); written whole, then renamed into place (``atomic.write_atomic``)."""
+    """``population_evals.csv``: games, member, seed, the ``eval/*`` metrics, the exploitability
+    metrics the reports have (``EXPLOIT_NAMES``: the policy as trained) and, last, ``elapsed_s``
+    (the training wall seconds at the evaluation, ``elapsed``: one per history entry; empty
+    where unknown), one row per member per exact evaluation (none for a member after it
+    stopped); written whole, then renamed into place (``atomic.write_atomic``)."""
     f = io.StringIO(newline="")
     out = csv.writer(f)
-    out.writerow(["games", "member", "seed", *EVAL_NAMES, "elapsed_s"])
+    have = {n for _, reports in history for r in reports if r is not None for n in exploit_metrics(r)}
+    more = [n for n in EXPLOIT_NAMES if n in have]
+    out.writerow(["games", "member", "seed", *EVAL_NAMES, *more, "elapsed_s"])
     elapsed = elapsed if elapsed is not None else [None] * len(history)
     for (games, reports), seconds in zip(history, elapsed, strict=True):
         for m, r in zip(members, reports, strict=True):
             if r is not None:
-                metrics = eval_metrics(r)
+                metrics = {**eval_metrics(r), **exploit_metrics(r)}
                 out.writerow([int(games), m.index, m.seed, *(metrics[n] for n in EVAL_NAMES),
-                              "" if seconds is None else seconds])
+                              *(metrics.get(n, "") for n in more), "" if seconds is None else seconds])
     write_atomic(path, f.getvalue())
 
 
