@@ -31,6 +31,7 @@ from pathlib import Path
 from ttt_research.contract import (
     EVAL_NAMES,
     EVAL_SEATS,
+    EXPLOIT_NAMES,
     GAMES,
     PERF_NAMES,
     ROLLOUT_NAMES,
@@ -92,6 +93,13 @@ def sections(wr, ws, params: list[str] | None = None) -> list:
                      eval_name(s, "worst_case"): "points" for s in EVAL_SEATS}),
             line(wr, "Share of a population's members unbeatable", [UNBEATABLE_FRACTION], range_y=(0, 1)),
         ]),
+        # What the agent plays while it learns (docs/exploitability.md): 0 = nobody beats it.
+        ws.Section(name="Policy as trained", is_open=True, panels=[
+            line(wr, "NashConv: the greedy policy and the policy as trained (log scale)",
+                 ["eval/nashconv", "eval/trained_nashconv"], log_y=True),
+            line(wr, "A best response's value against the policy as trained, per seat (log scale)",
+                 [f"eval/trained_{s}_best_response" for s in EVAL_SEATS], log_y=True),
+        ]),
         ws.Section(name="Sampled vs exact", panels=[
             line(wr, "Win rate: sampled in training vs exact", [ROLLOUT_NAMES[0], *win]),
             line(wr, "Loss rate: sampled in training vs exact", [ROLLOUT_NAMES[1], *loss]),
@@ -129,7 +137,8 @@ def metric_keys(panels) -> set[str]:
 
 def known_metrics() -> set[str]:
     """The metric contract's names: what any panel may show."""
-    return {*EVAL_NAMES, *(n for m in EVAL_NAMES for n in band(m)), *ROLLOUT_NAMES, *PERF_NAMES,
+    names = (*EVAL_NAMES, *EXPLOIT_NAMES)
+    return {*names, *(n for m in names for n in band(m)), *ROLLOUT_NAMES, *PERF_NAMES,
             UNBEATABLE_FRACTION, GAMES}
 
 

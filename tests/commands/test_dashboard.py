@@ -32,7 +32,8 @@ def test_every_panel_charts_contract_metrics_over_games():
     assert keys <= dashboard.known_metrics()
     assert set(EVAL_NAMES) <= keys  # every exact metric is on some chart
     names = [s.name for s in ws.sections]
-    assert names == ["Exact vs random", "Safety", "Sampled vs exact", "Population", "Speed"]
+    assert names == ["Exact vs random", "Safety", "Policy as trained", "Sampled vs exact", "Population",
+                     "Speed"]
     (perfect,) = [p for p in panels if "perfect" in p.title]
     assert perfect.log_y is True
 
