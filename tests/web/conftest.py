@@ -2,10 +2,12 @@
 driven by Playwright for Python; a test is skipped when either is missing, and a test of the
 in-browser engine when ``web/node_modules`` (``npm ci`` in ``web/``) is."""
 
+import os
 from pathlib import Path
 
 import pytest
 
+from ttt_research.web import server
 from ttt_research.web.server import find_node_modules
 
 CHROMIUM = "/usr/bin/chromium"
@@ -29,6 +31,15 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture(autouse=True)
+def _hide_node_modules(monkeypatch):
+    """``TTT_TEST_NO_NODE_MODULES=1``: the tests run as on a clone without ``npm ci`` (used by
+    test_web_without_npm.py to prove that every in-browser test then skips, whatever
+    chromium's state)."""
+    if os.environ.get("TTT_TEST_NO_NODE_MODULES") == "1":
+        monkeypatch.setattr(server, "NODE_MODULES", Path("/nonexistent/web/node_modules"))
 
 
 @pytest.fixture

@@ -238,7 +238,7 @@ def play_games(page, url, path, engine: str) -> None:
 
 @pytest.mark.parametrize("file", ["checkpoints/last.ckpt", "policy.onnx"])
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
-def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, page, ort_installed, file):
+def test_complete_browser_games_from_both_seats_follow_the_python_evaluator(run, ort_installed, page, file):
     with served(run[0] / file) as url:
         play_games(page, url, run[0] / file, "browser")
 
@@ -276,8 +276,9 @@ def test_a_missing_or_broken_model_shows_a_clear_message_on_the_page(page, tmp_p
         assert page.locator("#play-x").is_disabled() and page.locator("#play-o").is_disabled()
 
 
-def test_a_file_the_browser_cannot_run_shows_a_clear_message(run, page):
-    """The page's own check: a URL that is not a model fails in onnxruntime-web."""
+def test_a_file_the_browser_cannot_run_shows_a_clear_message(run, ort_installed, page):
+    """The page's own check: a URL that is not a model fails in onnxruntime-web (without it
+    the page says onnxruntime-web is missing instead: skipped then)."""
     with in_thread(run[0] / "policy.onnx") as url:
         open_game(page, url + "?model=style.css")
         assert "style.css is not a policy model this page can run" in page.inner_text("#error")
