@@ -73,7 +73,18 @@ RUNS: dict[str, list[tuple[list[str], bool]]] = {
     # the same stop, resumed with a larger budget (3,072): test_a_stopped_run_resumes_with_a_larger_budget
     "h2_sigterm_resume_larger_budget": [(["budget.games=2048", "checkpoint_every=1"], True),
                                         (["budget.games=3072", "resume=true"], False)],
+    # Issue 33's references (the second step of the house): its own runs, at full size where
+    # it names a budget ("!full": threads=1 logger=csv without debug=tiny).
+    "i1_seed7_40k": [(["!full", "seed=7", "budget.games=40000"], False)],
+    "i2_ppo_mlp128_seed7_20k": [(["!full", "algo=ppo", "net=mlp128", "seed=7", "budget.games=20000"], False)],
+    "i3_population3_seed7_40k": [(["!full", "population.size=3", "seed=7", "budget.games=40000"], False)],
+    "i4_antirez_repro_seed7_3k": [(["!full", "experiment=antirez_repro", "seed=7", "budget.games=3000"],
+                                   False)],
+    "i5_qlearning": [(["algo=qlearning", "net=qtable", "seed=7"], False)],
+    "i6_dqn": [(["algo=dqn", "seed=7"], False)],
+    "i7_alphazero": [(["algo=alphazero", "seed=7", "budget.games=200", "algo.games_per_update=50"], False)],
 }
+FULL = ["threads=1", "logger=csv"]
 TIME_COLUMN = re.compile(r"(^perf/)|((^|[/_.])(time|times|wall|walltime|timestamp|seconds|secs|"
                          r"elapsed|duration|started|finished|date|now)($|[/_.]))", re.I)
 CAPTURE_CSV = ["metrics.csv", "population.csv", "population_evals.csv"]
@@ -214,7 +225,10 @@ class Snap:
         run_dir = self.out / "runs" / name
         status = []
         for k, (overrides, stop) in enumerate(stages):
-            args = [*TINY, *overrides, f"hydra.run.dir={run_dir}"]
+            base = TINY
+            if overrides[:1] == ["!full"]:
+                base, overrides = FULL, overrides[1:]
+            args = [*base, *overrides, f"hydra.run.dir={run_dir}"]
             if stop:
                 cmd = [str(Path(__file__).resolve()), "--stop-after-first-checkpoint", str(run_dir), *args]
             else:
@@ -222,7 +236,7 @@ class Snap:
             p = self.run(cmd, f"run_{name}.{k}")
             last = (p.stderr.strip().splitlines() or [""])[-1]
             last = last if last.startswith(("stopped by", "error:")) else ""
-            shown = " ".join([*TINY, *overrides]) + (" [SIGTERM after first checkpoint]" if stop else "")
+            shown = " ".join([*base, *overrides]) + (" [SIGTERM after first checkpoint]" if stop else "")
             status.append(f"stage {k}: {shown}\n  exit {p.returncode}"
                           + (f"\n  {self.normalise(last)}" if last else "") + "\n")
         run_dir.mkdir(parents=True, exist_ok=True)
