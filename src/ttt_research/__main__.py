@@ -22,7 +22,7 @@ from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, U
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
-from ttt_research.train.validate import discard_run_dir, validate
+from ttt_research.train.validate import discard_run_dir, validate, validate_added
 
 
 def refuse(error: Exception, discard: bool = True) -> None:
@@ -43,6 +43,8 @@ def refuse(error: Exception, discard: bool = True) -> None:
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def app(cfg: DictConfig) -> float:
     try:
+        hc = HydraConfig.get()
+        validate_added(cfg, hc.overrides.task, hc.runtime.choices)
         validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
     except ConfigError as e:
         refuse(e)

@@ -286,3 +286,43 @@ def test_help_into_a_closed_pipe_ends_quietly():
     err = p.stderr.read().decode()
     p.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_key_added_with_plus_is_checked_like_any_other(tmp_path):
+    """``+foo=1`` trained and wrote ``foo: 1`` into the run's config; ``+algo.lrr=0.5`` ended in
+    a 52-line traceback; both left an empty run folder (issue 35)."""
+    for added, line in (("+foo=1", "error: +foo: no such key in this config (a '+' adds a key, and "
+                                    "nothing reads foo)"),
+                        ("+algo.lrr=0.5", "error: +algo.lrr: no such key in this config (a '+' adds a "
+                                          "key, and nothing reads algo.lrr); did you mean algo.lr?")):
+        out = run("ttt_research", added, "budget.games=2000", cwd=tmp_path)
+        assert out.returncode == 2 and out.stderr.strip().splitlines() == [line], out.stderr
+        assert list(tmp_path.iterdir()) == []  # no outputs/DATE/TIME/ left
+
+
+def test_keys_a_plus_may_add_still_pass_the_check():
+    from ttt_research.errors import ConfigError
+    from ttt_research.train.validate import validate_added
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=["+foo=1"])
+    groups = {"algo": "reinforce", "net": "mlp100", "experiment": None}
+    for ok in (["+experiment=flagship"], ["+trainer.max_time=1"], ["+population.vary.algo.lr=[1,2]"],
+               ["+algo.optimizer={_target_:torch.optim.Adam,_partial_:true}"], ["++algo.lr=2"],
+               ["+logger.wandb.tags=[a]"], ["algo.lr=2"]):
+        validate_added(cfg, ok, groups)
+    with pytest.raises(ConfigError, match=r"\+foo: no such key"):
+        validate_added(cfg, ["+foo=1"], groups)
+    with pytest.raises(ConfigError, match="did you mean algo.lr"):
+        validate_added(cfg, ["+algo.lrr=1"], groups)
+    cfg.algo._target_ = "my_lab.algos.Mine"  # a user's algorithm takes keys of its own
+    validate_added(cfg, ["+algo.shift=0.25"], groups)
+    with pytest.raises(ConfigError, match="did you mean seed"):
+        validate_added(cfg, ["+sed=3"], groups)
+
+
+def test_a_net_the_algorithm_cannot_take_is_named_as_typed(tmp_path):
+    out = run("ttt_research", "algo=qlearning", "net=mlp128", cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: algo=qlearning learns a table of action values: use net=qtable (got net=mlp128)"]
+    assert list(tmp_path.iterdir()) == []

@@ -100,7 +100,7 @@ def _validate_net(cfg: DictConfig) -> None:
     tabular = value_of(cfg, "algo._target_") == TABLE_ALGO
     if tabular and not table:
         raise ConfigError("algo=qlearning learns a table of action values: use net=qtable "
-                          f"(got net={value_of(cfg, 'net._target_')})")
+                          f"(got {_net_named(cfg)})")
     if table:
         need(tabular, "net", "an MLP (mlp25, mlp100, mlp128) for this algorithm: net=qtable "
              "is algo=qlearning's table", "qtable")
@@ -116,6 +116,20 @@ def _validate_net(cfg: DictConfig) -> None:
     need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
     v = value_of(cfg, "net.init")
     need(v in ("default", "uniform"), "net.init", "default or uniform", v)
+
+
+def _net_named(cfg: DictConfig) -> str:
+    """The net as the user chose it: ``net=mlp128`` (Hydra's choice), else its hidden sizes."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        chosen = HydraConfig.get().runtime.choices.get("net")
+    except ValueError:  # not inside a Hydra job (the compose API)
+        chosen = None
+    if chosen:
+        return f"net={chosen}"
+    hidden = value_of(cfg, "net.hidden")
+    return f"an MLP with hidden={OmegaConf.to_container(hidden) if OmegaConf.is_list(hidden) else hidden}"
 
 
 def in_range(cfg: DictConfig, key: str, why: str = "") -> None:
@@ -462,3 +476,48 @@ def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
         except OSError:
             break
     return True
+
+
+# Where `+key=value` may add a key the config does not declare: arguments passed on to another
+# library (the Trainer's and the logger's, each checked there or by _trainer_keys), the
+# population's blocks (checked by validate_population), an optimiser given as a partial, and
+# Hydra's own settings.
+MAY_ADD = ("trainer.", "logger.", "population.vary", "population.sample", "algo.optimizer", "hydra.")
+
+
+def _leaves(node, prefix: str = "") -> list[str]:
+    out = []
+    for k, v in node.items() if isinstance(node, dict) else ():
+        out.append(f"{prefix}{k}")
+        out += _leaves(v, f"{prefix}{k}.")
+    return out
+
+
+def validate_added(cfg: DictConfig, overrides: list[str], groups) -> None:
+    """Refuse a key that ``+key=value`` added to the config when no part of the project reads
+    it (Hydra adds any key with a ``+``: a typo such as ``+algo.lrr=0.5`` would otherwise train
+    and be written into the run's config, or fail later with a traceback). ``groups``: the
+    config groups (``hydra.runtime.choices``), whose options ``+group=option`` adds."""
+    import difflib
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001  Hydra already refused a malformed override before the job
+        return
+    added = [o.key_or_group for o in parsed if o.is_add()]
+    # An algorithm of the user's own (algo._target_ outside this package) takes keys of its own.
+    own = not str(value_of(cfg, "algo._target_") or "").startswith("ttt_research.")
+    known = None
+    for key in added:
+        if (key in groups or key.startswith(MAY_ADD) or key.split("/")[0] in groups
+                or (own and key.startswith("algo."))):
+            continue
+        if known is None:
+            tree = OmegaConf.to_container(cfg, resolve=False)
+            known = [k for k in _leaves(tree) if k not in added and not k.startswith("population.")]
+        near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        raise ConfigError(f"+{key}: no such key in this config (a '+' adds a key, and nothing "
+                          f"reads {key}){hint}")
