@@ -40,6 +40,21 @@ def refuse(error: Exception, discard: bool = True) -> None:
     sys.exit(2)
 
 
+def resume_command(hc) -> str:
+    """The command that continues this job: its own overrides, its folder, ``resume=true``
+    (a new command would otherwise make a new folder and find nothing to resume)."""
+    import shlex
+
+    own = [o for o in plain_overrides(list(hc.overrides.task))
+           if not o.lstrip("+").startswith(("hydra.run.dir=", "resume="))]
+    folder = Path(hc.runtime.output_dir)
+    try:
+        folder = folder.relative_to(Path(hc.runtime.cwd))
+    except ValueError:
+        pass
+    return shlex.join(["python", "-m", "ttt_research", *own, f"hydra.run.dir={folder}", "resume=true"])
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def app(cfg: DictConfig) -> float:
     try:
@@ -68,6 +83,7 @@ def app(cfg: DictConfig) -> float:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     except Stopped as e:  # SIGTERM, SIGINT, SLURM's warning: checkpointed after the update (signals.py)
+        e.command = resume_command(HydraConfig.get())
         if not secondary():
             print(e, file=sys.stderr)
         if e.chain is not None:  # e.g. submitit's handler: it requeues the job, then exits

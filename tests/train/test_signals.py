@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -130,13 +131,16 @@ def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-2000:]
     assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM after ")
-    assert err.strip().endswith("games: resume=true continues")
-    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0"]  # job 1 never started
     job = sweep / "0"
+    # The line says where the run continues: this job's own overrides, its folder, resume=true.
+    hint = err.strip().splitlines()[-1].split("games: resume=true continues: ", 1)[1]
+    assert hint == shlex.join(["python", "-m", "ttt_research", "seed=0", *args, f"hydra.run.dir={job}",
+                               "resume=true"])
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0"]  # job 1 never started
     assert games_in(job / "checkpoints" / "last.ckpt") > 0 and not (job / "eval.json").exists()
-    resumed = subprocess.run([sys.executable, "-m", "ttt_research", "seed=0", *args, "budget.games=100000",
-                              "resume=true", f"hydra.run.dir={job}"], capture_output=True, text=True,
-                             timeout=300)
+    command = shlex.split(hint)
+    resumed = subprocess.run([sys.executable, *command[1:], "budget.games=100000"], capture_output=True,
+                             text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert (job / "eval.json").is_file()
 
@@ -160,7 +164,8 @@ def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 143, err[-2000:]
     games = games_in(tmp_path / "checkpoints" / "last.ckpt")
-    assert err.strip().splitlines()[-1] == f"stopped by SIGTERM after {games:,} games: resume=true continues"
+    assert err.strip().splitlines()[-1].startswith(f"stopped by SIGTERM after {games:,} games: resume=true "
+                                                   f"continues: python -m ttt_research ")
     assert games % 1024 == 0 and 0 < games < 1_024_000  # an update's end, before any regular checkpoint
     resumed = subprocess.run([sys.executable, "-m", "ttt_research", f"budget.games={games + 4096}", *args,
                               "resume=true"], capture_output=True, text=True, timeout=300)

@@ -57,6 +57,7 @@ class Stopped(Exception):
     def __init__(self, signum: int, games: int, complete: bool = False, chain: Callable | None = None):
         self.signum, self.games, self.complete, self.chain = signum, games, complete, chain
         self.code = 128 + signum
+        self.command: str | None = None  # the command that continues the run (set by __main__)
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -64,7 +65,8 @@ class Stopped(Exception):
         if self.complete:
             return (f"stopped by {name} after {self.games:,} games: the run had finished, "
                     "its outputs are complete")
-        return f"stopped by {name} after {self.games:,} games: resume=true continues"
+        where = f": {self.command}" if self.command else ""
+        return f"stopped by {name} after {self.games:,} games: resume=true continues{where}"
 
 
 class Stop:
