@@ -142,6 +142,20 @@ def test_an_empty_wandb_mode_counts_as_unset(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Traceback" not in out.stderr and "literal_error" not in out.stderr
     assert list((tmp_path / "run").glob("wandb/offline-run-*/run-*.wandb"))
+    # A plain line like the run's others (it was in the log's "[time][module][INFO]" format).
+    assert f"W&B offline (no API key or no server): {tmp_path / 'run'}/wandb/; upload later" in out.stdout
+    assert not [line for line in (out.stdout + out.stderr).splitlines() if "W&B" in line and "[INFO]" in line]
+
+
+@pytest.mark.slow  # a tiny run with W&B offline
+def test_offline_asked_for_says_so_not_that_no_key_was_found(tmp_path, monkeypatch, capsys):
+    for k in [k for k in os.environ if k.startswith("WANDB_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    train(make_cfg("logger=wandb", "logger.wandb.mode=offline"), tmp_path / "run")
+    out = capsys.readouterr().out
+    assert f"W&B offline (logger.wandb.mode=offline): {tmp_path / 'run'}/wandb/" in out
+    assert "no API key" not in out
 
 
 def test_tensorboard_run_holds_exact_metrics_hparams_and_curves(tmp_path):

@@ -90,6 +90,12 @@ def make_loggers(cfg: DictConfig, run_dir: str | Path) -> list[Logger]:
     return loggers
 
 
+def offline_line(why: str, run_dir: Path) -> str:
+    """What an offline W&B run says at its start: why it is offline and how to upload it."""
+    return (f"W&B offline ({why}): {run_dir}/wandb/; upload later with "
+            f"`wandb sync {run_dir}/wandb/offline-run-*`")
+
+
 def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     if importlib.util.find_spec("wandb") is None:
         raise ConfigError("logger=wandb needs the wandb package: pip install 'ttt_research[wandb]'")
@@ -120,9 +126,9 @@ def _wandb_logger(cfg: DictConfig, spec: DictConfig, run_dir: Path) -> Logger:
     logger = get_class(kwargs.pop("_target_"))(save_dir=str(run_dir), **kwargs)
     # Lightning always passes `anonymous`, which wandb>=0.2x ignores with a warning per job.
     getattr(logger, "_wandb_init", {}).pop("anonymous", None)
-    if mode == "offline":
-        log.info("W&B offline (no API key or no server): %s/wandb/; upload later with "
-                 "`wandb sync %s/wandb/offline-run-*`", run_dir, run_dir)
+    if mode == "offline":  # a plain line, as the run's others (not in the log's format)
+        why = "logger.wandb.mode=offline" if requested == "offline" else "no API key or no server"
+        print(offline_line(why, run_dir))
     # The whole resolved config, as the run's config (Lightning logs no hyperparameters of ours),
     # and Hydra's group choices (`choices.net: mlp25`): a sweep over a group varies them, and a
     # dashboard's parallel coordinates need them as values (ttt_research.dashboard).
