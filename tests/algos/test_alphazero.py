@@ -63,7 +63,8 @@ def test_a_tiny_run_reports_its_search_exactly(tmp_path):
     report = train(make_cfg(*TINY), tmp_path)
     assert report["search"]["simulations"] == 4
     # says which setting it is (training searches with algo.simulations, 16 by default)
-    assert "search (the test-time search, 4 simulations: algo.test_simulations): optimal moves " in eval_table(report)  # the console's summary
+    line = "search (the test-time search, 4 simulations: algo.test_simulations): optimal moves "
+    assert line in eval_table(report)  # the console's summary
     assert {"as_x", "as_o", "optimal_move_rate"} <= set(report["search"])
     head = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
     for name in ("train/policy_loss", "train/value_loss", "search/depth", "search/improvement"):

@@ -61,7 +61,8 @@ def eval_table(report: dict, seat: str = "both") -> str:
     rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows += trained_lines(report, seat)  # the greedy NashConv, the policy as trained
     rows.append(unbeatable_line(report, seat))
-    rows += [f"{name} (the test-time search, {part['simulations']} simulations: algo.test_simulations): optimal moves {part['optimal_move_rate']:.4f}; "
+    rows += [f"{name} (the test-time search, {part['simulations']} simulations: algo.test_simulations): "
+             f"optimal moves {part['optimal_move_rate']:.4f}; "
              f"{unbeatable_line(part, seat)}" for name, part in report.items()  # alphazero's search
              if isinstance(part, dict) and "worst_case" in part.get(REPORT_KEY["x"], {})]  # policy_parts
     return "\n".join(rows)
