@@ -112,6 +112,11 @@ def test_a_population_is_a_configuration_per_grid_point_with_the_contract_statis
     assert float(low["first_unbeatable_games_median"]) == 2000.0
     md = files["md"].read_text()
     assert "| 0.5 | 8: 100–107 | 0.9038 [" in md and "| 5 of 8: 0.62 [0.31, 0.86] |" in md
+    # Each number with its meaning or unit: the objective's column says what it measures
+    # (it said "objective (score)"), the time column its unit (it said "job s": "2 x 1").
+    head = next(line for line in md.splitlines() if line.startswith("| algo.lr"))
+    assert "objective: score (worst trained seat's win - loss vs random, minus 1 if beatable), IQM" in head
+    assert "| seconds per job (jobs x mean) |" in head and "job s" not in head
     per_seed = rows_of(files["runs"])
     assert [int(r["seed"]) for r in per_seed] == list(range(100, 108)) * 2
     assert [int(r["member"]) for r in per_seed] == list(range(16))

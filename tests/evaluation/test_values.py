@@ -130,5 +130,6 @@ def test_a_population_is_scored_member_by_member_with_its_own_tables():
     assert second["mae"] == pytest.approx((1368 + 0.3 * 1216 + 4952) / 7536, abs=1e-7)
     assert 0 < second["sign_agreement"] < 1
     assert value_lines({"value_accuracy": first}) == [
-        "learned values: sign agrees with minimax at 1.0000 of 2097 decision points, mean |error| 0.0000"]
+        "learned values: sign agrees with minimax at 1.0000 of 2097 decision points, mean |error| 0.0000 "
+        "(reward units, against the minimax value of every legal move)"]
     assert value_lines({}) == []

@@ -77,8 +77,11 @@ def test_each_members_first_update_is_its_single_run(case):
 
 
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
-def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path):
+def test_members_differ_and_each_row_is_its_exported_policys_evaluation(tmp_path, capsys):
     report = train(make_cfg("population.size=3", "population.export=all"), tmp_path)
+    # the members' objective says what it measures (it printed "score: median -0.1836 ...")
+    assert "  score (worst trained seat's win - loss vs random, minus 1 if beatable): median " in (
+        capsys.readouterr().out)
     data = json.loads((tmp_path / "population.json").read_text())
     rows = data["members"]
     assert [r["seed"] for r in rows] == [0, 1, 2] and [r["games"] for r in rows] == [2048] * 3

@@ -36,7 +36,7 @@ from ttt_research.contract import (
     eval_name,
 )
 from ttt_research.evaluation import stats
-from ttt_research.evaluation.objectives import direction
+from ttt_research.evaluation.objectives import direction, meaning
 from ttt_research.files import untrusted
 from ttt_research.files.atomic import write_atomic
 from ttt_research.files.untrusted import Malformed
@@ -222,11 +222,17 @@ def _reached(gs: list) -> str:
     return f"{_games(statistics.median(reached))} ({len(reached)} of {len(gs)})"
 
 
+def objective_title(metric: str) -> str:
+    """The objective's column: its name and, where it has one, what it measures (IQM over seeds)."""
+    what = meaning(metric)
+    return f"objective: {metric}{f' ({what})' if what else ''}, IQM"
+
+
 def markdown(keys: list[str], rows: list[dict]) -> str:
     metrics = [m for m in rows[0]["metrics"] if any(r["summary"][m] for r in rows)]
     head = [*(keys or ["runs"]), "seeds", *(metric_title(m) for m in metrics)]
     head += ["unbeatable (Wilson 95%)", "first unbeatable (median games)", "unbeatable for good from",
-             f"objective ({rows[0]['metric']})", "job s"]
+             objective_title(rows[0]["metric"]), "seconds per job (jobs x mean)"]
     values = [v for v in VALUE_KEYS if any(r["value"][v] for r in rows)]
     head += [VALUE_TITLES[v] for v in values]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -245,8 +251,8 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
         o = row["objective"]
         cells.append("" if o is None else f"{o.iqm:.4f}")
         secs = row["seconds"]
-        cells.append("" if not secs else f"{statistics.fmean(secs):.0f}" if len(secs) == 1
-                     else f"{len(secs)} x {statistics.fmean(secs):.0f}")
+        cells.append("" if not secs else f"{statistics.fmean(secs):.0f} s" if len(secs) == 1
+                     else f"{len(secs)} x {statistics.fmean(secs):.0f} s")
         for v in values:
             s = row["value"][v]
             cells.append("" if s is None else f"{s.iqm:.4f}" if s.min == s.max

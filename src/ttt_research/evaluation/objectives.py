@@ -43,6 +43,28 @@ import statistics
 from ttt_research.contract import EVAL_NAMES, SEAT_KEYS, eval_metrics, learner_loss, unbeatable
 from ttt_research.evaluation.stats import iqm, wilson
 
+# What each per-member name measures, in a few words, for the lines and tables that show it.
+MEANING = {
+    "score": "worst trained seat's win - loss vs random, minus 1 if beatable",
+    "win": "worst trained seat's win rate vs random",
+    "loss": "highest loss rate vs random, over the trained seats",
+    "optimal_move_rate": "share of decision points where the move keeps the minimax value",
+}
+
+
+def meaning(name: str) -> str:
+    """A few words on what the objective ``name`` measures (its per-member name's, for an
+    aggregate such as ``population_median_score``); "" for an ``eval/...`` metric."""
+    for prefix in ("population_median_", "population_iqm_"):
+        if name.startswith(prefix):
+            return MEANING.get(name.removeprefix(prefix), "")
+    if name == "population_unbeatable_fraction":
+        return "share of members nobody can beat"
+    if name == "population_unbeatable_ci_low":
+        return "lower end of the unbeatable share's Wilson 95% interval"
+    return MEANING.get(name, "")
+
+
 # Aggregates over a population's members, and the per-member name each aggregates.
 POPULATION_NAMES = {"population_median_score": "score", "population_median_win": "win",
                     "population_median_loss": "loss", "population_iqm_score": "score",

@@ -143,4 +143,5 @@ def value_lines(report: dict) -> list[str]:
     if not block:
         return []
     return [f"learned values: sign agrees with minimax at {block['sign_agreement']:.4f} of "
-            f"{block['decision_points']} decision points, mean |error| {block['mae']:.4f}"]
+            f"{block['decision_points']} decision points, mean |error| {block['mae']:.4f} "
+            "(reward units, against the minimax value of every legal move)"]

@@ -48,6 +48,7 @@ from ttt_research.contract import (
 )
 from ttt_research.evaluation.exact import evaluate_stack
 from ttt_research.evaluation.exploit import Acting, trained_blocks
+from ttt_research.evaluation.objectives import meaning
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
@@ -260,7 +261,9 @@ def _print_summary(report: dict, agg: dict, members: list, games: int, describe:
     print(f"\nPopulation of {n} after {games:,} games each ({describe}):")
     print(f"  unbeatable: {agg['unbeatable']} of {n} ({agg['unbeatable_fraction']:.3f})"
           + (f"; stopped: {len(agg['stopped'])} (population.json says why)" if agg["stopped"] else ""))
-    print(f"  {ob['per_member']}: median {ob['median']:.4f}, min {ob['min']:.4f}, max {ob['max']:.4f}")
+    what = meaning(ob["per_member"])
+    print(f"  {ob['per_member']}{f' ({what})' if what else ''}: median {ob['median']:.4f}, "
+          f"min {ob['min']:.4f}, max {ob['max']:.4f}")
     print(f"Best member {best} (seed {members[best].seed}"
           + "".join(f", {k}={v:g}" for k, v in members[best].hparams.items()) + "):")
     print(eval_table(report, seat))
