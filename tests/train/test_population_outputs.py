@@ -151,6 +151,22 @@ def test_a_large_population_draws_200_members_spread_evenly_and_says_so(tmp_path
     assert fig._suptitle.get_text() == "population of 250 members"
 
 
+def test_a_population_with_one_evaluation_draws_points_and_says_how_to_get_curves(tmp_path, monkeypatch):
+    """It drew a lone dot under a legend that promised lines, with no hint (issue 35)."""
+    path = tmp_path / "population_evals.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["games", "member", "seed", *EVAL_NAMES])
+        out.writerows([2048, m, m, *[0.5] * len(EVAL_NAMES)] for m in range(3))
+    figures = captured_figures(monkeypatch)
+    plot_population(path, tmp_path / "curves.png", "o")
+    (fig,) = figures
+    assert fig.legends[0].get_texts()[0].get_text() == "win vs random, one point per member (all 3)"
+    assert all(line.get_marker() not in (None, "None", "") for line in fig.axes[0].lines)
+    assert fig._suptitle.get_text() == ("population of 3 members\none exact evaluation (the last), "
+                                        "so no curves: lower eval_every for them")
+
+
 def test_a_population_with_no_evaluation_yet_still_gets_its_curves_png(tmp_path):
     path = tmp_path / "population_evals.csv"
     with open(path, "w", newline="") as f:

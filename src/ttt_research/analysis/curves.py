@@ -279,9 +279,10 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
     fig, axes = plt.subplots(2, len(seats), figsize=(9 if len(seats) == 1 else 14, 7.8),
                              sharex=True, squeeze=False, layout="constrained",
                              gridspec_kw={"height_ratios": [3, 2]})
-    lines_label = (f"win vs random, one line per member (all {len(drawn)})"
-                   if len(drawn) == st["members"] else
-                   f"win vs random, one line per member ({len(drawn)} of {st['members']}, evenly chosen)")
+    single = len(games) == 1  # one evaluation (the last): a point per member, no line to draw
+    each = "one point per member" if single else "one line per member"
+    lines_label = (f"win vs random, {each} (all {len(drawn)})" if len(drawn) == st["members"] else
+                   f"win vs random, {each} ({len(drawn)} of {st['members']}, evenly chosen)")
     alpha = 0.35 if len(drawn) <= 20 else 0.12
     for j, s in enumerate(seats):
         top, bottom = axes[0][j], axes[1][j]
@@ -289,7 +290,7 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
         for k, m in enumerate(drawn):
             rows = cols["member"] == m
             top.plot(cols["games"][rows], cols[win][rows], color=COLOURS["win"], lw=0.6,
-                     alpha=alpha, label=lines_label if k == 0 else None)
+                     marker="." if single else None, alpha=alpha, label=lines_label if k == 0 else None)
         q = st["seats"][s]["win"]  # (3, G)
         top.fill_between(games, q[0], q[2], color=COLOURS["win"], alpha=0.25,
                          label="win: 25th-75th percentile of members")
@@ -332,6 +333,8 @@ def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
     who = f"population of {st['members']} members"
     if st["ended_early"]:
         who += f", {st['ended_early']} stopped early"
+    if single:  # as the sweep report says it (figures.py)
+        who += "\none exact evaluation (the last), so no curves: lower eval_every for them"
     fig.suptitle(f"{title}: {who}" if title else who, fontsize=10)
     out_png = Path(out_png)
     with atomic_path(out_png) as tmp:  # whole or not at all: a kill never leaves a torn image
