@@ -57,3 +57,31 @@ def test_progress_false_prints_no_progress_lines(tmp_path):
                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert not [ln for ln in out.stdout.splitlines() if ln.startswith("[")]
+
+
+@pytest.mark.slow  # a whole command under a pseudo-terminal
+def test_on_a_terminal_progress_counts_games_and_shows_the_exact_figures(tmp_path):
+    """Lightning's bar said "Epoch 0/0 ... 77/391 4.65it/s" with no win rates (issue 35)."""
+    import os
+    import pty
+
+    main, child = pty.openpty()
+    env = dict(os.environ, COLUMNS="110")
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", *TINY, f"hydra.run.dir={tmp_path}"],
+                            stdout=child, stderr=child, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=300) == 0
+    screen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(chunks).decode(errors="replace"))
+    assert "5120/5120 games 100%" in screen and "games/s ETA" in screen
+    assert re.search(r"exact vs random: O win \d\.\d{4} loss \d\.\d{4}  as trained: best response vs O",
+                     screen)
+    assert "Epoch" not in screen and "it/s" not in screen

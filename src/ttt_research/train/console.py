@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 import lightning as L
 
@@ -113,21 +114,100 @@ class ProgressLines(L.Callback):
         if len(history) == self._seen or not trainer.is_global_zero:
             return
         self._seen = len(history)
-        games, report = history[-1]
-        t0, g0 = self._start
-        elapsed = time.perf_counter() - t0
-        rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
-        total = trainer.num_training_batches
-        budget = module.games_per_update * module.budget_processes * total
-        if hasattr(self.evaluation, "summary"):  # a population's: medians over its members
-            exact = self.evaluation.summary()
+        st = status(self, trainer, module, games=history[-1][0])
+        width = len(str(st.updates))
+        self._line = (f"[{batch_idx + 1:>{width}}/{st.updates}] {st.games:>11,} games "
+                      f"{100 * st.games / st.budget:3.0f}%  {st.rate / 1000:,.1f}k games/s  "
+                      f"exact vs random: {st.exact}  ETA {st.eta}")
+
+
+@dataclass
+class Status:
+    """Where a run stands after an update: games played (per member) of the budget, the
+    whole population's speed, the last exact evaluation in words, the time left."""
+
+    games: int
+    budget: int
+    updates: int
+    rate: float  # games per second, all members
+    exact: str
+    eta: str
+
+
+def status(watcher, trainer, module, games: int | None = None) -> Status:
+    """``watcher``: a callback with ``evaluation``, ``seat``, ``seats`` and ``_start``;
+    ``games``: played so far (default: the module's count)."""
+    history = watcher.evaluation.history
+    games = module.games_played if games is None else games
+    t0, g0 = watcher._start
+    elapsed = time.perf_counter() - t0
+    rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
+    updates = trainer.num_training_batches
+    budget = module.games_per_update * module.budget_processes * updates
+    exact = "no exact evaluation yet"
+    if history:
+        report = history[-1][1]
+        if hasattr(watcher.evaluation, "summary"):  # a population's: medians over its members
+            exact = watcher.evaluation.summary()
         else:
             exact = "  ".join(
                 f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
-                f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in self.seats)
-        exact += trained_text(report if isinstance(report, list) else [report], self.seat)
-        eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
-        rate *= int(module.active_all.sum())  # the speed of the whole population
-        width = len(str(total))
-        self._line = (f"[{batch_idx + 1:>{width}}/{total}] {games:>11,} games {100 * games / budget:3.0f}%  "
-                      f"{rate / 1000:,.1f}k games/s  exact vs random: {exact}  ETA {eta}")
+                f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in watcher.seats)
+        exact += trained_text(report if isinstance(report, list) else [report], watcher.seat)
+    eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
+    return Status(games, budget, updates, rate * int(module.active_all.sum()), exact, eta)
+
+
+class GamesProgress(L.Callback):
+    """On a terminal: a Rich display counted in games, not Lightning's "Epoch 0/0" and
+    iterations, with the speed, the time left and the last exact evaluation under it::
+
+        ━━━━━━╸━━━━━━━━━━━━━ 1376256/4014080 games  34% 71.2k games/s ETA 0:00:37
+        exact vs random: O win 0.9031 loss 0.0012  as trained: best response vs O 2.42e-05
+    """
+
+    def __init__(self, evaluation, seat: str, console=None):
+        self.evaluation, self.seat, self.seats = evaluation, seat, JUDGED_SEATS[seat]
+        self.console = console
+        self._start: tuple[float, int] | None = None
+        self._progress = None
+        self._task = None
+
+    def on_train_start(self, trainer, module) -> None:
+        if not trainer.is_global_zero:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._start = (time.perf_counter(), module.games_played)
+        class WithExact(Progress):  # the bar's row, then the exact figures on a line of their own
+            def get_renderables(self):
+                yield self.make_tasks_table(self.tasks)
+                for task in self.tasks:
+                    yield task.fields["exact"]
+
+        self._progress = WithExact(
+            BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("games {task.percentage:>3.0f}%"),
+            TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
+            console=self.console, transient=False)
+        budget = module.games_per_update * module.budget_processes * trainer.num_training_batches
+        self._task = self._progress.add_task("training", total=budget, completed=module.games_played,
+                                             rate="", exact="exact vs random: no evaluation yet")
+        self._progress.start()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        if self._progress is None:
+            return
+        st = status(self, trainer, module)
+        self._progress.update(self._task, completed=st.games, rate=f"{st.rate / 1000:,.1f}k games/s",
+                              exact=f"exact vs random: {st.exact}")
+
+    def on_train_end(self, trainer, module) -> None:
+        self.close()
+
+    def on_exception(self, trainer, module, exception) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

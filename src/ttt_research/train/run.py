@@ -36,7 +36,7 @@ from ttt_research.population.sharing import processes
 from ttt_research.train import population as population_run
 from ttt_research.train import runfolder
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, value_report
-from ttt_research.train.console import OpeningLine, ProgressLines
+from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
 from ttt_research.train.league import league_rows, league_text, write_league
@@ -59,18 +59,16 @@ def quiet_lightning() -> None:
 
 
 def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: str) -> bool:
-    """``progress``: a Rich progress bar on a terminal (``auto``) or when asked (``true``);
-    off a terminal (``auto``) or when asked (``lines``), a line per exact evaluation;
-    ``false``: neither. Returns whether the bar is on."""
+    """``progress``: a Rich display in games with the exact figures on a terminal (``auto``)
+    or when asked (``true``); off a terminal (``auto``) or when asked (``lines``), a line per
+    exact evaluation; ``false``: neither. Returns False: Lightning's own bar ("Epoch 0/0",
+    iterations) stays off either way."""
     tty = sys.stdout.isatty()
-    bar = setting is True or (setting == "auto" and tty)
-    if bar:
-        from lightning.pytorch.callbacks import RichProgressBar
-
-        callbacks.append(RichProgressBar(leave=True))
+    if setting is True or (setting == "auto" and tty):
+        callbacks.append(GamesProgress(evaluation, seat))
     elif setting == "lines" or (setting == "auto" and not tty):
         callbacks.append(ProgressLines(evaluation, seat))
-    return bar
+    return False
 
 
 def build(cfg: DictConfig) -> RLModule:
