@@ -22,7 +22,8 @@ from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, U
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
-from ttt_research.train.validate import discard_run_dir, validate, validate_added
+from ttt_research.train.refusal import discard_run_dir, validate_added
+from ttt_research.train.validate import validate
 
 
 def refuse(error: Exception, discard: bool = True) -> None:

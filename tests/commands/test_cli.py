@@ -302,7 +302,7 @@ def test_a_key_added_with_plus_is_checked_like_any_other(tmp_path):
 
 def test_keys_a_plus_may_add_still_pass_the_check():
     from ttt_research.errors import ConfigError
-    from ttt_research.train.validate import validate_added
+    from ttt_research.train.refusal import validate_added
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["+foo=1"])

@@ -8,7 +8,7 @@ into the file as well (a tee in front of ``sys.stdout``), and log records are wr
 stdout, so the file holds the console's lines in their order. A terminal's progress bar (lines
 with escape sequences) stays on the terminal; the file takes complete plain lines, each as
 the terminal leaves it (after its last carriage return). The file is opened at the first
-line, so a job refused before it printed anything leaves none (``train/validate.discard_run_dir``
+line, so a job refused before it printed anything leaves none (``train/refusal.discard_run_dir``
 then removes the folder). Standard library only; a failing file never disturbs the console.
 """
 
