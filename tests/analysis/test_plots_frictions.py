@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ttt_research import report
+from ttt_research.analysis import curves as curves_module
 from ttt_research.analysis.curves import plot_population, rate_limits, wrap_phrases
 from ttt_research.contract import EVAL_NAMES
 
@@ -117,7 +118,7 @@ def test_a_populations_win_rates_are_drawn_on_their_own_range(tmp_path, monkeypa
     wins = 0.90 + 0.02 * np.linspace(0, 1, 6)[:, None] + 0.001 * np.arange(4)[None, :]  # 0.900 .. 0.923
     path = write_evals(tmp_path / "population_evals.csv", wins)
     figures = []
-    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    monkeypatch.setattr(curves_module, "png_bytes", lambda fig: figures.append(fig) or b"")
     plot_population(path, tmp_path / "curves.png", "o")
     top = figures[0].axes[0]
     low, high = top.get_ylim()
