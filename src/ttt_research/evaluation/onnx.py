@@ -86,7 +86,12 @@ def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = Non
     views = t.view[codes].float()
     with torch.no_grad():
         ref = net(views).float()
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # One thread, no spinning: 4,520 rows are a few ms of work, and onnxruntime's default pool
+    # (a thread per core, spinning between runs) took the core the run's other work was on.
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     got = session.run(["logits"], {"board": views.numpy()})[0]
     for side, logits in (("the network", ref), ("the exported graph", torch.from_numpy(got))):
         try:
