@@ -80,6 +80,9 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert 0 < res["search_phases_ms"]["subtrees"] < res["search_us_per_game"] * 4096 / 1e3
     # The exact NashConv of one policy, its whole report, 100 reports: figures, not targets.
     assert all(res[k] > 0 for k in ("nashconv_ms", "nashconv_report_ms", "nashconv_reports_100_ms"))
+    # The whole command's floor: whole processes, the 1-game run beside Lightning's import.
+    assert res["command_floor_s"] == pytest.approx(res["command_1game_s"] - res["import_lightning_s"])
+    assert 0 < res["refusal_s"] < res["command_1game_s"] and 0 < res["help_s"] < res["command_1game_s"]
     # The host and the torch threads each figure ran with (the configs say 1 per run).
     assert res["host"]["cpu"] and res["host"]["logical_cpus"] == os.cpu_count()
     assert res["threads"]["reinforce"] == 1 and res["threads"]["ppo"] == 1
@@ -192,3 +195,27 @@ def test_the_real_antirez_program_builds_and_is_timed(tmp_path):
     bench_antirez.check_binary(binary)  # its output and stdin dialogue are as this module expects
     seconds = bench_antirez.run_once(binary, 50_000)
     assert 0 < seconds < 120
+
+
+def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_processes(monkeypatch):
+    from ttt_research.bench import floor
+
+    order = []
+    times = {"run": iter([7.0, 6.0, 9.0]), "lightning": iter([9.9, 5.0, 4.0, 4.5])}
+
+    def seconds(args, cwd):
+        kind = "run" if args[:2] == ["-m", "ttt_research"] and "seed=1" in args else (
+            "lightning" if args == floor.LIGHTNING else args[-1])
+        order.append(kind)
+        if kind == "run":
+            assert any(a.startswith("hydra.run.dir=") for a in args)  # each run in its own folder
+        return next(times[kind]) if kind in times else {"--help": 0.9, "seed=-1": 0.5}[kind]
+
+    monkeypatch.setattr(floor, "_seconds", seconds)
+    res = floor.bench_floor(3, log=lambda m: None)
+    # a warm-up import first (not counted), then the two kinds in turn, each going first in turn
+    assert order[:7] == ["lightning", "run", "lightning", "lightning", "run", "run", "lightning"]
+    assert res["command_1game_s"] == 7.0 and res["import_lightning_s"] == 4.5
+    assert res["command_floor_s"] == pytest.approx(2.5)
+    assert (res["help_s"], res["refusal_s"]) == (0.9, 0.5)
+    assert "command_floor_s" in floor.format_line(res) and "--help 0.90 s" in floor.format_line(res)

@@ -29,6 +29,7 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   ratings, what ``python -m ttt_research.tournament`` spends besides loading its participants.
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
+* ``command_floor_s``: a 1-game run's whole command less importing Lightning (``bench/floor.py``).
 
 Speeds from different hosts do not divide, so every ratio printed is one measured in the same
 run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built with ``cc``)
@@ -71,6 +72,7 @@ from ttt_research.baselines import sb3
 from ttt_research.bench import safe
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
+from ttt_research.bench.floor import bench_floor, format_line
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
@@ -329,6 +331,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     out.update(bench_search(device, measure_repeats, log=_say))
     _say("move latency")
     out.update(bench_latency(measure_repeats))
+    out.update(bench_floor(measure_repeats, log=_say))  # whole processes: the whole command's floor
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
                                                        log=_say)):
         same_run["antirez"]["time_to_safe"] = block
@@ -396,6 +399,7 @@ def format_table(res: dict) -> str:
         rows.append(f"{'search_us_per_game':<24} {res['search_us_per_game']:>14.1f}  alphazero self-play, "
                     f"{st['batch']:,d} games x {st['simulations']} simulations, 1 thread (tables "
                     f"{ph['tables']:.0f} ms + subtrees {ph['subtrees']:.0f} ms of each batch)")
+    rows += [format_line(res)] if "command_floor_s" in res else []
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
                 "the browser (another host)")
