@@ -22,7 +22,7 @@ from ttt_research.analysis.plotter import Plotter
 from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
-from ttt_research.train.confdir import config_dir, made_by_this_run, plain_overrides
+from ttt_research.train.confdir import app_help, config_dir, made_by_this_run, plain_overrides
 from ttt_research.train.ranks import secondary
 from ttt_research.train.refusal import discard_run_dir, validate_added
 from ttt_research.train.validate import validate
@@ -111,6 +111,12 @@ def main() -> None:
     ``+experiment=NAME`` also works (``confdir.plain_overrides``) and Hydra's own errors are
     one line (``hydra_errors``)."""
     sys.argv[1:] = plain_overrides(sys.argv[1:])
+    if sys.argv[1:] in (["--help"], ["-h"]) and (text := app_help()) is not None:
+        try:  # Hydra's text, written without composing the tree once per group (confdir.app_help)
+            print(text)
+        except BrokenPipeError:  # `--help | head`
+            sys.exit(reader_gone())
+        return
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`

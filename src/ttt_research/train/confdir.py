@@ -128,3 +128,27 @@ def compose(overrides: list[str] | tuple[str, ...] = (), hydra: bool = False):
     with initialize_config_dir(str(config_dir()), version_base="1.3"):
         return hydra_compose("config", overrides=plain_overrides(list(overrides)),
                              return_hydra_config=hydra)
+
+
+def app_help() -> str | None:
+    """``python -m ttt_research --help`` as Hydra writes it, without Hydra: the template of
+    ``hydra.help`` in ``config.yaml`` with ``$APP_CONFIG_GROUPS`` filled from the config tree's
+    folders (``group: option, ...``, sorted, nested groups as ``experiment/leaderboard``).
+    Hydra fills every placeholder whether the template uses it or not, and lists the groups
+    by composing the tree once per group (~0.6 s of a --help that took 0.9-1.2 s). None where
+    the template asks for more than the groups (then Hydra writes it)."""
+    import string
+
+    import yaml
+
+    root = config_dir()
+    text = yaml.safe_load((root / "config.yaml").read_text())["hydra"]["help"]["template"]
+    template = string.Template(text)
+    names = {m.group("named") or m.group("braced") for m in template.pattern.finditer(text)}  # 3.10's
+    if not names - {None} <= {"APP_CONFIG_GROUPS"}:  # get_identifiers(); None: "$$" or a lone "$"
+        return None
+    groups = sorted(str(d.relative_to(root).as_posix()) for d in root.rglob("*") if d.is_dir()
+                    and d.name != "__pycache__" and d.relative_to(root).parts[0] != "hydra"
+                    and any(d.glob("*.yaml")))
+    lines = "".join(f"{g}: {', '.join(sorted(p.stem for p in (root / g).glob('*.yaml')))}\n" for g in groups)
+    return template.substitute(APP_CONFIG_GROUPS=lines)
