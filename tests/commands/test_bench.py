@@ -201,11 +201,13 @@ def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_process
     from ttt_research.bench import floor
 
     order = []
-    times = {"run": iter([7.0, 6.0, 9.0]), "lightning": iter([9.9, 5.0, 4.0, 4.5])}
+    times = {"run": iter([7.0, 6.0, 9.0]), "lightning": iter([9.9, 5.0, 4.0, 4.5]),
+             "frozen": iter([3.0, 4.0, 3.5])}
 
     def seconds(args, cwd):
-        kind = "run" if args[:2] == ["-m", "ttt_research"] and "seed=1" in args else (
-            "lightning" if args == floor.LIGHTNING else args[-1])
+        kind = {tuple(floor.LIGHTNING): "lightning", tuple(floor.FROZEN): "frozen"}.get(tuple(args))
+        if kind is None:
+            kind = "run" if "seed=1" in args else args[-1]
         order.append(kind)
         if kind == "run":
             assert any(a.startswith("hydra.run.dir=") for a in args)  # each run in its own folder
@@ -213,9 +215,11 @@ def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_process
 
     monkeypatch.setattr(floor, "_seconds", seconds)
     res = floor.bench_floor(3, log=lambda m: None)
-    # a warm-up import first (not counted), then the two kinds in turn, each going first in turn
-    assert order[:7] == ["lightning", "run", "lightning", "lightning", "run", "run", "lightning"]
+    # a warm-up import first (not counted), then the three kinds in turn, each going first in turn
+    assert order[:10] == ["lightning", "run", "lightning", "frozen", "lightning", "frozen", "run",
+                          "frozen", "run", "lightning"]
     assert res["command_1game_s"] == 7.0 and res["import_lightning_s"] == 4.5
     assert res["command_floor_s"] == pytest.approx(2.5)
+    assert res["import_lightning_frozen_s"] == 3.5 and res["command_floor_frozen_s"] == pytest.approx(3.5)
     assert (res["help_s"], res["refusal_s"]) == (0.9, 0.5)
     assert "command_floor_s" in floor.format_line(res) and "--help 0.90 s" in floor.format_line(res)
