@@ -19,12 +19,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from ttt_research.analysis.plotter import Plotter
 from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import app_help, config_dir, made_by_this_run, plain_overrides
-from ttt_research.train.ranks import secondary
 from ttt_research.train.refusal import discard_run_dir, validate_added
 from ttt_research.train.validate import validate
 
@@ -67,13 +65,10 @@ def app(cfg: DictConfig) -> float:
         validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
     except ConfigError as e:
         refuse(e)
-    # curves.png's helper process (analysis/plotter.py) loads matplotlib now, on the other core,
-    # while this one loads torch and Lightning: the figure is then ready when the run ends.
-    plots = None if secondary() else Plotter.start()
     # Imported once the config passed: these load torch and Lightning (~4-8 s), which a refused
     # value never waits for.
     from ttt_research.train.run import train
-    from ttt_research.train.runfolder import FolderInUse
+    from ttt_research.train.runfolder import FolderInUse, secondary
     from ttt_research.train.signals import Stopped
     from ttt_research.train.tracking import finish
 
@@ -84,8 +79,7 @@ def app(cfg: DictConfig) -> float:
     if gc.get_freeze_count() == 0:
         gc.freeze()
     try:
-        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True, validated=True,
-                       plots=plots)
+        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True, validated=True)
     except FolderInUse as e:  # another run's folder: not one thing in it is ours to remove
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
@@ -106,8 +100,6 @@ def app(cfg: DictConfig) -> float:
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
         sys.exit(reader_gone())  # the last checkpoint stays, resume=true goes on from it
     finally:
-        if plots is not None:
-            plots.close()
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
     return objective(report, cfg.seat.side, cfg.optimized_metric)

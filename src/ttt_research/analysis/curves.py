@@ -89,8 +89,8 @@ def _smooth(values: list[float], window: int) -> list[float]:
 
 
 def figure(**kwargs):
-    """A matplotlib ``Figure`` on the Agg canvas, without ``pyplot`` (its import and its
-    global state cost a plot ~0.15 s and nothing here shows a window)."""
+    """A matplotlib ``Figure`` on the Agg canvas, without ``pyplot``'s global state (nothing
+    here shows a window, and a figure not registered there needs no ``close``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -126,12 +126,10 @@ def plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o",
-                title: str = "", png: bytes | None = None) -> Path:
-    """Write ``curves.png`` of a run (atomically): ``png`` when given (drawn ahead, e.g. by
-    ``analysis/plotter.py``), else drawn here (``curves_png``)."""
+def plot_curves(metrics_csv: str | Path, out_png: str | Path, seat: str = "o", title: str = "") -> Path:
+    """Write ``curves.png`` of a run, whole or not at all (``curves_png``, then one rename)."""
     out_png = Path(out_png)
-    write_atomic(out_png, png if png is not None else curves_png(metrics_csv, seat, title))
+    write_atomic(out_png, curves_png(metrics_csv, seat, title))
     return out_png
 
 
@@ -295,11 +293,10 @@ def drawn_members(members, limit: int = MAX_LINES):
 
 
 def plot_population(evals_csv: str | Path, out_png: str | Path, seat: str = "o",
-                    title: str = "", png: bytes | None = None) -> Path:
-    """Write a population's ``curves.png`` (atomically): ``png`` when given (drawn ahead),
-    else drawn here (``population_png``)."""
+                    title: str = "") -> Path:
+    """Write a population's ``curves.png``, whole or not at all (``population_png``)."""
     out_png = Path(out_png)
-    write_atomic(out_png, png if png is not None else population_png(evals_csv, seat, title))
+    write_atomic(out_png, population_png(evals_csv, seat, title))
     return out_png
 
 

@@ -87,7 +87,7 @@ def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = Non
     with torch.no_grad():
         ref = net(views).float()
     # One thread, no spinning: 4,520 rows are a few ms of work, and onnxruntime's default pool
-    # (a thread per core, spinning between runs) took the core the run's other work was on.
+    # (a thread per core, spinning between runs) takes a core from whatever else runs.
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")

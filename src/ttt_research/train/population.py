@@ -222,22 +222,18 @@ def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict
 
 
 def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, report: dict,
-                  content: dict, describe: str, plots=None) -> None:
+                  content: dict, describe: str) -> None:
     """The population's run folder (``summarise`` made its numbers): the members' files,
     ``policy.onnx`` and ``members/NNN/policy.onnx``, ``curves.png``, then ``eval.json``.
 
     Each file is written whole or not at all (``atomic``); ``eval.json``, which marks the
-    run complete, comes last, after every other file of the run. ``plots``: the run's
-    ``analysis.plotter.Plotter`` (None: ``curves.png`` is drawn here)."""
+    run complete, comes last, after every other file of the run."""
     rows, agg = content["members"], content["aggregate"]
     whole = module.whole
     members = whole["members"]
     results.write_population_json(run_dir / "population.json", rows, agg)
     results.write_population_csv(run_dir / "population.csv", rows, cfg.seat.side)
     write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members, evaluation.elapsed)
-    # curves.png drawn by the run's helper (analysis/plotter.py) while the members export
-    curves = plots.request("population", run_dir / "population_evals.csv", cfg.seat.side, describe) \
-        if plots is not None else None
     best = agg["best"]
     chosen = range(len(members)) if cfg.population.export == "all" else [best]
     parity = 0.0
@@ -253,8 +249,7 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
         if k == best:
             with atomic_path(run_dir / "policy.onnx") as tmp:
                 export(net, tmp, meta)
-    plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, describe,
-                    png=curves.png() if curves is not None else None)
+    plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, describe)
     write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
     _print_summary(report, agg, members, module.games_played, describe, run_dir, parity, cfg.seat.side)
 

@@ -25,7 +25,6 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves
-from ttt_research.analysis.plotter import Plotter
 from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
@@ -124,8 +123,7 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
                     shard_rank=shard_rank)
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False,
-          plots: Plotter | None = None) -> dict:
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
 
     The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
@@ -135,9 +133,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     run after the update it arrived in, with a checkpoint (``signals.Stopped``).
 
     The config is validated once per run, here (``validate.validate``), unless the caller
-    did it already on this very config (``validated``): the command does, before torch loads.
-    ``plots``: the helper that draws curves.png (``analysis/plotter.py``), the caller's to
-    close; without one, the run starts its own."""
+    did it already on this very config (``validated``): the command does, before torch loads."""
     if not validated:
         validate(cfg)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
@@ -148,21 +144,14 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
     with runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop:
-        own = plots is None and not runfolder.secondary()
-        if own:  # curves.png's helper: matplotlib loads beside the training
-            plots = Plotter.start()
-        try:
-            report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files, plots)
-        finally:
-            if own and plots is not None:
-                plots.close()
+        report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
         if stop.signum:  # noted while the outputs were written: they are whole, the run is done
             raise stop.stopped(stop.games, complete=True)
         return report
 
 
 def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
-           hydra_files: bool, plots: Plotter | None = None) -> dict:
+           hydra_files: bool) -> dict:
     resume_from = folder.resume_from
     if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
         cfg = OmegaConf.merge(cfg, {"resume": True})
@@ -213,13 +202,9 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         report, content = population_run.summarise(cfg, module, evaluation)
         if trainer.is_global_zero:
             title = describe(cfg, module, opponent=False, members=members)
-            population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title, plots)
+            population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
             publish(cfg, loggers, run_dir, report, population=content)
         return report
-    title = describe(cfg, module, opponent=False)
-    # drawn by the helper while the evaluation and the export below run (metrics.csv is whole)
-    curves = plots.request("curves", run_dir / "metrics.csv", cfg.seat.side, title) \
-        if plots is not None and trainer.is_global_zero else None
     report = evaluate_agent(module.policy_logits, module.algo.acting(module))  # greedy, and as trained
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
     report.update(value_report(module))  # value_accuracy, for an algorithm with action values
@@ -230,7 +215,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
                 else []
             write_league(run_dir / "league.csv", rows)
             print(league_text(rows))
-        write_outputs(cfg, run_dir, module, report, curves.png if curves is not None else None)
+        write_outputs(cfg, run_dir, module, report)
         publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
     return report
 
@@ -318,9 +303,8 @@ def _checkpoint_games(checkpoint: Path) -> int:
     return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
 
 
-def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict, curves=None) -> None:
+def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
     """policy.onnx (with its parity check), curves.png, then eval.json, and the console table.
-    ``curves``: a callable returning curves.png's bytes, drawn ahead (``Plotter.request``).
 
     Each file is written whole or not at all (a temporary file renamed, ``atomic``), and
     ``eval.json``, which marks the run complete, comes last: a kill before it leaves a run
@@ -331,8 +315,7 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict, curves=N
     with atomic_path(run_dir / "policy.onnx") as tmp:
         parity = export(module.net, tmp, meta)
     title = describe(cfg, module, opponent=False)
-    plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title,
-                png=curves() if curves is not None else None)
+    plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
     write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
     print(eval_table(report, cfg.seat.side))

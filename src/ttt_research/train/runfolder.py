@@ -41,7 +41,6 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.errors import ConfigError
 from ttt_research.files.atomic import write_atomic
 from ttt_research.population.sharing import processes
-from ttt_research.train.ranks import secondary
 
 LOCK_NAME = ".lock"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
@@ -63,6 +62,17 @@ _ABSENT = object()
 
 class FolderInUse(ConfigError):
     """Another live run holds the folder's lock (its folder is left strictly alone)."""
+
+
+def secondary() -> bool:
+    """Whether this process is a DDP rank > 0 or a SLURM task > 0 of a run whose first
+    process owns the folder (Lightning reruns the command for local ranks > 0 with
+    ``LOCAL_RANK`` set; torchrun and SLURM set ``RANK`` / ``SLURM_PROCID`` for every task)."""
+    for var in ("LOCAL_RANK", "RANK", "NODE_RANK", "SLURM_PROCID"):
+        value = os.environ.get(var, "0")
+        if value.isdigit() and int(value) > 0:
+            return True
+    return False
 
 
 def requeued() -> int:
