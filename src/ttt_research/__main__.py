@@ -120,6 +120,7 @@ def main() -> None:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
         sys.exit(reader_gone())
+    gc.freeze()  # every job is done: what the runs left dies with the process, uncollected at exit
 
 
 if __name__ == "__main__":
