@@ -35,6 +35,6 @@ def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = N
         "tournament_setting": {"agents": 100, "threads": 1}})
     monkeypatch.setattr(bench, "bench_latency",
                         lambda *a: {"move_latency_ms": {"torch": 0.02, "onnxruntime": 0.01}})
-    monkeypatch.setattr(bench, "bench_floor", lambda *a, **k: {
+    monkeypatch.setattr(bench.floor, "bench_floor", lambda *a, **k: {
         "command_floor_s": 1.2, "command_1game_s": 6.0, "import_lightning_s": 4.8, "help_s": 0.9,
         "refusal_s": 0.5, "command_floor_frozen_s": 2.2, "import_lightning_frozen_s": 3.8})

@@ -69,10 +69,9 @@ from hydra.utils import instantiate
 from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
-from ttt_research.bench import safe
+from ttt_research.bench import floor, safe
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
-from ttt_research.bench.floor import bench_floor, format_line
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.search import bench_search
 from ttt_research.contract import unbeatable
@@ -331,7 +330,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     out.update(bench_search(device, measure_repeats, log=_say))
     _say("move latency")
     out.update(bench_latency(measure_repeats))
-    out.update(bench_floor(measure_repeats, log=_say))  # whole processes: the whole command's floor
+    out.update(floor.bench_floor(measure_repeats, log=_say))  # whole processes: the whole command's floor
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
                                                        log=_say)):
         same_run["antirez"]["time_to_safe"] = block
@@ -399,7 +398,7 @@ def format_table(res: dict) -> str:
         rows.append(f"{'search_us_per_game':<24} {res['search_us_per_game']:>14.1f}  alphazero self-play, "
                     f"{st['batch']:,d} games x {st['simulations']} simulations, 1 thread (tables "
                     f"{ph['tables']:.0f} ms + subtrees {ph['subtrees']:.0f} ms of each batch)")
-    rows += [format_line(res)] if "command_floor_s" in res else []
+    rows += [floor.format_line(res)] if "command_floor_s" in res else []
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
                 "the browser (another host)")

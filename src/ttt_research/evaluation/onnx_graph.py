@@ -30,7 +30,7 @@ import struct
 import numpy as np
 import torch
 
-from ttt_research.models.nets import MASKED, MLP
+from ttt_research.models.nets import MASKED, MLP, linears
 from ttt_research.models.qtable import EMPTY_VIEW_CODE, N_CODES, POW3, QTable
 
 OPSET, IR_VERSION = 17, 8
@@ -93,7 +93,7 @@ def _array(t: torch.Tensor) -> np.ndarray:
 
 def _mlp(net: MLP) -> tuple[list[bytes], list[bytes], str]:
     """The encoding and the layers of an MLP: (nodes, initializers, the raw values' name)."""
-    nodes, inits = [], [tensor("zero", np.zeros((), np.float32))]
+    nodes, inits = [], []
     x = "board"
     if net.encoding_name == "planes18":
         inits += [tensor("last_axis", np.array([2], np.int64)),
@@ -107,7 +107,7 @@ def _mlp(net: MLP) -> tuple[list[bytes], list[bytes], str]:
         x = "planes18"
     elif net.encoding_name != "signed9":
         raise ValueError(f"no ONNX graph for encoding {net.encoding_name!r}")
-    layers = [m for m in net.body if isinstance(m, torch.nn.Linear)]  # input to output
+    layers = linears(net)
     for i, lin in enumerate(layers):
         inits += [tensor(f"w{i}", _array(lin.weight)), tensor(f"b{i}", _array(lin.bias))]
         out = f"gemm{i}"
@@ -121,7 +121,7 @@ def _mlp(net: MLP) -> tuple[list[bytes], list[bytes], str]:
 
 def _table(net: QTable) -> tuple[list[bytes], list[bytes], str]:
     """A table's row lookup by view code: (nodes, initializers, the raw values' name)."""
-    inits = [tensor("zero", np.zeros((), np.float32)), tensor("pow3", np.array(POW3, np.float32)),
+    inits = [tensor("pow3", np.array(POW3, np.float32)),
              tensor("empty_code", np.array(EMPTY_VIEW_CODE, np.float32)),
              tensor("code_max", np.array(N_CODES - 1, np.float32)), tensor("q", _array(net.q))]
     nodes = [node("MatMul", ["board", "pow3"], ["digits"]),
@@ -144,7 +144,8 @@ def model_bytes(net: torch.nn.Module, metadata: dict[str, str] | None = None) ->
     metadata_props: ir_version (1), producer_name (2), graph (7), opset_import (8),
     metadata_props (14)."""
     nodes, inits, raw = _mlp(net) if isinstance(net, MLP) else _table(net)
-    inits.append(tensor("masked", np.array(MASKED, np.float32)))
+    # shared by both: 0 (the encoding's and the mask's comparisons, the table's clip) and the mask
+    inits = [tensor("zero", np.zeros((), np.float32)), *inits, tensor("masked", np.array(MASKED, np.float32))]
     nodes += [node("Equal", ["board", "zero"], ["empty"]),
               node("Where", ["empty", raw, "masked"], ["logits"])]
     graph = (b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "policy")

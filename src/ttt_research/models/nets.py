@@ -64,7 +64,7 @@ class MLP(nn.Module):
         return self.raw_logits(view).masked_fill(view != 0, MASKED)
 
 
-def _linears(mlp: MLP) -> list[nn.Linear]:
+def linears(mlp: MLP) -> list[nn.Linear]:
     """An MLP's linear layers, input to output."""
     return [m for m in mlp.body if isinstance(m, nn.Linear)]
 
@@ -99,7 +99,7 @@ class MLPStack(nn.Module):
         self.hidden = [int(h) for h in hidden]
         self.outputs = int(outputs)
         # weights[i]: (N, out_i, in_i); biases[i]: (N, out_i): layer i of every member.
-        layers = [_linears(m) for m in members]
+        layers = [linears(m) for m in members]
         self.weights = nn.ParameterList(nn.Parameter(torch.stack([ls[i].weight.detach() for ls in layers]))
                                         for i in range(len(layers[0])))
         self.biases = nn.ParameterList(nn.Parameter(torch.stack([ls[i].bias.detach() for ls in layers]))
@@ -111,7 +111,7 @@ class MLPStack(nn.Module):
         if not members:
             raise ValueError("a population needs at least one member")
         first = members[0]
-        outputs = _linears(first)[-1].out_features
+        outputs = linears(first)[-1].out_features
         shapes = [p.shape for p in first.parameters()]
         for k, m in enumerate(members):
             if m.spec() != first.spec() or [p.shape for p in m.parameters()] != shapes:
@@ -140,7 +140,7 @@ class MLPStack(nn.Module):
             mlp = MLP(self.hidden, self.encoding_name, "default", self.outputs)
         mlp.to(self.weights[0].device)
         with torch.no_grad():
-            for lin, (w, b) in zip(_linears(mlp), self._member_params(k), strict=True):
+            for lin, (w, b) in zip(linears(mlp), self._member_params(k), strict=True):
                 lin.weight.copy_(w)
                 lin.bias.copy_(b)
         return mlp
@@ -150,7 +150,7 @@ class MLPStack(nn.Module):
         if mlp.spec() != self.spec():
             raise ValueError(f"cannot load a {mlp.spec()} network into a {self.spec()} population")
         with torch.no_grad():
-            for lin, (w, b) in zip(_linears(mlp), self._member_params(k), strict=True):
+            for lin, (w, b) in zip(linears(mlp), self._member_params(k), strict=True):
                 w.copy_(lin.weight)
                 b.copy_(lin.bias)
 
