@@ -92,7 +92,7 @@ def app(cfg: DictConfig) -> float:
         sys.exit(2)
     except Stopped as e:  # SIGTERM, SIGINT, SLURM's warning: checkpointed after the update (signals.py)
         e.command = resume_command(HydraConfig.get())
-        if not secondary():
+        if not secondary(cfg):
             print(e, file=sys.stderr)
         if e.chain is not None:  # e.g. submitit's handler: it requeues the job, then exits
             e.chain(e.signum, None)

@@ -9,9 +9,6 @@ saves the ~10 s a subprocess spends importing torch and Lightning."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import shutil
 import subprocess
 import sys
@@ -21,6 +18,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from tests.helpers.command import checksums, cli, one_error_line
 from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
 from ttt_research.train import runfolder
@@ -28,35 +26,6 @@ from ttt_research.train.confdir import compose
 from ttt_research.train.run import train
 
 TINY = ["debug=tiny", "progress=false", "threads=1"]
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    """``python -m ttt_research ARGS`` in this process: (exit code, stdout, stderr)."""
-    from ttt_research.__main__ import main
-
-    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
-    sys.argv = ["ttt_research", *args]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
-
-
-def checksums(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` (hidden ones too) -> its SHA-256."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -266,8 +235,8 @@ def test_ddp_processes_after_the_first_take_no_lock_and_write_nothing(runs, tmp_
     held.acquire(timeout=0)
     before = checksums(folder)
     monkeypatch.setenv("LOCAL_RANK", "1")
-    assert runfolder.secondary()
-    cfg = make_cfg("threads=1")
+    cfg = make_cfg("threads=1", "trainer=ddp")
+    assert runfolder.secondary(cfg)
     with runfolder.claim(folder, cfg) as claim:
         assert claim.resume_from is None and not claim.primary
         claim.commit(cfg, hydra_files=True)

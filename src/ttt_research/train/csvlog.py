@@ -31,6 +31,7 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 
 from ttt_research.contract import GAMES
+from ttt_research.errors import ConfigError
 from ttt_research.files.atomic import OutputError, atomic_path, describe_os_error, write_atomic
 
 METRICS_FILE = "metrics.csv"
@@ -56,6 +57,40 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     """(header, rows as {column: cell}) of a metrics file, complete lines only."""
     header, lines = read_lines(path)
     return header, [dict(zip(header, cells, strict=False)) for cells in csv.reader(lines)]
+
+
+def check_rows(path: Path) -> None:
+    """Refuse, in one line naming the file and the line, a metrics file that a resume could
+    not carry to its end: bytes that are not UTF-8, a cell past csv's field limit, a row with
+    more cells than the header, or a cell that is not a number (every cell this project logs
+    is one; ``analysis/curves.py`` draws from them after the last update, so a text row there
+    would fail the run only after its training). Called before a resume writes anything."""
+    try:
+        header, lines = read_lines(path)
+        rows = list(csv.reader(lines))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {e.start}): it is not this run's metrics log; "
+                          "nothing was changed") from None
+    except csv.Error as e:
+        raise ConfigError(f"{path} is not a metrics log of this project ({e}); nothing was changed") from None
+    for line, cells in enumerate(rows, start=2):
+        bad = next((i for i, cell in enumerate(cells) if i >= len(header) or not _number(cell)), None)
+        if bad is not None:
+            what = ("more cells than the header has" if bad >= len(header)
+                    else f"{header[bad]!r} is not a number")
+            raise ConfigError(f"{path}, line {line}: {what}, so the run could not draw its curves; "
+                              "remove that row (or the file) and resume again; nothing was changed")
+
+
+def _number(cell: str) -> bool:
+    """An empty cell or one that reads as a float."""
+    if cell == "":
+        return True
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def format_rows(header: list[str], rows: list[dict]) -> str:

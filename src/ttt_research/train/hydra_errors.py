@@ -15,16 +15,19 @@ exceptions of *reading the command line and composing the config* into one line:
 Anything raised once the job runs stays what it was: our own refusals are already one line
 (``__main__.refuse``), and anything else is a bug that keeps its traceback. A user who sets
 ``HYDRA_FULL_ERROR=1`` gets Hydra's full report, untouched. Standard library, Hydra and
-OmegaConf only: nothing here loads torch.
+OmegaConf only (and ``files.atomic``'s words for a disk's errors): nothing here loads torch.
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import re
 import sys
 from collections.abc import Callable
+
+from ttt_research.files.atomic import describe_os_error
 
 FULL = "HYDRA_FULL_ERROR"
 # Set beside FULL when we set it: a process started from this one (DDP's other ranks rerun the
@@ -108,7 +111,30 @@ def one_line(error: BaseException, given: list[str] = ()) -> str | None:
         return _plain(str(error), error.__cause__, given)
     if isinstance(error, ValueError) and str(error).startswith(HYDRA_VALUE_ERRORS):
         return _plain(str(error), None, given)  # Hydra raises these as bare ValueErrors
+    if isinstance(error, OSError) and _making_the_run_folder(error):
+        return _no_folder(error)
     return None
+
+
+def _making_the_run_folder(error: OSError) -> bool:
+    """Whether the error is Hydra's own ``mkdir`` of a run's folder (``hydra.run.dir``, a
+    sweep's ``hydra.sweep.dir`` and its jobs'), raised before any job runs: the frame that
+    called pathlib's is Hydra's (an ``OSError`` of the job has the job's frames there)."""
+    tb, caller = error.__traceback__, ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.endswith("pathlib.py") and f"{os.sep}hydra{os.sep}" in caller:
+            return True
+        caller, tb = name, tb.tb_next
+    return False
+
+
+def _no_folder(error: OSError) -> str:
+    """hydra.run.dir names a file, or a folder below a file, or where nothing can be made."""
+    why = {errno.EEXIST: "a file is there, not a folder", errno.ENOTDIR: "a part of the path is a file"}
+    reason = why.get(error.errno) or describe_os_error(error)
+    return (f"cannot make the run folder {error.filename}: {reason}; choose another hydra.run.dir "
+            "(hydra.sweep.dir with -m)")
 
 
 # --------------------------------------------------------------------------- the cases

@@ -10,6 +10,7 @@ signal: ``signals.py``) -> exact evaluation -> run folder: ``eval.json``,
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves
+from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
@@ -123,6 +125,58 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
                     shard_rank=shard_rank)
 
 
+OPTIMIZER_FORM = "a partial torch optimiser, e.g. {_target_: torch.optim.Adam, _partial_: true}"
+
+
+def check_optimizer(cfg: DictConfig) -> None:
+    """``algo.optimizer`` (null, or a partial the algorithm completes with its parameters and
+    ``lr``) builds a torch optimiser: tried on a parameter of its own before the run folder is
+    claimed, so that an unknown target, a target that is no optimiser (``os.getcwd``) or
+    arguments the optimiser refuses (``betas: [2, 2]``) are one line, not a traceback once
+    ``.hydra/`` and ``run.json`` are written."""
+    spec = OmegaConf.select(cfg, "algo.optimizer")
+    if spec is None:
+        return
+    target = spec.get("_target_") if OmegaConf.is_dict(spec) else None
+    try:
+        made = _locate(str(target))
+    except Exception as e:  # noqa: BLE001  not importable, or an error of the module imported
+        raise ConfigError(f"algo.optimizer._target_={target} cannot be found ({_reason(e)}): "
+                          f"it must be {OPTIMIZER_FORM}") from None
+    if not (isinstance(made, type) and issubclass(made, torch.optim.Optimizer)):
+        raise ConfigError(f"algo.optimizer._target_={target} is not a torch optimiser (a subclass of "
+                          f"torch.optim.Optimizer): it must be {OPTIMIZER_FORM}")
+    lr = OmegaConf.select(cfg, "algo.lr")
+    try:
+        instantiate(spec)([torch.nn.Parameter(torch.zeros(1))], lr=float(lr) if lr is not None else 1e-3)
+    except Exception as e:  # noqa: BLE001  whatever the optimiser's own checks raise
+        raise ConfigError(f"algo.optimizer does not build an optimiser ({_reason(e)}): it must be "
+                          f"{OPTIMIZER_FORM}, with arguments the optimiser takes") from None
+
+
+def _locate(path: str):
+    """The object a dotted path names (the longest importable module, then attributes), as
+    Hydra finds a ``_target_``, without Hydra's error log (it would land in ``train.log``)."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            found = getattr(found, name)
+        return found
+    raise ImportError(f"no module named {parts[0]}")
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of the innermost cause (Hydra wraps a constructor's error in its own)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    lines = str(error).strip().splitlines()
+    return lines[0][:160] if lines else type(error).__name__
+
+
 def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
 
@@ -136,6 +190,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     did it already on this very config (``validated``): the command does, before torch loads."""
     if not validated:
         validate(cfg)
+    check_optimizer(cfg)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = population.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
@@ -247,12 +302,7 @@ def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
     when each session of the run started, so two results can be compared knowingly (float
     order, hence exact numbers, can differ between kinds of CPU)."""
     path = run_dir / "run.json"
-    sessions = []
-    if resumed and path.is_file():
-        try:
-            sessions = json.loads(path.read_text()).get("sessions", [])
-        except (ValueError, AttributeError):
-            sessions = []
+    sessions = runfolder.sessions(path) if resumed else []  # checked by the claim, before any write
     sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
                      "argv": sys.argv[1:], "host": run_json_host()})
     write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],

@@ -23,7 +23,9 @@ only ``Claim.commit`` writes, after every check passed (Hydra's three ``.hydra``
 
 The other processes of a multi-process run (DDP ranks > 0, which Lightning starts with the
 same ``hydra.run.dir``; SLURM tasks > 0) take no lock, refuse no folder and write nothing:
-the first process does that for all of them (``secondary``).
+the first process does that for all of them (``secondary``). A rank in the environment alone
+does not make a follower: a run whose trainer asks for one process is its own first process,
+whatever ``RANK`` or ``SLURM_PROCID`` a shell or an allocation left set.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from pathlib import Path
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.errors import ConfigError
-from ttt_research.files.atomic import write_atomic
+from ttt_research.errors import ConfigError, is_int
+from ttt_research.files.atomic import describe_os_error, write_atomic
 from ttt_research.population.sharing import processes
+from ttt_research.train.csvlog import METRICS_FILE, check_rows
 
 LOCK_NAME = ".lock"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
@@ -64,15 +67,28 @@ class FolderInUse(ConfigError):
     """Another live run holds the folder's lock (its folder is left strictly alone)."""
 
 
-def secondary() -> bool:
+def secondary(cfg: DictConfig) -> bool:
     """Whether this process is a DDP rank > 0 or a SLURM task > 0 of a run whose first
     process owns the folder (Lightning reruns the command for local ranks > 0 with
-    ``LOCAL_RANK`` set; torchrun and SLURM set ``RANK`` / ``SLURM_PROCID`` for every task)."""
+    ``LOCAL_RANK`` set; torchrun and SLURM set ``RANK`` / ``SLURM_PROCID`` for every task).
+    Only a trainer of several processes has followers: with one (``trainer=cpu``, the
+    default), a rank left in the environment (a SLURM allocation's ``SLURM_PROCID=1``) would
+    otherwise skip the lock and the check of the folder, and overwrite a finished run."""
+    if not several_processes(cfg):
+        return False
     for var in ("LOCAL_RANK", "RANK", "NODE_RANK", "SLURM_PROCID"):
         value = os.environ.get(var, "0")
         if value.isdigit() and int(value) > 0:
             return True
     return False
+
+
+def several_processes(cfg: DictConfig) -> bool:
+    """Whether the trainer config may run more than one process: a count above 1, or a GPU
+    count only known at run time (``auto``, ``-1``)."""
+    devices = OmegaConf.select(cfg, "trainer.devices", default=1)
+    unknown = devices in ("auto", -1, "-1") and OmegaConf.select(cfg, "trainer.accelerator") != "cpu"
+    return processes(cfg) > 1 or unknown
 
 
 def requeued() -> int:
@@ -225,9 +241,25 @@ class Claim:
             raise ConfigError(f"{self.resume_from} is the end of a finished run ({played:,} games): a larger "
                               "budget.games extends only a run stopped before its end; train a new run "
                               "(another hydra.run.dir) for more games")
+        # A finished run's schedules were spread over its own budget (module.progress): any
+        # other would relabel the same weights, and .hydra/ would then say what was not trained.
+        own = (ckpt.get("hyper_parameters") or {}).get("budget_games")
+        if finished and is_int(own) and budget != own:
+            raise ConfigError(f"budget.games={budget} is not the budget of the finished run in "
+                              f"{self.run_dir} ({own}, {played:,} games played): resume a finished run "
+                              f"with its own budget.games={own}, or train a new run (another hydra.run.dir)")
         if not finished and budget < played:
             raise ConfigError(f"budget.games={budget} is below the {played:,} games the run has played; "
                               f"resume with budget.games >= {played}")
+
+    def check_records(self) -> None:
+        """What a resume reads and rewrites before training (``metrics.csv``, ``run.json``)
+        is readable to the end, so that a damaged file is refused now, with the folder as it
+        was, and not after training, or after ``.hydra/`` was rewritten."""
+        if self.resume_from is None:
+            return
+        check_rows(self.run_dir / METRICS_FILE)
+        sessions(self.run_dir / "run.json")
 
     def check_fits(self, module) -> None:
         """The checkpoint's tensors fit the module built from the config (names and shapes),
@@ -277,6 +309,27 @@ class Claim:
         write_atomic(meta / "overrides.yaml", OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task))
 
 
+def sessions(path: Path) -> list:
+    """The sessions ``run.json`` records (``train.run.record_run`` appends one per session);
+    [] when there is no file. A file that is not such a record is refused in one line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read {path} ({_first_line(e)}); nothing was changed") from None
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(f"{path} is not JSON ({_first_line(e)}): remove it or put back the run's "
+                          "own; nothing was changed") from None
+    found = record.get("sessions", []) if isinstance(record, dict) else None
+    if not isinstance(found, list):
+        raise ConfigError(f"{path} is not a run record of this project (its sessions are not a list): "
+                          "remove it or put back the run's own; nothing was changed")
+    return found
+
+
 def load_checkpoint(path: Path) -> dict:
     """A checkpoint read the safe way (``weights_only``), or one line saying why it is not one."""
     import torch
@@ -308,16 +361,24 @@ def claim(run_dir: str | Path, cfg: DictConfig) -> Iterator[Claim]:
     from filelock import FileLock, Timeout
 
     run_dir = Path(run_dir)
-    primary = not secondary()
+    primary = not secondary(cfg)
     c = Claim(run_dir, cfg, primary)
     if not primary:  # the first process holds the folder; the checks only read
         c.check_folder()
         c.check_saved_config()
         c.check_checkpoint()
+        c.check_records()
         yield c
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_NAME
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # Hydra made it; a caller of train() may pass any path
+        raise ConfigError(f"cannot make the run folder {run_dir}: {describe_os_error(e)}") from None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symbolic link" if path.is_symlink() else "a folder" if path.is_dir() else "not a file"
+        raise ConfigError(f"{path} is {kind}, not a lock file of this project: remove it (a run's lock is "
+                          "an empty file); nothing was changed")
     existed = path.exists()
     lock = FileLock(str(path))
     try:
@@ -325,10 +386,14 @@ def claim(run_dir: str | Path, cfg: DictConfig) -> Iterator[Claim]:
     except Timeout:
         raise FolderInUse(f"{run_dir} is in use by another run (it holds {path}): wait for it to end, "
                           "or choose another hydra.run.dir") from None
+    except OSError as e:  # a read-only folder, a lock file this user may not open, ...
+        raise ConfigError(f"cannot take the lock {path}: {describe_os_error(e)}; nothing was "
+                          "changed") from None
     try:
         c.check_folder()
         c.check_saved_config()
         c.check_checkpoint()
+        c.check_records()
         yield c
     finally:
         if not c.committed and not existed:

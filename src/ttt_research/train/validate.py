@@ -337,7 +337,27 @@ STRATEGIES = frozenset({"auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook",
                         "ddp_find_unused_parameters_true"})
 
 
+# Trainer arguments the project sets itself, refused rather than silently overridden or half
+# honoured: one epoch of exactly the budget's updates (train/module.py), the run's own loggers,
+# callbacks, checkpoints and progress (train/run.py), and manual optimisation, under which
+# Lightning's accumulation and clipping refuse to run.
+BUDGET = "the updates come from budget.games, in one epoch: set budget.games instead"
+PROJECT_KEYS = {
+    **dict.fromkeys(("max_epochs", "min_epochs", "max_steps", "min_steps", "limit_train_batches",
+                     "fast_dev_run", "overfit_batches"), BUDGET),
+    **dict.fromkeys(("accumulate_grad_batches", "gradient_clip_val", "gradient_clip_algorithm"),
+                    "the algorithms step their own optimisers; algo.max_grad_norm clips where one does"),
+    **dict.fromkeys(("logger", "callbacks", "enable_checkpointing", "enable_progress_bar"),
+                    "the run sets it (logger=..., checkpoint_every, progress=...)"),
+}
+
+
 def _trainer_keys(cfg: DictConfig) -> None:
+    for key, why in PROJECT_KEYS.items():
+        v = value_of(cfg, f"trainer.{key}")
+        if v is not None and not (key == "max_epochs" and v == 1):  # trainer_base.yaml's own 1
+            raise ConfigError(f"trainer.{key} is not a setting of this project ({why}), got "
+                              f"{OmegaConf.to_container(v) if OmegaConf.is_config(v) else v}")
     unusual = [k for k in cfg.trainer if k != "_target_" and k not in TRAINER_KEYS]
     if not unusual:
         return
@@ -369,8 +389,8 @@ def _validate_trainer(cfg: DictConfig) -> None:
     if value_of(cfg, "trainer.accelerator") == "cpu":  # CPU processes are counted, not indexed
         need(not OmegaConf.is_list(v), "trainer.devices", "a number of processes with "
               "trainer.accelerator=cpu", OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
-    for key, lo in (("trainer.num_nodes", 1), ("trainer.max_epochs", 1),
-                    ("trainer.log_every_n_steps", 1), ("trainer.num_sanity_val_steps", 0)):
+    for key, lo in (("trainer.num_nodes", 1), ("trainer.log_every_n_steps", 1),
+                    ("trainer.num_sanity_val_steps", 0)):
         v = value_of(cfg, key)
         if v is not None:
             need(is_int(v) and v >= lo, key, "a positive integer" if lo else "an integer >= 0", v)
