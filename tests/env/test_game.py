@@ -190,6 +190,19 @@ def test_tables_agree_with_pure_rules_on_every_code():
     assert torch.equal(T.mover, game.to_move(T.board))
 
 
+def test_outside_boards_pass_exactly_at_the_positions_where_somebody_is_to_move():
+    # The verdict for boards from files and requests (issue 42 item 5): its TO_MOVE codes are
+    # the 4,520 reachable unfinished positions, its finished ones the 958 reachable ends, and
+    # every other code is impossible for a reason the rules name (none is left unexplained).
+    t, v = game.tables(), game.verdicts()
+    assert torch.equal(v == game.TO_MOVE, t.reachable & ~t.done)
+    assert torch.equal((v == game.WON) | (v == game.FULL), t.reachable & t.done)
+    assert int((v == game.UNREACHABLE).sum()) == 0
+    code = int(game.encode(torch.tensor([[1, 1, 1, -1, -1, -1, 0, 0, 0]]))[0])
+    assert int(t.winner[code]) == 0 and not t.done[code]  # what the hot path's rules say, unchanged
+    assert game.outside_problem(code).startswith("impossible: both x and o have three in a row")
+
+
 def test_view_code_is_the_base3_code_of_the_view_and_tells_views_apart():
     t = game.tables()
     views = t.view[t.reachable]  # (5478, 9)

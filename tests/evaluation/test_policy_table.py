@@ -88,6 +88,15 @@ BAD_ROWS = [  # (table text, where, what the one line says)
     ("board,move\no........,4\n", "line 2", "impossible: 0 x and 1 o"),
     ("board,move\nxxxoo....,5\n", "line 2", "is a finished game (x has three in a row)"),
     ("board,move\nxoxxoooxx,4\n", "line 2", "is a finished game (the board is full)"),
+    # Impossible boards (issue 42 item 5): game.winner says 0 when both sides have a line, so
+    # these were once scored as unfinished positions, or refused for an "occupied" cell.
+    ("board,move\nxxxooo...,0\n", "line 2", "board xxxooo... is impossible: both x and o have three in a row"),
+    ("board,move\nxxxooo...,6\n", "line 2", "impossible: both x and o have three in a row"),
+    ("board,move\nooo...xxx,0\n", "line 2", "impossible: both x and o have three in a row"),
+    ("board,move\nxxxoo.o..,5\n", "line 2", "impossible: x has three in a row, yet o moved after"),
+    ("board,move\nooox.xx.x,4\n", "line 2", "impossible: o has three in a row, yet x moved after"),
+    ('{"format": "ttt-policy-table/1", "rows": [{"board": "xxxooo...", "probs": [0,0,0,0,0,0,1,0,0]}]}',
+     "rows[0]", "board xxxooo... is impossible: both x and o have three in a row"),
     ("# c\nboard,move\n.........,4\n.........,0\n", "line 4", "board ......... again (first at line 3)"),
     ("board,move\n.........,9\n", "line 2", "move 9 is outside 0-8"),
     ("board,move\n.........,-1\n", "line 2", "move -1 is outside 0-8"),
@@ -133,6 +142,14 @@ def test_every_malformed_table_is_refused_in_one_line_naming_file_line_and_probl
     message = str(e.value)
     assert "\n" not in message and message.startswith(f"{path}: " + (f"{where}: " if where else ""))
     assert needle in message, message
+
+
+def test_a_complete_table_with_one_impossible_board_more_is_refused(tmp_path):
+    # Once "4,521 legal (100.02% of positions)": the extra row landed on another position.
+    text = pt.table_text(torch.nn.functional.one_hot(LEGAL.to(torch.int8).argmax(-1), 9).double(), ".csv")
+    path = write(tmp_path, "t.csv", text + "ooo...xxx,0\n")
+    with pytest.raises(pt.PolicyTableError, match="line 4523: board ooo...xxx is impossible: both x and o"):
+        pt.read_table(path)
 
 
 def test_a_missing_file_and_bytes_that_are_not_utf8_are_refused(tmp_path):

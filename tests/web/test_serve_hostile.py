@@ -78,6 +78,9 @@ def post(body: bytes, length: str | None = None, path: str = "/logits") -> bytes
     (post(b'{"board": [NaN, 0, 0, 0, 0, 0, 0, 0, 0]}'), 400, "a board is 9 cells"),
     (post(b'{"board": [1e999, 0, 0, 0, 0, 0, 0, 0, 0]}'), 400, "a board is 9 cells"),
     (post(b'["board"]'), 400, 'send {"board"'),
+    # Boards no game reaches (issue 42 item 5): once answered 200 with logits.
+    (post(b'{"board": [1, 1, 1, -1, -1, -1, 0, 0, 0]}'), 400, "impossible: both x and o have three in a row"),
+    (post(b'{"board": [1, 1, 1, -1, -1, 0, -1, 0, 0]}'), 400, "x has three in a row, yet o moved after"),
     (post(b"\xff\xfe"), 400, 'send {"board"'),
     (b"GET /%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "a NUL byte in the path"),  # before: ValueError
     (b"GET /index.html%00.js HTTP/1.1\r\nHost: x\r\n\r\n", 400, "a NUL byte in the path"),

@@ -130,7 +130,7 @@ def test_the_logits_route_gives_the_models_logits_for_the_player_to_move(run):
     (b'{"board": [0, 0, 0]}', "a board is 9 cells"),
     (b'{"board": [2, 0, 0, 0, 0, 0, 0, 0, 0]}', "a board is 9 cells"),
     (b'{"board": [-1, 0, 0, 0, 0, 0, 0, 0, 0]}', "X moves first"),
-    (b'{"board": [1, 1, 1, -1, -1, 0, 0, 0, 0]}', "the game on this board is over"),
+    (b'{"board": [1, 1, 1, -1, -1, 0, 0, 0, 0]}', "this board is a finished game (x has three in a row)"),
     (b'{"board": ' + b"[0]" * 400 + b"}", "at most 1024 bytes"),
 ])
 def test_a_bad_board_gets_a_400_that_says_why(run, body, needle):

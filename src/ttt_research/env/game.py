@@ -289,3 +289,56 @@ class Games:
         s = step(self.code, action, self.t)
         self.code = torch.where(s.ended, EMPTY_CODE, s.code)
         return s
+
+
+# --------------------------------------------------------------------------- boards from outside
+
+# A board read from a file or a request may be any of the 19,683 codes, including boards no
+# game reaches: ``winner`` then says 0 when both sides have a line, and a lookup keyed on
+# "unfinished" lands on another position. Training never meets such codes, so the rules
+# above stay as they are; outside boards go through this verdict instead.
+TO_MOVE, BAD_COUNTS, BOTH_LINES, PLAYED_ON, UNREACHABLE, WON, FULL = range(7)
+
+
+@functools.cache
+def verdicts() -> torch.Tensor:
+    """(N,) int8 per code: ``TO_MOVE`` for the 4,520 positions where somebody is to move
+    (reachable, unfinished), else why not, the first that applies: ``BAD_COUNTS`` (x is not
+    o or o + 1), ``BOTH_LINES``, ``PLAYED_ON`` (a side has a line, yet the other moved
+    after it), ``UNREACHABLE`` (anything else no game reaches), ``WON``, ``FULL``."""
+    t = tables()
+    sums = t.board[:, LINES].sum(-1)  # (N, 8) in -3..3
+    x_line, o_line = (sums == 3).any(-1), (sums == -3).any(-1)
+    lead = (t.board == X).sum(-1) - (t.board == O).sum(-1)  # x minus o
+    rules = [  # (reason, where it applies), in the order of the docstring
+        (BAD_COUNTS, (lead != 0) & (lead != 1)),
+        (BOTH_LINES, x_line & o_line),
+        (PLAYED_ON, x_line & (lead == 0) | o_line & (lead == 1)),  # X wins on its move: x = o + 1
+        (UNREACHABLE, ~t.reachable),
+        (WON, x_line | o_line),
+        (FULL, t.done),
+    ]
+    verdict = torch.full((N_CODES,), TO_MOVE, dtype=torch.int8)
+    for reason, applies in reversed(rules):  # the earliest rule is written last, so it wins
+        verdict[applies] = reason
+    return verdict
+
+
+def outside_problem(code: int) -> str | None:
+    """Why the board ``code`` (from outside: a file, a request) is no position where somebody
+    is to move, to follow "the board is ..."; None when somebody is to move."""
+    reason = int(verdicts()[code])
+    if reason == TO_MOVE:
+        return None
+    board = tables().board[code]
+    nx, no = int((board == X).sum()), int((board == O).sum())
+    x_lined = (reason == PLAYED_ON and nx == no) or (reason == WON and int(tables().winner[code]) == X)
+    line, other = ("x", "o") if x_lined else ("o", "x")  # who has the line, and the other side
+    return {
+        BAD_COUNTS: f"impossible: {nx} x and {no} o (X moves first, so x = o or o + 1)",
+        BOTH_LINES: "impossible: both x and o have three in a row (the game ends at the first line)",
+        PLAYED_ON: f"impossible: {line} has three in a row, yet {other} moved after the game was over",
+        UNREACHABLE: "impossible: no game of tic-tac-toe reaches it",
+        WON: f"a finished game ({line} has three in a row): nobody is to move",
+        FULL: "a finished game (the board is full): nobody is to move",
+    }[reason]

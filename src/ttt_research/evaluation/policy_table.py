@@ -67,17 +67,8 @@ def _board_problem(board: str) -> str | None:
     if len(board) != game.CELLS or set(board) - set("xo."):
         return (f"board {board[:20]!r} is not 9 characters of x, o and . "
                 "(cells 0-8 row by row, e.g. 'x...o....')")
-    nx, no = board.count("x"), board.count("o")
-    if nx not in (no, no + 1):
-        return f"board {board} is impossible: {nx} x and {no} o (X moves first, so x = o or o + 1)"
-    t = game.tables()
-    code = board_code(board)
-    if int(t.winner[code]):
-        who = "x" if int(t.winner[code]) == game.X else "o"
-        return f"board {board} is a finished game ({who} has three in a row): nobody is to move"
-    if "." not in board:
-        return f"board {board} is a finished game (the board is full): nobody is to move"
-    return None
+    problem = game.outside_problem(board_code(board))  # impossible boards too, not only finished ones
+    return None if problem is None else f"board {board} is {problem}"
 
 
 def _number(text, where: str) -> float:

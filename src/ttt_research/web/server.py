@@ -124,7 +124,8 @@ def json_depth(body: bytes) -> int:
 
 def read_board(body: bytes) -> list[int]:
     """The board of a /logits request, checked: a small JSON object (nesting at most
-    ``MAX_DEPTH``); 9 cells of 1, -1, 0; X moved first; the game is not over."""
+    ``MAX_DEPTH``); 9 cells of 1, -1, 0; a position where somebody is to move
+    (``game.outside_problem``: X moved first, the game is not over, no impossible lines)."""
     usage = 'send {"board": [9 cells: 1 X, -1 O, 0 empty]}'
     if json_depth(body) > MAX_DEPTH:
         raise BadBoard(f"JSON nested deeper than {MAX_DEPTH} levels: {usage}")
@@ -135,11 +136,9 @@ def read_board(body: bytes) -> list[int]:
     if not (isinstance(board, list) and len(board) == 9
             and all(type(v) is int and v in (-1, 0, 1) for v in board)):
         raise BadBoard(f"a board is 9 cells, each 1 (X), -1 (O) or 0 (empty); got {str(board)[:80]}")
-    if board.count(1) - board.count(-1) not in (0, 1):
-        raise BadBoard("X moves first: X has as many pieces as O, or one more")
-    cells = torch.tensor([board], dtype=torch.int8)
-    if int(game.winner(cells)[0]) != 0 or 0 not in board:
-        raise BadBoard("the game on this board is over: there is no move to choose")
+    problem = game.outside_problem(int(game.encode(torch.tensor([board]))[0]))
+    if problem:  # counts no game has, both sides on a line, a finished game
+        raise BadBoard(f"this board is {problem}")
     return board
 
 
