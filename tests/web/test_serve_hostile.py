@@ -10,6 +10,7 @@ and every loop and read is bounded by a timeout.
 import json
 import math
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -101,6 +102,23 @@ def test_a_malformed_request_gets_a_4xx_and_no_traceback(model, capfd, request_b
         assert ok == 200 and json.loads(answer)["logits"][8] == 8.0
     err = capfd.readouterr().err
     assert "Traceback" not in err and err == ""
+
+
+def get(address, path: str) -> tuple[int, str]:
+    return status_and_body(exchange(address, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()))
+
+
+def test_only_the_pages_own_files_are_served_never_the_packages_source(model, capfd):
+    # Issue 42 item 6: the page's folder is the package's, and /server.py was once a 200.
+    with running(model) as address:
+        for path in ["/", "/index.html", "/app.js", "/rules.js", "/style.css", "/app.js?v=1"]:
+            assert get(address, path)[0] == 200, path
+        for path in ["/server.py", "/__init__.py", "/%73erver.py", "/./server.py", "//server.py",
+                     "/__pycache__/", f"/__pycache__/server.{sys.implementation.cache_tag}.pyc",
+                     "/web/server.py", "/../web/server.py", "/index.html/"]:
+            status, body = get(address, path)
+            assert status == 404 and "import" not in body, path
+    assert capfd.readouterr().err == ""
 
 
 def test_a_body_shorter_than_its_length_is_dropped_quietly(model, capfd):

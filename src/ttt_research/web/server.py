@@ -1,8 +1,8 @@
 """Serve the browser game and one model on localhost: ``play PATH --web``.
 
 The page (``index.html``, ``app.js``, ``rules.js``, ``style.css``) is package data
-(``ttt_research/web/``), so a wheel serves it too. Routes (everything else is a static file of
-the page; directory listings off):
+(``ttt_research/web/``), so a wheel serves it too. Routes (besides these: only the page's own
+files, ``PAGE_FILES``, never the rest of the package folder; directory listings off):
 
 * ``/policy.onnx``: the model. An ONNX file is served as it is; a checkpoint is exported
   once at start-up (with the export's parity check), so the page always runs the
@@ -39,7 +39,7 @@ from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote, unquote_to_bytes
 
 import numpy as np
 import torch
@@ -51,6 +51,10 @@ from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
 
 PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
+# The page's own files, the only ones served from PAGE_DIR: the folder is also the package's,
+# and its source (server.py, __init__.py, __pycache__) is nobody's business over HTTP.
+PAGE_FILES = ("index.html", "app.js", "rules.js", "style.css")
+NOT_SERVED = "not-a-page-file"  # a name in no folder here: what a refused path is mapped to
 # onnxruntime-web, where `npm ci` in a checkout's web/ puts it (an installed wheel has none).
 NODE_MODULES = Path(__file__).resolve().parents[3] / "web" / "node_modules"
 ORT_DIST = Path("onnxruntime-web") / "dist"
@@ -237,14 +241,16 @@ class Handler(SimpleHTTPRequestHandler):
             return None
 
     def translate_path(self, path: str) -> str:
-        # onnxruntime-web's files from the checkout's node_modules; everything else from the page.
+        # onnxruntime-web's files from the checkout's node_modules; the page's own files
+        # (PAGE_FILES, "/" meaning index.html) from the page; any other path is no file (404).
         route = path.split("?", 1)[0].split("#", 1)[0]
         if self.node_modules is not None and route.startswith(ORT_ROUTE + ORT_DIST.as_posix() + "/"):
             name = route[len(ORT_ROUTE + ORT_DIST.as_posix() + "/"):]
             if name and "/" not in name and not name.startswith("."):
                 return str(self.node_modules / ORT_DIST / name)
             return str(self.node_modules / ORT_DIST / "missing")
-        return super().translate_path(path)
+        name = unquote(route).removeprefix("/") or "index.html"  # %2E and the like decoded first
+        return str(PAGE_DIR / (name if name in PAGE_FILES else NOT_SERVED))
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         route = self.path.split("?", 1)[0]
