@@ -3,10 +3,12 @@ line on stderr, exit code 2, no traceback; and the evaluator stays free of the C
 
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from ttt_research import bench, export, play, report
+from tests.helpers.onnx_models import looping_model, preference_model
+from ttt_research import bench, export, play, report, tournament
 from ttt_research import errors as cli
 from ttt_research import evaluate as evaluate_cli
 from ttt_research.baselines import sb3 as compare_sb3
@@ -48,6 +50,25 @@ def test_each_command_answers_bad_input_through_the_helper(capsys, tmp_path, mon
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err == f"error: {needle}\n" and captured.out == ""
+
+
+@pytest.mark.parametrize("main,argv", [
+    (evaluate_cli.main, ["{loop}"]), (play.main, ["{loop}"]), (tournament.main, ["{loop}", "{ok}"]),
+    (export.main, ["{loop}", "--table", "{tmp}/t.csv"]),
+], ids=["evaluate", "play", "tournament", "export-table"])
+def test_a_model_that_loops_forever_is_refused_by_every_command(capsys, tmp_path, main, argv):
+    # Issue 42 item 7: a Loop of 2^62 turns once made each of these never return.
+    loop = looping_model(tmp_path / "loop.onnx")
+    ok = preference_model(list(range(9)), tmp_path / "ok.onnx")
+    argv = [a.format(loop=loop, ok=ok, tmp=tmp_path) for a in argv]
+    codes = []
+    worker = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert codes == [2], "the command did not return (or not with exit 2)"
+    err = capsys.readouterr().err
+    assert err == f"error: {loop}: the model uses the ONNX operator 'Loop', which no policy export of " \
+                  "this project writes; refused (a Loop or If could run without end)\n"
 
 
 def test_importing_the_evaluator_loads_neither_policy_files_nor_onnxruntime():

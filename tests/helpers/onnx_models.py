@@ -29,3 +29,30 @@ def preference_model(preference, path, in_width=9, in_name="board", occupied=-1e
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path
+
+
+def looping_model(path, trips=2**62, nested=False):
+    """logits = board, passed through a ``Loop`` of ``trips`` turns (2^62: it never returns),
+    or (``nested``) through an ``If`` whose branch holds that Loop: a valid ONNX model that
+    hangs whoever runs it (issue 42 item 7)."""
+    def value(name, elem, shape):
+        return helper.make_tensor_value_info(name, elem, shape)
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Identity", ["v_in"], ["v_out"])],
+        "body", [value("i", TensorProto.INT64, []), value("cond_in", TensorProto.BOOL, []),
+                 value("v_in", TensorProto.FLOAT, ["N", 9])],
+        [value("cond_out", TensorProto.BOOL, []), value("v_out", TensorProto.FLOAT, ["N", 9])])
+    loop = helper.make_node("Loop", ["M", "T", "board"], ["logits"], body=body)
+    if nested:
+        branch = helper.make_graph([loop], "branch", [], [value("logits", TensorProto.FLOAT, ["N", 9])])
+        loop = helper.make_node("If", ["T"], ["logits"], then_branch=branch, else_branch=branch)
+    inits = [numpy_helper.from_array(np.asarray(trips, dtype=np.int64), "M"),
+             numpy_helper.from_array(np.asarray(True), "T")]
+    graph = helper.make_graph([loop], "loop", [value("board", TensorProto.FLOAT, ["N", 9])],
+                              [value("logits", TensorProto.FLOAT, ["N", 9])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path

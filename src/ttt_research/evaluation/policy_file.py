@@ -7,7 +7,8 @@ takes to rebuild the network: an MLP's sizes, or a Q-table's ``{"table": "q"}``)
 returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
 
-Every loaded policy is run once on all 4,520 positions where somebody moves and checked
+An ONNX file may use only the operators the project's exports write (``onnx_ops``): no
+``Loop`` or ``If`` that could run without end. Every loaded policy is run once on all 4,520 positions where somebody moves and checked
 with the strict rule of ``exact.check_logits`` (no NaN, the argmax on an empty cell,
 a finite largest logit), so that no command scores, plays or exports a policy that picks
 an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
@@ -32,6 +33,7 @@ import torch
 from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation.exact import check_policy, decision_logits
 from ttt_research.evaluation.exploit import Acting
+from ttt_research.evaluation.onnx_ops import NotProtobuf, refused_operator
 from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
 from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
@@ -83,6 +85,23 @@ def _check_io(name: str, arg, kind: str) -> None:
         )
 
 
+def _allowed_bytes(path: Path) -> bytes:
+    """The ONNX file's bytes, once every operator in them is one of ``onnx_ops.OPERATORS``
+    (what the project's exports use): a ``Loop`` of 2^62 turns would hang every command."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise PolicyFileError(f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
+    try:
+        op = refused_operator(data)
+    except NotProtobuf as e:
+        raise PolicyFileError(f"{path}: not a valid ONNX model ({e})") from None
+    if op is not None:
+        raise PolicyFileError(f"{path}: the model uses the ONNX operator {op[:60]!r}, which no policy "
+                              "export of this project writes; refused (a Loop or If could run without end)")
+    return data
+
+
 def load_onnx(path: str | Path):
     """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one."""
     import onnxruntime as ort
@@ -90,10 +109,11 @@ def load_onnx(path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise PolicyFileError(f"{path}: no such file")
+    data = _allowed_bytes(path)
     opts = ort.SessionOptions()
     opts.log_severity_level = 4  # errors come back to us as exceptions, not log spam
-    try:
-        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    try:  # the bytes checked are the bytes run
+        session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises several private exception types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
