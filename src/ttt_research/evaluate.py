@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import torch
 
@@ -85,6 +86,20 @@ def full_report(probs: torch.Tensor, about: dict, k: int) -> dict:
     return {**report, "policy": policy}
 
 
+def nonfinite(value, where: str = "") -> tuple[str, float] | None:
+    """(key path, value) of the first NaN or infinite number in a report, or None. The
+    policy's probabilities are checked before scoring; this is the last guard, so that no
+    NaN figure is ever printed with exit code 0."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        found = nonfinite(v, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
+
+
 def policy_text(policy: dict) -> str:
     """The ``policy`` block as a small table: NashConv, then per seat what a best-responding
     opponent gets and the records against the random and the perfect player."""
@@ -139,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"--lines must be 0 or more, got {args.lines}")
     probs, about = scored_policy(args)
     report = full_report(probs, about, args.lines)
+    bad = nonfinite(report)
+    if bad:
+        raise UserError(f"{args.path}: the figure {bad[0]} is {bad[1]}, not a number; nothing is printed")
     print(json.dumps(report, indent=2) if args.json else report_text(report))
     return 0
 

@@ -79,6 +79,45 @@ def test_evaluate_refuses_all_minus_inf_logits_instead_of_scoring_them(tmp_path,
         "(1 2 3 4 5 6 7 8 9): it prefers none of them; refused, not scored")
 
 
+HUGE = [3e38 - k * 1e37 for k in range(9)]  # finite float32 logits, near its largest
+
+
+@pytest.mark.parametrize("command", ["evaluate", "export-table", "tournament-as-trained"])
+def test_a_temperature_that_overflows_is_refused_not_scored_as_nan(tmp_path, capsys, command):
+    # Issue 42 item 8: 3e38 / 1e-300 leaves float64, the softmax is NaN; before: "NashConv nan",
+    # NaN rows in a written table, exit 0.
+    from ttt_research import tournament
+
+    model = preference_model(HUGE, tmp_path / "huge.onnx", occupied=-3.3e38)
+    if command == "tournament-as-trained":  # the temperature from the file's acting metadata
+        m = onnx.load(str(model))
+        onnx.helper.set_model_props(m, {"acting": json.dumps({"temperature": 1e-300, "epsilon": 0})})
+        onnx.save(m, str(model))
+    table = tmp_path / "t.csv"
+    main, argv = {"evaluate": (evaluate_cli.main, [model, "--temperature", "1e-300"]),
+                  "export-table": (export_main, [model, "--table", table, "--temperature", "1e-300"]),
+                  "tournament-as-trained": (tournament.main, [model, "random", "--as-trained"])}[command]
+    assert main([str(a) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not table.exists()
+    assert one_error_line(err) == (
+        f"error: {model}: temperature 1e-300 overflows: the logits (largest 3e+38) divided by it leave "
+        "float64's range, so the policy would be NaN; use a temperature above 1.67e-270, or 0 for greedy")
+    assert evaluate_cli.main([str(model), "--temperature", "1e-269"]) == 0  # just above: scored
+    assert "nan" not in capsys.readouterr().out
+
+
+def test_evaluate_prints_no_nan_figure(tmp_path, capsys, monkeypatch):
+    # The last guard of item 8: whatever made a figure NaN, it is refused, never printed.
+    model = preference_model(HIGHEST_FIRST, tmp_path / "h.onnx")
+    real = evaluate_cli.policy_report
+    monkeypatch.setattr(evaluate_cli, "policy_report", lambda probs: {**real(probs), "nashconv": math.nan})
+    assert evaluate_cli.main([str(model), "--temperature", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and one_error_line(err) == (
+        f"error: {model}: the figure policy.nashconv is nan, not a number; nothing is printed")
+
+
 def test_evaluate_refuses_nan_logits_and_names_the_board(tmp_path, capsys):
     # NaN on cell 5's logit only: a NaN anywhere has no argmax, taken cell or not. Before:
     # "the model returns NaN logits", with no board.

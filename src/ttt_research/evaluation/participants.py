@@ -28,7 +28,7 @@ from ttt_research.env import game, opponents, solver
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
-from ttt_research.evaluation.policy_file import load_policy
+from ttt_research.evaluation.policy_file import acted_probs, load_policy
 from ttt_research.evaluation.policy_table import read_table
 
 BUILTINS = ("random", "perfect", "rules")
@@ -67,7 +67,7 @@ def _network(path: Path, name: str, as_trained: bool) -> Participant:
     if acting is None:
         return Participant(name, logits_to_probs(logits), "greedy (argmax)",
                            note=f"{name}: no 'acting' metadata in {path.name}; played greedy")
-    return Participant(name, acting.probs(logits), acting.describe())
+    return Participant(name, acted_probs(path, logits, acting), acting.describe())  # refuses NaN
 
 
 def _table(path: Path, name: str, fill: str, illegal: str) -> Participant:

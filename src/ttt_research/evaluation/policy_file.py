@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ttt_research.env import game
 from ttt_research.errors import IllegalMoveError, UserError
-from ttt_research.evaluation.exact import check_policy, decision_logits
+from ttt_research.evaluation.exact import check_policy, decision_codes, decision_logits
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.evaluation.onnx_ops import NotProtobuf, refused_operator
 from ttt_research.models.encodings import WIDTH
@@ -310,4 +311,21 @@ def load_probs(path: str | Path, temperature: float | None = None, epsilon: floa
     metadata, acting)``, the logits transformed as ``acting_for`` says."""
     policy, meta = load_policy(path)
     acting = acting_for(run_policy(path), meta, temperature, epsilon, as_trained)
-    return acting.probs(decision_logits(policy)), meta, acting
+    return acted_probs(run_policy(path), decision_logits(policy), acting), meta, acting
+
+
+def acted_probs(path: str | Path, logits: torch.Tensor, acting: Acting) -> torch.Tensor:
+    """``acting``'s (M, 9) probabilities of a file's ``logits`` at ``decision_codes()``,
+    refused when they are not finite: logits over a tiny temperature leave float64's range
+    (3e38 / 1e-300), the softmax of infinities is NaN, and NaN would be scored into NaN
+    figures (or written into a table) as if it were a policy."""
+    probs = acting.probs(logits)
+    if bool(torch.isfinite(probs).all()):
+        return probs
+    legal = game.tables().legal[decision_codes()].to(logits.device)
+    finite = logits.double()[legal & torch.isfinite(logits)]
+    largest = float(finite.abs().max()) if finite.numel() else 0.0
+    least = largest / torch.finfo(torch.float64).max  # below it, some logit / T overflows
+    raise PolicyFileError(f"{path}: temperature {float(acting.temperature):g} overflows: the logits (largest "
+                          f"{largest:g}) divided by it leave float64's range, so the policy would be NaN; "
+                          f"use a temperature above {least:.3g}, or 0 for greedy")
