@@ -104,6 +104,15 @@ def test_each_malformed_table_is_one_error_line_and_exit_2(tmp_path, capsys, tex
     assert err.startswith(f"error: {path}: " + (f"{where}: " if where else ""))
 
 
+def test_a_table_over_the_size_cap_is_one_error_line(tmp_path, capsys):
+    # Issue 42 item 9: rows repeated to 9 MiB; before, every line was parsed before the
+    # first duplicate was named (a 218 MB table: 39 s, 7.4 GB).
+    path = tmp_path / "rows.csv"
+    path.write_text("board,move\n" + ".........,4\n" * (9 * 2**20 // 12))
+    code, out, err = run(evaluate.main, [path, "--fill", "uniform"], capsys)
+    assert (code, out, err) == (2, "", f"error: {path}: larger than 8 MiB\n")
+
+
 def test_option_mistakes_are_one_error_line(tmp_path, capsys, model):
     table = tmp_path / "one.csv"
     table.write_text(move_table({".........": 4}))

@@ -161,6 +161,17 @@ def test_a_missing_file_and_bytes_that_are_not_utf8_are_refused(tmp_path):
         pt.read_table(path)
 
 
+def test_a_table_larger_than_the_cap_is_refused_before_it_is_parsed(tmp_path):
+    # Issue 42 item 9: a 218 MB table once took 39 s and 7.4 GB before its one-line error.
+    limit = 8 * 2**20
+    path = write(tmp_path, "big.csv", "board,move\n# " + "x" * limit + "\n.........,4\n")
+    with pytest.raises(pt.PolicyTableError) as e:
+        pt.read_table(path, fill="uniform")
+    assert str(e.value) == f"{path}: larger than 8 MiB"
+    path.write_text("board,move\n# " + "x" * (limit - 40) + "\n.........,4\n")  # just under: read
+    assert pt.read_table(path, fill="uniform")[1]["rows"] == 1
+
+
 def test_probabilities_within_the_tolerance_are_renormalised(tmp_path):
     path = write(tmp_path, "p.csv", P + ".........,0.5000004,0,0,0,0.5,0,0,0,0\n")
     probs, _ = pt.read_table(path, fill="first")

@@ -8,7 +8,7 @@ download, a run killed half-way). Here the files are read as data and nothing mo
   environment variable, file or resolver is ever consulted, and no value of one can reach a
   report;
 - JSON is parsed as JSON (NaN and Infinity parse, and are then refused by the checks);
-- only regular files of at most ``MAX_BYTES`` are read (a FIFO named ``eval.json`` would
+- only regular files of at most ``MAX_BYTES`` (or a smaller limit given to ``read_bytes``) are read (a FIFO named ``eval.json`` would
   block forever, ``/dev/zero`` behind a link would never end);
 - an ``eval.json`` report is checked field by field (``check_report``): rates finite and in
   [0, 1] and summing to 1, both seats, a worst case that is ``win``, ``draw`` or ``loss``.
@@ -39,18 +39,27 @@ class Malformed(ValueError):
     file and the field."""
 
 
-def read_text(path: Path, name: str | None = None) -> str:
-    """The UTF-8 text of a regular file of at most ``MAX_BYTES``."""
+def read_bytes(path: Path, name: str | None = None, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (``MAX_BYTES``; smaller for a
+    kind of file whose real size is known, such as a policy table). At most ``limit + 1``
+    bytes are ever read, so neither a huge file nor ``/dev/zero`` costs more than that."""
     name = name or path.name
     if not path.is_file():  # follows a link: what matters is what would be read
         raise Malformed(f"{name}: not a regular file")
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+            data = f.read(limit + 1)
     except OSError as e:
         raise Malformed(f"{name}: cannot be read ({e.strerror or type(e).__name__})") from e
-    if len(data) > MAX_BYTES:
-        raise Malformed(f"{name}: larger than {MAX_BYTES // 2**20} MiB")
+    if len(data) > limit:
+        raise Malformed(f"{name}: larger than {limit / 2**20:g} MiB")
+    return data
+
+
+def read_text(path: Path, name: str | None = None) -> str:
+    """The UTF-8 text of a regular file of at most ``MAX_BYTES``."""
+    name = name or path.name
+    data = read_bytes(path, name)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
