@@ -176,6 +176,21 @@ def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
     assert err.count("\n") == 1 and err.startswith("error: ") and says in err, err
 
 
+@pytest.mark.parametrize("name,text,says", [
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "not valid JSON (nested too deep)"),
+    ("big.json", '{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "probs": ['
+     + "9" * 400 + ",0,0,0,0,0,0,0,0]}]}", "rows[0]: probability 99999999999999999999... is not finite"),
+    ("sup.csv", "board,move\n.........,\u00b2\n", "line 2: move '\u00b2' is not an integer cell 0-8"),
+], ids=["nested-100000", "probability-400-digits", "move-superscript-two"])
+def test_a_hostile_table_is_one_line_not_a_traceback(tmp_path, capsys, name, text, says):
+    # Issue 42 item 10: RecursionError, OverflowError and ValueError once escaped as tracebacks.
+    path = tmp_path / name
+    path.write_text(text)
+    assert main([str(path), "random", "--fill", "uniform"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}: {says}"), err
+
+
 def test_folder_without_a_policy_and_foreign_files_are_refused(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()

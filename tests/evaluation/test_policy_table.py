@@ -129,6 +129,23 @@ BAD_ROWS = [  # (table text, where, what the one line says)
     ('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": true}]}', "rows[0]",
      "move 'True' is not an integer cell 0-8"),
     ('{"format": "other", "rows": []}', None, 'not a policy table: expected a JSON object with "format"'),
+    # Once tracebacks (issue 42 item 10): int() of '²' (a digit to str.isdigit), '+-3', '--4'
+    # (signs that lstrip passed) or 5,000 digits; float() of a 400-digit JSON integer; json's
+    # recursion through 100,000 brackets; a JSON integer of over 4,300 digits.
+    ("board,move\n.........,\u00b2\n", "line 2", "move '\u00b2' is not an integer cell 0-8"),
+    ("board,move\n.........,+-3\n", "line 2", "move '+-3' is not an integer cell 0-8"),
+    ("board,move\n.........,--4\n", "line 2", "move '--4' is not an integer cell 0-8"),
+    pytest.param("board,move\n.........," + "1" * 5000 + "\n", "line 2",
+                 "move 11111111111111111111... (5,000 digits) is outside 0-8", id="csv-move-5000-digits"),
+    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "probs": [' + "9" * 400
+                 + ',0,0,0,0,0,0,0,0]}]}', "rows[0]",
+                 "probability 99999999999999999999... is not finite (an integer of 400 digits)", id="json-prob-400-digits"),
+    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": ' + "1" * 4000 + "}]}",
+                 "rows[0]", "move 11111111111111111111... (4,000 digits) is outside 0-8", id="json-move-4000-digits"),
+    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": ' + "1" * 5000 + "}]}",
+                 None, "not valid JSON (exceeds the limit (4300 digits)", id="json-move-5000-digits"),
+    pytest.param('{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}", None, "not valid JSON (nested too deep)",
+                 id="json-nested-100000"),
     ('{"format": "ttt-policy-table/1",\n "rows": [}', "line 2", "not valid JSON"),
 ]
 
@@ -150,6 +167,12 @@ def test_a_complete_table_with_one_impossible_board_more_is_refused(tmp_path):
     path = write(tmp_path, "t.csv", text + "ooo...xxx,0\n")
     with pytest.raises(pt.PolicyTableError, match="line 4523: board ooo...xxx is impossible: both x and o"):
         pt.read_table(path)
+
+
+@pytest.mark.parametrize("move,cell", [("0" * 5000 + "4", 4), ("+4", 4), ("-0", 0), (" 007 ", 7)])
+def test_a_csv_move_may_have_a_sign_and_leading_zeros(tmp_path, move, cell):
+    probs, _ = pt.read_table(write(tmp_path, "m.csv", f"board,move\n.........,{move}\n"), fill="first")
+    assert int(probs[0].argmax()) == cell and float(probs[0].max()) == 1.0
 
 
 def test_a_missing_file_and_bytes_that_are_not_utf8_are_refused(tmp_path):

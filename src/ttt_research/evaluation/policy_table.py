@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import torch
@@ -42,6 +43,7 @@ ILLEGAL = ("refuse", "fill")
 TOLERANCE = 1e-6  # how far from 1 probabilities may sum (then they are renormalised)
 EXACT = 1e-12  # sums this close to 1 are float64 rounding: kept as written, so tables round-trip
 SUFFIXES = (".csv", ".json")
+MOVE = re.compile(r"[+-]?[0-9]+")  # a CSV move: ASCII digits, one sign at most
 MAX_BYTES = 8 * 2**20  # a complete table is 0.15 MB of moves, 0.6 MB of repr'd probabilities
 
 
@@ -77,8 +79,11 @@ def _number(text, where: str) -> float:
     """One probability: a finite number >= 0."""
     try:
         p = float(text) if not isinstance(text, bool) else float("")  # JSON's true is no number
+    except OverflowError:  # a JSON integer of 400 digits: past float64, as good as infinite
+        raise PolicyTableError(f"{where}: probability {str(text)[:20]}... is not finite "
+                               f"(an integer of {len(str(text)):,} digits)") from None
     except (TypeError, ValueError):
-        raise PolicyTableError(f"{where}: probability {str(text)[:20]!r} is not a number") from None
+        raise PolicyTableError(f"{where}: probability {_shown(text)!r} is not a number") from None
     if not math.isfinite(p):
         raise PolicyTableError(f"{where}: probability {text} is not finite")
     if p < 0:
@@ -101,18 +106,43 @@ def _probs(values, legal: list[bool], where: str) -> list[float]:
     return p if abs(total - 1) <= EXACT else [v / total for v in p]
 
 
+def _shown(value) -> str:
+    """The first 20 characters of a value, for a message; a list nested too deep for ``str``
+    (JSON parses up to about 1,000 levels) is named as a list."""
+    try:
+        return str(value)[:20]
+    except RecursionError:
+        return "[a deeply nested list]"
+
+
 def _move(value, where: str) -> int:
     """One move: an integer cell 0-8 (a JSON number or CSV text)."""
     if isinstance(value, str):
-        text = value.strip()
-        value = int(text) if text.lstrip("+-").isdigit() else text
+        value = _move_text(value.strip(), where)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise PolicyTableError(f"{where}: move {str(value)[:20]!r} is not an integer cell 0-8")
+        raise PolicyTableError(f"{where}: move {_shown(value)!r} is not an integer cell 0-8")
     if not 0 <= value < game.CELLS:
-        raise PolicyTableError(f"{where}: move {value} is outside 0-8")
+        raise PolicyTableError(f"{where}: move {_long(str(value))} is outside 0-8")  # JSON: up to 4,300 digits
     return value
+
+
+def _move_text(text: str, where: str) -> int:
+    """A CSV move as an integer: ASCII digits after at most one sign. ``str.isdigit`` takes '²'
+    (which int() refuses) and ``lstrip("+-")`` let '+-3' through; int() also refuses more than
+    4,300 digits, so only short numbers reach it (a longer one is outside 0-8 anyway)."""
+    if not MOVE.fullmatch(text):
+        raise PolicyTableError(f"{where}: move {text[:20]!r} is not an integer cell 0-8")
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 3:
+        raise PolicyTableError(f"{where}: move {_long(text)} is outside 0-8")
+    return -int(digits) if text.startswith("-") else int(digits)
+
+
+def _long(number: str) -> str:
+    """A number for a message: as it is up to 20 characters, else its first 20 and its length."""
+    return number if len(number) <= 20 else f"{number[:20]}... ({len(number.lstrip('+-')):,} digits)"
 
 
 # --------------------------------------------------------------------------- reading
@@ -166,6 +196,10 @@ def _json_rows(path: Path, text: str) -> list[tuple[str, str, int | list]]:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise PolicyTableError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    except RecursionError:  # thousands of nested brackets, as untrusted.load_json says
+        raise PolicyTableError(f"{path}: not valid JSON (nested too deep)") from None
+    except ValueError as e:  # an integer of over 4,300 digits: Python refuses to convert it
+        raise PolicyTableError(f"{path}: not valid JSON ({str(e).split(':')[0].lower()})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("rows"), list):
         raise PolicyTableError(f"{path}: not a policy table: expected a JSON object with "
                                f'"format": "{FORMAT}" and a list "rows"')
