@@ -81,6 +81,7 @@ def test_forcing_moves_writes_the_argmax_and_the_file_is_commented_csv(tmp_path)
 
 GOOD = move_table({".........": 4})
 P = "board,p0,p1,p2,p3,p4,p5,p6,p7,p8\n"  # the header of a table of probabilities
+ROW = '{"format": "ttt-policy-table/1", "rows": [{"board": ".........", '  # a JSON table's first row, begun
 BAD_ROWS = [  # (table text, where, what the one line says)
     ("board,move\nx..,4\n", "line 2", "board 'x..' is not 9 characters of x, o and ."),
     ("board,move\nX........,4\n", "line 2", "is not 9 characters of x, o and ."),
@@ -90,7 +91,8 @@ BAD_ROWS = [  # (table text, where, what the one line says)
     ("board,move\nxoxxoooxx,4\n", "line 2", "is a finished game (the board is full)"),
     # Impossible boards (issue 42 item 5): game.winner says 0 when both sides have a line, so
     # these were once scored as unfinished positions, or refused for an "occupied" cell.
-    ("board,move\nxxxooo...,0\n", "line 2", "board xxxooo... is impossible: both x and o have three in a row"),
+    ("board,move\nxxxooo...,0\n", "line 2",
+     "board xxxooo... is impossible: both x and o have three in a row"),
     ("board,move\nxxxooo...,6\n", "line 2", "impossible: both x and o have three in a row"),
     ("board,move\nooo...xxx,0\n", "line 2", "impossible: both x and o have three in a row"),
     ("board,move\nxxxoo.o..,5\n", "line 2", "impossible: x has three in a row, yet o moved after"),
@@ -137,13 +139,13 @@ BAD_ROWS = [  # (table text, where, what the one line says)
     ("board,move\n.........,--4\n", "line 2", "move '--4' is not an integer cell 0-8"),
     pytest.param("board,move\n.........," + "1" * 5000 + "\n", "line 2",
                  "move 11111111111111111111... (5,000 digits) is outside 0-8", id="csv-move-5000-digits"),
-    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "probs": [' + "9" * 400
-                 + ',0,0,0,0,0,0,0,0]}]}', "rows[0]",
-                 "probability 99999999999999999999... is not finite (an integer of 400 digits)", id="json-prob-400-digits"),
-    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": ' + "1" * 4000 + "}]}",
-                 "rows[0]", "move 11111111111111111111... (4,000 digits) is outside 0-8", id="json-move-4000-digits"),
-    pytest.param('{"format": "ttt-policy-table/1", "rows": [{"board": ".........", "move": ' + "1" * 5000 + "}]}",
-                 None, "not valid JSON (exceeds the limit (4300 digits)", id="json-move-5000-digits"),
+    pytest.param(ROW + '"probs": [' + "9" * 400 + ",0,0,0,0,0,0,0,0]}]}", "rows[0]",
+                 "probability 99999999999999999999... is not finite (an integer of 400 digits)",
+                 id="json-prob-400-digits"),
+    pytest.param(ROW + '"move": ' + "1" * 4000 + "}]}", "rows[0]",
+                 "move 11111111111111111111... (4,000 digits) is outside 0-8", id="json-move-4000-digits"),
+    pytest.param(ROW + '"move": ' + "1" * 5000 + "}]}", None,
+                 "not valid JSON (exceeds the limit (4300 digits)", id="json-move-5000-digits"),
     pytest.param('{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}", None, "not valid JSON (nested too deep)",
                  id="json-nested-100000"),
     ('{"format": "ttt-policy-table/1",\n "rows": [}', "line 2", "not valid JSON"),

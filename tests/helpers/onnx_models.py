@@ -39,7 +39,8 @@ def looping_model(path, trips=2**62, nested=False):
         return helper.make_tensor_value_info(name, elem, shape)
 
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Identity", ["v_in"], ["v_out"])],
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["v_in"], ["v_out"])],
         "body", [value("i", TensorProto.INT64, []), value("cond_in", TensorProto.BOOL, []),
                  value("v_in", TensorProto.FLOAT, ["N", 9])],
         [value("cond_out", TensorProto.BOOL, []), value("v_out", TensorProto.FLOAT, ["N", 9])])

@@ -7,13 +7,13 @@ takes to rebuild the network: an MLP's sizes, or a Q-table's ``{"table": "q"}``)
 returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
 
-An ONNX file may use only the operators the project's exports write (``onnx_ops``): no
-``Loop`` or ``If`` that could run without end. Every loaded policy is run once on all 4,520 positions where somebody moves and checked
-with the strict rule of ``exact.check_logits`` (no NaN, the argmax on an empty cell,
-a finite largest logit), so that no command scores, plays or exports a policy that picks
-an occupied cell anywhere. A checkpoint's network is checked against its ``net_spec``
-before it is built: the sizes are bounded and every tensor must have the shape the spec
-implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
+An ONNX file may use only the operators the project's exports write (``onnx_ops``): no ``Loop``
+or ``If`` that could run without end. Every loaded policy is run once on all 4,520 positions
+where somebody moves and checked with the strict rule of ``exact.check_logits`` (no NaN, the
+argmax on an empty cell, a finite largest logit), so that no command scores, plays or exports a
+policy that picks an occupied cell anywhere. A checkpoint's network is checked against its
+``net_spec`` before it is built: the sizes are bounded and every tensor must have the shape the
+spec implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
 
 A run folder stands for its ``policy.onnx`` (``run_policy``). ``load_probs`` turns a file's
 logits into the move probabilities the exact evaluator of stochastic policies scores

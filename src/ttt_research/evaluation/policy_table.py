@@ -124,7 +124,7 @@ def _move(value, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise PolicyTableError(f"{where}: move {_shown(value)!r} is not an integer cell 0-8")
     if not 0 <= value < game.CELLS:
-        raise PolicyTableError(f"{where}: move {_long(str(value))} is outside 0-8")  # JSON: up to 4,300 digits
+        raise PolicyTableError(f"{where}: move {_long(str(value))} is outside 0-8")  # JSON: 4,300 digits
     return value
 
 

@@ -8,8 +8,8 @@ download, a run killed half-way). Here the files are read as data and nothing mo
   environment variable, file or resolver is ever consulted, and no value of one can reach a
   report;
 - JSON is parsed as JSON (NaN and Infinity parse, and are then refused by the checks);
-- only regular files of at most ``MAX_BYTES`` (or a smaller limit given to ``read_bytes``) are read (a FIFO named ``eval.json`` would
-  block forever, ``/dev/zero`` behind a link would never end);
+- only regular files of at most ``MAX_BYTES`` (or a smaller limit given to ``read_bytes``) are
+  read (a FIFO named ``eval.json`` would block forever, ``/dev/zero`` behind a link would never end);
 - an ``eval.json`` report is checked field by field (``check_report``): rates finite and in
   [0, 1] and summing to 1, both seats, a worst case that is ``win``, ``draw`` or ``loss``.
 
