@@ -126,7 +126,6 @@ class Algorithm(torch.nn.Module):
     """The part of a training run that is the algorithm's own."""
 
     name = "algorithm"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
-    one_process = False  # True: its updates bypass DDP's gradient averaging (refused with several)
 
     def __init__(self, net: torch.nn.Module, games_per_update: int):
         super().__init__()

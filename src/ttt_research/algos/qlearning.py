@@ -119,7 +119,6 @@ class QLearning(Algorithm):
     ``QTableStack``)."""
 
     name = "qlearning"
-    one_process = True  # the update writes the table, outside DDP's gradient averaging
 
     # The defaults are conf/algo/qlearning.yaml's (tests/algos/test_algo_defaults.py checks them).
     def __init__(self, net, games_per_update: int = 1024, lr: float = 0.1, lr_final: float | None = 0.02,

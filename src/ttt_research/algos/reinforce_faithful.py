@@ -126,7 +126,6 @@ class ReinforceFaithful(Algorithm):
     """``algo=reinforce_faithful``: one game at a time, one SGD step per move."""
 
     name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
-    one_process = True  # one game at a time, stepped outside DDP's gradient averaging
 
     # The defaults are conf/algo/reinforce_faithful.yaml's (tests/algos/test_algo_defaults.py).
     def __init__(self, net, games_per_update: int = 1000, lr: float = 0.1):

@@ -5,9 +5,9 @@ A member is one independent agent. The population is a **grid** of hyperparamete
 (``population.vary``) crossed with **seeds** (``population.size`` of them, or
 ``population.seeds`` named); each member may also **draw** values of its own
 (``population.sample``). Only continuous values that keep every tensor's shape can differ
-between members (``VARIABLE``); the net, the games per update and the algorithm stay a
-Hydra multirun: ``-m net=mlp25,mlp100 population.size=64`` is one process per net, 64
-agents each.
+between members (``variable``: each algorithm's spec says which of its own); the net, the
+games per update and the algorithm stay a Hydra multirun: ``-m net=mlp25,mlp100
+population.size=64`` is one process per net, 64 agents each.
 
 Spellings (the same on the command line and in a config file)::
 
@@ -51,8 +51,9 @@ Rules (``train.validate.validate`` refuses anything else, in one line naming the
   must then be 1 (its default) or their number.
 - Member order: grid points slowest, seeds fastest: member ``g * S + s`` is grid point
   ``g`` with the ``s``-th seed (S seeds per grid point).
-- A key must exist in the composed config: ``algo.temperature`` and ``algo.momentum`` are
-  REINFORCE's, ``algo.ent_coef`` PPO's, ``opponent.p_perfect`` is ``opponent=mixed``'s.
+- A key must exist in the composed config and be one its algorithm lets a member set
+  (``algos/NAME_spec.py``'s ``varies``: ``algo.momentum`` is REINFORCE's, ``algo.ent_coef``
+  PPO's); ``opponent.p_perfect`` is ``opponent=mixed``'s.
 
 The files a population run writes are ``results.py``'s; how its members are shared out
 between processes is ``sharing.py``'s.
@@ -68,25 +69,21 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
+from ttt_research.algos.spec import named, spec_for, specs
 from ttt_research.contract import VALUE_MAX
 from ttt_research.errors import ConfigError
 
-# The keys a member may set for itself, with the values each may take: the one statement of
-# these ranges, which the config check (train/validate.py) applies to a single run's values
-# too. VALUE_MAX keeps float32 training finite. Each is a scalar read where a run is built, so
-# a population can hold it as an (N,) tensor without changing any shape. config.yaml declares
-# these keys under population.vary and .sample (a test holds the two lists equal).
+# The keys a member may set for itself, with the values each may take: an algorithm's are in
+# its spec (``algos/spec.py``: ``varies``, ranged by its rules), the reward's and opponent's
+# here, the one statement of these ranges, which the config check (train/validate.py) applies to
+# a single run's values too. VALUE_MAX keeps float32 training finite. Each is a scalar read where
+# a run is built, so a population can hold it as an (N,) tensor without changing any shape.
+# config.yaml declares every key some algorithm may vary under population.vary and .sample (a
+# test holds the two lists equal).
 _M = VALUE_MAX
 
 
-VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
-    "algo.lr": (lambda v: 0 < v <= _M, f"a positive number up to {_M:g}"),
-    "algo.lr_final": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
-    "algo.momentum": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
-    "algo.ent_coef": (lambda v: 0 <= v <= _M, f"a number >= 0 up to {_M:g}"),
-    "algo.temperature": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
-    "algo.temperature_final": (lambda v: 0 <= v <= _M, f"a number >= 0 (0 = greedy) up to {_M:g}"),
-    "algo.epsilon": (lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
     "reward.win": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
     "reward.tie": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
     "reward.loss": (lambda v: -_M <= v <= _M, f"a finite number in [-{_M:g}, {_M:g}]"),
@@ -94,11 +91,26 @@ VARIABLE: dict[str, tuple[Callable[[float], bool], str]] = {
 }
 
 
-# Where a key lives when the default config lacks it (for the error that refuses it).
-HOME = {"algo.temperature": "algo=reinforce", "algo.temperature_final": "algo=reinforce",
-        "algo.epsilon": "algo=reinforce",
-        "algo.momentum": "algo=reinforce",
-        "algo.ent_coef": "algo=ppo", "opponent.p_perfect": "opponent=mixed"}
+def variable(cfg: DictConfig) -> dict[str, tuple[Callable[[float], bool], str]]:
+    """The keys a member of this config's algorithm may set for itself, with their rules."""
+    spec = spec_for(cfg)
+    own = {f"algo.{k}": (spec.rule(k).ok, spec.rule(k).allowed) for k in spec.varies}
+    return {**own, **SETTINGS}
+
+
+def every_variable() -> list[str]:
+    """Every key some algorithm's members may set for themselves, then the reward's and the
+    opponent's: what config.yaml declares."""
+    keys = dict.fromkeys(f"algo.{k}" for s in specs().values() for k in s.varies)
+    return [*sorted(keys, key=lambda k: (k != "algo.lr", k)), *SETTINGS]
+
+
+def home(key: str) -> str | None:
+    """Where a key lives when this config lacks it (for the error that refuses it)."""
+    group, leaf = key.split(".")
+    if group == "algo":
+        return ", ".join(f"algo={name}" for name in named(leaf)) or None
+    return {"opponent.p_perfect": "opponent=mixed"}.get(key)
 
 
 EXPORTS = ("best", "all")  # population.export: policy.onnx of the best member, or of all
@@ -118,10 +130,10 @@ class Member:
 
 
 def declared() -> dict:
-    """The ``vary`` and ``sample`` skeleton of ``config.yaml``: every key of ``VARIABLE``,
+    """The ``vary`` and ``sample`` skeleton of ``config.yaml``: every key of ``every_variable``,
     nested by its dots, as ``None`` (not varied)."""
     tree: dict = {}
-    for key in VARIABLE:
+    for key in every_variable():
         group, leaf = key.split(".")
         tree.setdefault(group, {})[leaf] = None
     return tree
@@ -255,30 +267,10 @@ def member_config(cfg: DictConfig, member: Member) -> DictConfig:
 
 
 # Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
-# baseline for Python, torch and Lightning, plus per member
-#     PER_MEMBER + games x (PER_GAME + PER_GAME_UNIT x H) + positions x PER_TABLE_UNIT x H
-#     + weights x PER_PARAM
-# where games are the games one batch plays (REINFORCE: games_per_update / rollouts; PPO:
-# games_per_update), H the hidden units summed over layers and positions the learner's
-# decision positions (the position table both algorithms act from). Fitted to the peak
-# resident memory of one update (torch 2.13 on CPU): PPO and the other algorithms ("other")
-# on populations of 1 to 128 members, batches of 512 to 8,192 games, mlp25, mlp100 and mlp128,
-# seat o and both, each measurement within 8% of the fit; REINFORCE again once its table path
-# stopped building (M, 9) targets (issue 25: 1 and 24 members, batches of 2,048 and 8,192,
-# mlp100 and mlp128, as O; within 6%).
+# baseline for Python, torch and Lightning, plus per member the algorithm's model
+# (``algos.spec.Memory``, fitted to the peak resident memory of one update, torch 2.13 on
+# CPU, each algorithm's fit in its spec).
 BASE_BYTES = 480 * 2**20
-
-
-PER_MEMBER = {"reinforce": 5_500_000, "ppo": 0, "other": 0}  # bytes per member, whatever the shapes
-
-
-PER_GAME = {"reinforce": 120, "ppo": 1540, "other": 2600}  # bytes per game of a batch
-
-
-PER_GAME_UNIT = {"reinforce": 0, "ppo": 13, "other": 3}  # ... per hidden unit
-
-
-PER_TABLE_UNIT = {"reinforce": 13.5, "ppo": 1.3, "other": 13}  # bytes per position and hidden unit
 
 
 POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
@@ -308,24 +300,22 @@ class MemoryEstimate:
 def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
     """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this
     machine, each with its own baseline and, for one agent, its own batch of games)."""
-    algo = str(OmegaConf.select(cfg, "algo._target_", default="")).rsplit(".", 1)[-1].lower()
-    key = {"ppo": "ppo", "reinforce": "reinforce", "reinforcefaithful": "reinforce"}.get(algo, "other")
+    model = spec_for(cfg).memory
     layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
     hidden = sum(layers)
-    games = int(cfg.algo.games_per_update)
-    if algo == "reinforce":
+    games = int(cfg.algo.games_per_update)  # the games of one batch
+    if model.batch == "rollout":
         games = -(-games // int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1))
-    elif algo == "reinforcefaithful":
+    elif model.batch == "game":
         games = 1
     positions = POSITIONS.get(str(OmegaConf.select(cfg, "seat.side", default="both")), POSITIONS["both"])
     # The weights themselves: small for the shipped nets, the whole story for a huge one.
     widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
     params = sum(a * b + b for a, b in itertools.pairwise(widths))
-    if algo == "qlearning":  # no hidden layer: a (3^9, 9) table of values and one of visits
-        hidden, params = 0, 2 * 3**9 * 9
-    per_member = (PER_MEMBER[key] + games * (PER_GAME[key] + PER_GAME_UNIT[key] * hidden)
-                  + positions * PER_TABLE_UNIT[key] * hidden
-                  + params * PER_PARAM * (2 if key == "ppo" else 1))  # PPO: a value network too
+    if model.table is not None:  # no hidden layer: the table's values
+        hidden, params = 0, model.table
+    per_member = (model.per_member + games * (model.per_game + model.per_game_unit * hidden)
+                  + positions * model.per_table_unit * hidden + params * PER_PARAM * model.nets)
     n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
     # One agent under DDP: every process plays its own batch; a population is shared out.
     return MemoryEstimate(n if n > 1 else processes, per_member, BASE_BYTES, processes)

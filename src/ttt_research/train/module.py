@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 
 from ttt_research.algos.base import Algorithm, Update
+from ttt_research.algos.spec import spec_of
 from ttt_research.contract import TRAINING_SEATS
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
@@ -180,7 +181,8 @@ class RLModule(L.LightningModule):
 
     def on_fit_start(self) -> None:
         rank = self.global_rank
-        if self.algo.one_process and self.trainer.world_size > 1:
+        if spec_of(f"{type(self.algo).__module__}.{type(self.algo).__qualname__}").one_process \
+                and self.trainer.world_size > 1:
             raise RuntimeError(f"algo={self.name} trains in one process: its updates "
                                "bypass DDP's gradient averaging")
         if self.split and self.shard_rank is not None and self.shard_rank != rank:

@@ -21,6 +21,7 @@ import os
 
 from omegaconf import DictConfig, OmegaConf
 
+from ttt_research.algos.spec import FLOAT32, spec_for, specs
 from ttt_research.contract import (
     ENCODING_NAMES,
     GAMES_MAX,
@@ -34,9 +35,6 @@ from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, p
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.population.sharing import processes
-from ttt_research.train.validate_algos import validate_alphazero, validate_dqn
-
-FLOAT32 = "(training runs in float32)"
 
 
 def validate(cfg: DictConfig) -> None:
@@ -81,28 +79,27 @@ def validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "seat.side")
     need(v in TRAINING_SEATS, "seat.side", f"one of {', '.join(TRAINING_SEATS)}", v)
 
-    _validate_algo(cfg)
+    spec_for(cfg).validate(cfg)  # the algorithm's keys, by its spec
     _validate_stages(cfg)
     validate_population(cfg)
     _validate_trainer(cfg)
     check_memory(cfg)
 
 
-TABLE_NET = "ttt_research.models.qtable.QTable"  # net=qtable: the table of algo=qlearning
-TABLE_ALGO = "ttt_research.algos.qlearning.QLearning"
+TABLE_NET = "ttt_research.models.qtable.QTable"  # net=qtable: a table of action values
 
 
 def _validate_net(cfg: DictConfig) -> None:
-    """An MLP's sizes and encoding, or a table's initial value; a table goes with a table
-    algorithm (``algo=qlearning``) and no other."""
+    """An MLP's sizes and encoding, or a table's initial value; a net of a kind the
+    algorithm takes (its spec's ``nets``)."""
     table = value_of(cfg, "net._target_") == TABLE_NET
-    tabular = value_of(cfg, "algo._target_") == TABLE_ALGO
-    if tabular and not table:
-        raise ConfigError("algo=qlearning learns a table of action values: use net=qtable "
-                          f"(got {_net_named(cfg)})")
+    spec = spec_for(cfg)
+    if "table" in spec.nets and "mlp" not in spec.nets and not table:
+        raise ConfigError(f"algo={spec.name} {spec.net_why}: use net=qtable (got {_net_named(cfg)})")
     if table:
-        need(tabular, "net", "an MLP (mlp25, mlp100, mlp128) for this algorithm: net=qtable "
-             "is algo=qlearning's table", "qtable")
+        takers = " or ".join(f"algo={s.name}'s" for s in specs().values() if "table" in s.nets)
+        need("table" in spec.nets, "net", "an MLP (mlp25, mlp100, mlp128) for this algorithm: net=qtable "
+             f"is {takers} table", "qtable")
         v = value_of(cfg, "net.init")
         need(bounded(v, -VALUE_MAX, VALUE_MAX), "net.init",
              f"a finite number in [-{VALUE_MAX:g}, {VALUE_MAX:g}] (the table's initial value)", v)
@@ -132,75 +129,11 @@ def _net_named(cfg: DictConfig) -> str:
 
 
 def in_range(cfg: DictConfig, key: str, why: str = "") -> None:
-    """A value a population's members may set for themselves, checked in a single run by the
-    same rule (``population.spec.VARIABLE``: each range is written there, once)."""
-    ok, allowed = pop.VARIABLE[key]
+    """A reward or opponent value a population's members may set for themselves, checked in a
+    single run by the same rule (``population.spec.SETTINGS``: each range is written there, once)."""
+    ok, allowed = pop.SETTINGS[key]
     v = value_of(cfg, key)
     need(is_number(v) and ok(v), key, f"{allowed} {why}".rstrip(), v)
-
-
-def _validate_algo(cfg: DictConfig) -> None:
-    positive_int(cfg, "algo.games_per_update", GAMES_MAX, GAMES_WHY)
-    for key in ("algo.minibatches", "algo.epochs"):
-        if value_of(cfg, key) is not None:
-            positive_int(cfg, key)
-    in_range(cfg, "algo.lr", FLOAT32)
-    if value_of(cfg, "algo.temperature") is not None:
-        in_range(cfg, "algo.temperature")
-    for key, lo, hi in (("algo.gamma", 0.0, 1.0), ("algo.gae_lambda", 0.0, 1.0), ("algo.clip", 0.0, 1.0)):
-        v = value_of(cfg, key)
-        if v is not None:
-            need(is_number(v) and lo < v <= hi, key, f"a number in ({lo:g}, {hi:g}]", v)
-    if value_of(cfg, "algo.ent_coef") is not None:
-        in_range(cfg, "algo.ent_coef", FLOAT32)
-    for key in ("algo.vf_coef", "algo.max_grad_norm"):
-        v = value_of(cfg, key)
-        if v is not None:
-            need(bounded(v, 0, VALUE_MAX), key, f"a number >= 0 up to {VALUE_MAX:g} {FLOAT32}", v)
-    if value_of(cfg, "algo.momentum") is not None:
-        in_range(cfg, "algo.momentum")
-    for key in ("algo.masked_softmax", "algo.masking", "algo.shared_trunk", "algo.running_mean",
-                "algo.norm_adv", "algo.position_table"):
-        if value_of(cfg, key) is not None:
-            v = value_of(cfg, key)
-            need(isinstance(v, bool), key, "true or false", v)
-    for key in ("algo.lr_final", "algo.ent_final", "algo.temperature_final"):
-        v = value_of(cfg, key)
-        need(v is None or bounded(v, 0, VALUE_MAX), key,
-              f"a number >= 0, or null (constant); at most {VALUE_MAX:g}", v)
-    if value_of(cfg, "algo.epsilon") is not None:
-        in_range(cfg, "algo.epsilon")
-    if value_of(cfg, "algo.rollouts") is not None:
-        positive_int(cfg, "algo.rollouts")
-        # An update plays `rollouts` batches of equal size (algos/reinforce.py): anything but
-        # a multiple would play more games per update than counted, past the budget.
-        gpu, rollouts = value_of(cfg, "algo.games_per_update"), value_of(cfg, "algo.rollouts")
-        if gpu % rollouts:
-            low, high = gpu - gpu % rollouts, gpu - gpu % rollouts + rollouts
-            nearest = f"{low:,} or {high:,}" if low else f"{high:,}"
-            raise ConfigError(f"algo.games_per_update must be a multiple of algo.rollouts ({rollouts}): "
-                              f"an update plays {rollouts} equal batches, so {gpu:,} would play "
-                              f"{high:,} games per update; use e.g. {nearest}")
-    v = value_of(cfg, "algo.epsilon_final")
-    need(v is None or bounded(v, 0, 1), "algo.epsilon_final", "a probability in [0, 1], or null (constant)",
-         v)
-    if value_of(cfg, "algo._target_") == TABLE_ALGO:  # a step towards a mean target: at most all the way
-        for key in ("algo.lr", "algo.lr_final"):
-            v = value_of(cfg, key)
-            need(v is None or bounded(v, 0, 1, low_open=key == "algo.lr"), key,
-                 "a step size in (0, 1] for algo=qlearning (1: the batch's mean target)", v)
-    if value_of(cfg, "algo.baseline") is not None:
-        v = value_of(cfg, "algo.baseline")
-        need(isinstance(v, bool), "algo.baseline", "true or false", v)
-    target = str(value_of(cfg, "algo._target_") or "")
-    if target.endswith(".DQN"):
-        validate_dqn(cfg)
-    elif target.endswith(".AlphaZero"):
-        validate_alphazero(cfg)
-    v = value_of(cfg, "algo.optimizer")
-    need(v is None or (OmegaConf.is_dict(v) and "_target_" in v), "algo.optimizer",
-          "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}",
-          OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
 
 
 def _validate_stages(cfg: DictConfig) -> None:
@@ -251,20 +184,24 @@ def validate_population(cfg: DictConfig) -> None:
     need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
 
     grid, sampled = pop.grid_spec(cfg), pop.sample_spec(cfg)
+    variable = pop.variable(cfg)
     for part, spec in (("vary", grid), ("sample", sampled)):
         for key, value in spec.items():
             where = f"population.{part}.{key}"
-            if key not in pop.VARIABLE:
+            if key not in pop.every_variable():
                 raise ConfigError(
-                    f"{where}: only these keys can differ between members: {', '.join(pop.VARIABLE)} "
+                    f"{where}: only these keys can differ between members: {', '.join(pop.every_variable())} "
                     f"(values that change shapes, e.g. net, algo.games_per_update, algo, stay a Hydra "
                     f"multirun: -m net=mlp25,mlp100 population.size=64)")
             group, leaf = key.split(".")
             node = value_of(cfg, group)
-            home = f" (a key of {pop.HOME[key]})" if key in pop.HOME else ""
+            home = f" (a key of {pop.home(key)})" if pop.home(key) else ""
             if not (OmegaConf.is_dict(node) and leaf in node):
                 raise ConfigError(f"{where}: this config has no {key} to vary{home}")
-            ok, allowed = pop.VARIABLE[key]
+            if key not in variable:
+                raise ConfigError(f"{where}: this algorithm's members cannot set {key} for themselves "
+                                  f"(they can: {', '.join(k for k in variable if k.startswith('algo.'))})")
+            ok, allowed = variable[key]
             if part == "vary":
                 need(isinstance(value, list) and len(value) > 0
                       and all(is_number(x) and ok(x) for x in value) and len(set(value)) == len(value),
@@ -297,17 +234,13 @@ def validate_population(cfg: DictConfig) -> None:
 
 def _population_setting(cfg: DictConfig, n: int) -> None:
     """What a population of ``n`` > 1 cannot train yet, refused in one line each."""
-    algo = str(value_of(cfg, "algo._target_") or "")
-    why = None
-    if algo.endswith("ReinforceFaithful"):
-        why = "algo=reinforce_faithful plays one game at a time; use algo=reinforce"
-    elif algo.endswith(".Reinforce") and not value_of(cfg, "algo.position_table"):
-        why = "algo=reinforce trains a population with algo.position_table=true only"
-    elif algo.endswith(".PPO") and value_of(cfg, "algo.shared_trunk"):
-        why = "algo=ppo trains a population with algo.shared_trunk=false only"
+    spec = spec_for(cfg)
+    why = spec.population(cfg) if spec.population is not None else None
+    if why is not None:
+        pass  # the algorithm's own reason comes first
     elif value_of(cfg, "algo.optimizer") is not None:
-        why = ("a population uses its own optimiser (SGD for REINFORCE, Adam for PPO, one "
-               "learning rate per member): leave algo.optimizer null")
+        why = ("a population uses its algorithm's own optimiser, one learning rate per member: "
+               "leave algo.optimizer null")
     elif processes(cfg) > n:
         why = (f"trainer=ddp gives each process its share of the members: {processes(cfg)} "
                "processes need at least as many members")
@@ -405,13 +338,9 @@ def _validate_trainer(cfg: DictConfig) -> None:
         need(isinstance(v, str) and (v == "auto" or v in StrategyRegistry.available_strategies()),
               "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
               OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
-    if processes(cfg) > 1:
-        faithful = str(value_of(cfg, "algo._target_")).endswith(".ReinforceFaithful")
-        need(not faithful, "algo", "a batched algorithm with several processes (reinforce_faithful "
-              "plays one game at a time and updates the weights outside DDP's gradient averaging)",
-              "reinforce_faithful")
-        need(value_of(cfg, "algo._target_") != TABLE_ALGO, "algo", "one that trains in several processes "
-             "(qlearning writes its table in place, outside DDP's averaging: use trainer=cpu)", "qlearning")
+    spec = spec_for(cfg)
+    if processes(cfg) > 1 and spec.one_process:
+        need(False, "algo", spec.one_process, spec.name)
 
 
 def available_memory() -> int | None:

@@ -1,0 +1,206 @@
+"""What an algorithm declares about itself, read before any tensor exists: its keys and the
+values each may take, the keys a population member may set for itself, the networks it
+takes, whether it trains in several processes, what a population of it cannot do, and its
+memory model. Plain Python over the config (no torch), so the config check refuses a bad
+value before torch loads.
+
+Each algorithm ``algos/NAME.py`` declares ``SPEC = AlgoSpec(...)`` in ``algos/NAME_spec.py``
+beside it (torch-free, unlike the algorithm). ``spec_for(cfg)`` finds the spec of the
+config's ``algo._target_``: a spec of this package by its target, else, for an algorithm of
+the user's own, the spec of the nearest of its base classes that has one (that one import
+loads torch), else ``GENERIC`` (the keys every algorithm has). Nothing outside ``algos/``
+names an algorithm: the config check, the population and the shell ask the spec.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+
+from omegaconf import DictConfig, OmegaConf
+
+from ttt_research.contract import GAMES_MAX, GAMES_WHY, VALUE_MAX
+from ttt_research.errors import ConfigError, bounded, is_int, need, value_of
+
+FLOAT32 = "(training runs in float32)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The values one key may hold: ``ok(v)``, said as ``allowed`` in the error; ``null``:
+    None is allowed too (a schedule's constant, an option off); ``most``: an integer bound
+    checked after ``ok``, with its own error (``why`` says why); ``note``: added to a single
+    run's error (a population member's range is the same)."""
+
+    ok: Callable[[object], bool]
+    allowed: str
+    null: bool = False
+    most: int | None = None
+    why: str = ""
+    note: str = ""
+
+    def check(self, key: str, v) -> None:
+        """``ConfigError`` naming ``key`` unless ``v`` is allowed."""
+        if v is None and self.null:
+            return
+        need(self.ok(v), key, f"{self.allowed} {self.note}".rstrip(), v)
+        if self.most is not None:
+            need(v <= self.most, key, f"at most {self.most:,}{self.why}", v)
+
+
+def count(most: int | None = None, why: str = "") -> Rule:
+    """A positive integer (at most ``most``)."""
+    return Rule(lambda v: is_int(v) and v > 0, "a positive integer", most=most, why=why)
+
+
+def games() -> Rule:
+    """A positive count of games or positions, up to what the counters hold."""
+    return count(GAMES_MAX, GAMES_WHY)
+
+
+def between(lo: float, hi: float, allowed: str, low_open: bool = False, high_open: bool = False,
+            null: bool = False, note: str = "") -> Rule:
+    """A finite number in [lo, hi] (``low_open``: lo excluded; ``high_open``: hi excluded)."""
+    def ok(v) -> bool:
+        return bounded(v, lo, hi, low_open) and not (high_open and v == hi)
+    return Rule(ok, allowed, null=null, note=note)
+
+
+def flag() -> Rule:
+    """True or false."""
+    return Rule(lambda v: isinstance(v, bool), "true or false")
+
+
+def integer(lo: int, hi: int, allowed: str) -> Rule:
+    """An integer in [lo, hi]."""
+    return Rule(lambda v: is_int(v) and lo <= v <= hi, allowed)
+
+
+M = VALUE_MAX
+# The rules several algorithms share, by what the key means (an algorithm's spec names its keys).
+RATE = between(0, M, f"a positive number up to {M:g}", low_open=True, note=FLOAT32)  # a learning rate
+RATE_FINAL = between(0, M, f"a number >= 0, or null (constant); at most {M:g}", null=True)
+SHARE = between(0, 1, "a number in (0, 1]", low_open=True)  # gamma, gae_lambda, clip
+WEIGHT = between(0, M, f"a number >= 0 up to {M:g}", note=FLOAT32)  # a loss term's weight, a clip norm
+PROBABILITY = between(0, 1, "a probability in [0, 1]")
+PROBABILITY_FINAL = between(0, 1, "a probability in [0, 1], or null (constant)", null=True)
+TEMPERATURE = between(0, M, f"a number >= 0 (0 = greedy) up to {M:g}")
+OPTIMIZER = Rule(lambda v: OmegaConf.is_dict(v) and "_target_" in v,
+                 "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}", null=True)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Peak resident memory per member on the CPU (``population.spec.memory_estimate``):
+    ``per_member + games x (per_game + per_game_unit x H) + positions x per_table_unit x H
+    + weights x 16 x nets`` (H: hidden units summed over layers; positions: the learner's
+    decision positions; games: those one batch plays, ``batch``: the update's, one rollout's
+    (``games_per_update / rollouts``) or one). ``table``: the number of values when the net
+    is a table (no hidden layer). The defaults are fitted to DQN, AlphaZero and Q-learning."""
+
+    per_member: float = 0
+    per_game: float = 2600
+    per_game_unit: float = 3
+    per_table_unit: float = 13
+    nets: int = 1  # networks of the policy's size (PPO: its value network too)
+    batch: str = "update"  # update, rollout or game
+    table: int | None = None
+
+
+@dataclass(frozen=True)
+class AlgoSpec:
+    """One algorithm, as the config check, a population and the shell see it."""
+
+    name: str  # its algo= option (conf/algo/NAME.yaml)
+    target: str  # its class, as algo._target_ names it
+    keys: dict[str, Rule]  # algo.KEY -> its rule (games_per_update is every algorithm's)
+    varies: tuple[str, ...] = ()  # keys a population member may set for itself (a scalar each)
+    nets: tuple[str, ...] = ("mlp",)  # the kinds of net it takes: mlp, table
+    net_why: str = ""  # why, when it takes a table only
+    one_process: str = ""  # why it cannot train in several processes ("" : it can)
+    check: Callable[[DictConfig], None] | None = None  # rules across keys, after each key's own
+    population: Callable[[DictConfig], str | None] | None = None  # why a population cannot train
+    memory: Memory = field(default_factory=Memory)
+
+    def rule(self, key: str) -> Rule | None:
+        """The rule of ``algo.KEY`` (``key`` without the prefix)."""
+        return {"games_per_update": games(), **self.keys}.get(key)
+
+    def validate(self, cfg: DictConfig) -> None:
+        """Each of this algorithm's keys by its rule, then the rules across keys."""
+        for key in ("games_per_update", *self.keys):
+            self.rule(key).check(f"algo.{key}", value_of(cfg, f"algo.{key}"))
+        if self.check is not None:
+            self.check(cfg)
+
+
+# An algorithm of the user's own with no spec of its own or of a base class: the keys all have.
+GENERIC = AlgoSpec("", "", {})
+
+
+@cache
+def specs() -> dict[str, AlgoSpec]:
+    """Every spec of this package, by target: the ``SPEC`` of each ``algos/*_spec.py``."""
+    package = importlib.import_module(__package__)
+    out = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.endswith("_spec"):
+            spec = importlib.import_module(f"{__package__}.{info.name}").SPEC
+            out[spec.target] = spec
+    return out
+
+
+def spec_for(cfg: DictConfig) -> AlgoSpec:
+    """The spec of the config's algorithm (``algo._target_``)."""
+    return spec_of(str(value_of(cfg, "algo._target_") or ""))
+
+
+@cache
+def spec_of(target: str) -> AlgoSpec:
+    """The spec of the class ``target`` names, or of its nearest base class with one."""
+    if target in specs():
+        return specs()[target]
+    module, _, name = target.rpartition(".")
+    try:  # a user's algorithm: imported (torch with it) to read its base classes
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return GENERIC  # instantiating it says what is wrong, as before
+    for base in getattr(cls, "__mro__", ())[1:]:
+        found = specs().get(f"{base.__module__}.{base.__qualname__}")
+        if found is not None:
+            return found
+    return GENERIC
+
+
+def named(key: str) -> list[str]:
+    """The algo= options whose members may vary ``algo.KEY``, sorted."""
+    return sorted(s.name for s in specs().values() if key in s.varies)
+
+
+# Rules across keys that several algorithms share.
+
+def rollouts_divide(cfg: DictConfig) -> None:
+    """An update plays ``rollouts`` batches of equal size: anything but a multiple would play
+    more games per update than counted, past the budget."""
+    gpu, rollouts = value_of(cfg, "algo.games_per_update"), value_of(cfg, "algo.rollouts")
+    if gpu % rollouts:
+        low, high = gpu - gpu % rollouts, gpu - gpu % rollouts + rollouts
+        nearest = f"{low:,} or {high:,}" if low else f"{high:,}"
+        raise ConfigError(f"algo.games_per_update must be a multiple of algo.rollouts ({rollouts}): "
+                          f"an update plays {rollouts} equal batches, so {gpu:,} would play "
+                          f"{high:,} games per update; use e.g. {nearest}")
+
+
+def zero_sum(cfg: DictConfig, why: str) -> None:
+    """The reward table must be zero-sum (win = -loss, tie = 0)."""
+    win, tie, loss = (value_of(cfg, f"reward.{k}") for k in ("win", "tie", "loss"))
+    need(tie == 0 and win == -loss, "reward", f"a zero-sum table {why} (win = -loss, tie = 0; "
+         "e.g. reward=zero_sum)", {"win": win, "tie": tie, "loss": loss})
+
+
+def self_play(cfg: DictConfig) -> bool:
+    """The run plays against itself (``opponent=self``)."""
+    return str(value_of(cfg, "opponent._target_") or "").endswith(".SelfPlay")
+
