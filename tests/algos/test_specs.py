@@ -84,3 +84,43 @@ def test_nothing_outside_algos_names_an_algorithm():
                 hits += [s for s in BY_NAME if f"algo={s}" in name]
                 found += [f"{path.relative_to(PKG)}: {h} in {name!r}" for h in hits]
     assert found == []
+
+
+# An algorithm of the user's own, with its spec beside it (tests/helpers/greedy_reinforce*.py).
+MINE = ["debug=tiny", "progress=false", "threads=1",
+        "algo._target_=tests.helpers.greedy_reinforce.GreedyReinforce"]
+
+
+def test_a_users_algorithm_takes_the_spec_declared_beside_it():
+    from tests.helpers.greedy_reinforce_spec import SPEC
+
+    assert spec_of("tests.helpers.greedy_reinforce.GreedyReinforce") is SPEC
+
+
+def test_a_users_algorithm_is_validated_and_sized_by_its_own_spec():
+    from tests.helpers.configs import make_cfg
+    from ttt_research.errors import ConfigError
+    from ttt_research.population.spec import BASE_BYTES, memory_estimate
+    from ttt_research.train.validate import validate
+
+    with pytest.raises(ConfigError, match=r"^algo.lr must be a step in \(0, 4\] for greedy_reinforce, got 5"):
+        validate(make_cfg(*MINE[1:], "algo.lr=5"))
+    validate(make_cfg(*MINE[1:], "algo.lr=3"))  # REINFORCE's rule would take 5 as well
+    with pytest.raises(ConfigError, match="members cannot set algo.momentum for themselves"):
+        validate(make_cfg(*MINE[1:], "population.vary.algo.momentum=[0.5,0.9]"))
+    estimate = memory_estimate(make_cfg(*MINE[1:], "population.size=3"))
+    shipped = memory_estimate(make_cfg("population.size=3")).per_member  # REINFORCE: ~13 MB
+    assert (estimate.members, estimate.base) == (3, BASE_BYTES) and shipped < 2 * 10**7
+    assert 10**9 < estimate.per_member < 10**9 + 10**6  # its own model, plus the weights' bytes
+
+
+def test_a_users_algorithm_trains_and_is_evaluated_like_the_shipped_ones(tmp_path):
+    import json
+
+    from tests.helpers.command import cli
+
+    code, out, err = cli(*MINE, f"hydra.run.dir={tmp_path / 'run'}")
+    assert code == 0, err
+    report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert 0 <= report["nashconv"] <= 2 and 0 <= report["as_trained"]["nashconv"] <= 2
+    assert "Exact evaluation after 2,048 games (greedy_reinforce" in out

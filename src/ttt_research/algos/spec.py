@@ -7,8 +7,9 @@ value before torch loads.
 Each algorithm ``algos/NAME.py`` declares ``SPEC = AlgoSpec(...)`` in ``algos/NAME_spec.py``
 beside it (torch-free, unlike the algorithm). ``spec_for(cfg)`` finds the spec of the
 config's ``algo._target_``: a spec of this package by its target, else, for an algorithm of
-the user's own, the spec of the nearest of its base classes that has one (that one import
-loads torch), else ``GENERIC`` (the keys every algorithm has). Nothing outside ``algos/``
+the user's own, the ``SPEC`` of the module beside it (``mine/algo_spec.py`` for
+``mine.algo.Mine``), else the spec of the nearest of its base classes that has one (that one
+import loads torch), else ``GENERIC`` (the keys every algorithm has). Nothing outside ``algos/``
 names an algorithm: the config check, the population and the shell ask the spec.
 """
 from __future__ import annotations
@@ -159,10 +160,15 @@ def spec_for(cfg: DictConfig) -> AlgoSpec:
 
 @cache
 def spec_of(target: str) -> AlgoSpec:
-    """The spec of the class ``target`` names, or of its nearest base class with one."""
+    """The spec of the class ``target`` names: this package's, or the ``SPEC`` of the module
+    beside a user's algorithm (``mine/algo.py``'s ``mine/algo_spec.py``, read without torch,
+    as this package's are), or that of its nearest base class with one."""
     if target in specs():
         return specs()[target]
     module, _, name = target.rpartition(".")
+    own = _declared(f"{module}_spec", target)
+    if own is not None:
+        return own
     try:  # a user's algorithm: imported (torch with it) to read its base classes
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError):
@@ -172,6 +178,15 @@ def spec_of(target: str) -> AlgoSpec:
         if found is not None:
             return found
     return GENERIC
+
+
+def _declared(module: str, target: str) -> AlgoSpec | None:
+    """The ``SPEC`` of ``module`` if it is an ``AlgoSpec`` for ``target`` (None otherwise)."""
+    try:
+        found = getattr(importlib.import_module(module), "SPEC", None)
+    except (ImportError, ValueError):  # no such module: the algorithm declares nothing of its own
+        return None
+    return found if isinstance(found, AlgoSpec) and found.target == target else None
 
 
 def named(key: str) -> list[str]:
