@@ -13,6 +13,7 @@ from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
 from ttt_research.algos.alphazero import AlphaZero, policy_loss, turned, value_loss
+from ttt_research.algos.alphazero_spec import SPEC
 from ttt_research.env import game, solver
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import evaluate_actions
@@ -35,7 +36,7 @@ def test_the_policy_loss_is_the_cross_entropy_to_the_search_target():
 
 
 def test_action_values_are_the_childrens_values_negated_exact_at_the_end():
-    az = AlphaZero(MLP([8], "signed9"))
+    az = AlphaZero(MLP([8], "signed9"), **SPEC.defaults())
     view = game.tables().view[game.step(game.step(game.step(game.step(
         torch.zeros(1, dtype=torch.long), torch.tensor([0])).code, torch.tensor([3])).code,
         torch.tensor([1])).code, torch.tensor([4])).code].float()  # X to move, wins at 2
@@ -76,7 +77,7 @@ def test_the_test_time_search_is_evaluated_over_the_whole_tree():
     # leans towards the optimal moves (by e^2, not certainty), the searched agent is
     # unbeatable; the raw prior's own greedy moves are too, so the check is the search's
     # plumbing (tables -> every decision position searched -> the exact evaluation).
-    az = AlphaZero(MLP([8], "signed9"), test_simulations=9)
+    az = AlphaZero(MLP([8], "signed9"), **(SPEC.defaults() | {"test_simulations": 9}))
     sol, t = solver.solve(), game.tables()
     exact = (sol.value * t.mover).float()
     lean = torch.where(sol.optimal, 2.0, 0.0)

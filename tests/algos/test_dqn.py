@@ -11,6 +11,7 @@ from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
 from ttt_research.algos.dqn import DQN, Replay, huber, td_target
+from ttt_research.algos.dqn_spec import SPEC
 from ttt_research.env import game
 from ttt_research.env.opponents import Opponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -105,12 +106,14 @@ def test_huber_is_quadratic_up_to_delta_and_linear_beyond():
 
 
 def test_epsilon_anneals_over_its_share_of_the_budget_then_holds():
-    dqn = DQN(MLP([8]), epsilon=0.5, epsilon_final=0.1, epsilon_fraction=0.5)
-    at = [round(dqn.scheduled_epsilon(p), 6) for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    def dqn(**schedule):
+        return DQN(MLP([8]), **(SPEC.defaults() | schedule))
+
+    at = [round(dqn(epsilon=0.5, epsilon_final=0.1, epsilon_fraction=0.5).scheduled_epsilon(p), 6)
+          for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
     assert at == [0.5, 0.3, 0.1, 0.1, 0.1]
-    whole = DQN(MLP([8]), epsilon=0.5, epsilon_final=0.0, epsilon_fraction=1.0)
-    assert whole.scheduled_epsilon(0.25) == 0.375
-    assert DQN(MLP([8]), epsilon=0.2, epsilon_final=None).scheduled_epsilon(0.9) == 0.2  # constant
+    assert dqn(epsilon=0.5, epsilon_final=0.0, epsilon_fraction=1.0).scheduled_epsilon(0.25) == 0.375
+    assert dqn(epsilon=0.2, epsilon_final=None).scheduled_epsilon(0.9) == 0.2  # constant
 
 
 def test_an_occupied_cell_with_a_huge_value_is_never_bootstrapped_from():

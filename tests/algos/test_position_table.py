@@ -12,6 +12,7 @@ from ttt_research.algos.reinforce import (
     learner_moves,
     position_targets,
 )
+from ttt_research.algos.reinforce_spec import SPEC
 from ttt_research.env.game import view_code
 from ttt_research.env.opponents import RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -25,7 +26,7 @@ ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
 def module(seat="o", opponent=None, **kw):
     """The shell (a run: positions, schedules, streams) around a Reinforce; ``.algo`` is it."""
     torch.manual_seed(0)
-    algo = Reinforce(net=MLP([25], "planes18"), position_table=True, **kw)
+    algo = Reinforce(net=MLP([25], "planes18"), **(SPEC.defaults() | {"position_table": True} | kw))
     m = RLModule(algo, opponent or RandomOpponent(), ANTIREZ, seat=seat, budget_games=100_000, seed=0)
     m.streams = torch.Generator().manual_seed(1)
     return m

@@ -15,6 +15,7 @@ from ttt_research.algos.ppo import (
     policy_loss,
     value_loss,
 )
+from ttt_research.algos.ppo_spec import SPEC
 from ttt_research.env import game
 from ttt_research.env.opponents import Curriculum, MixedOpponent, PoolOpponent, RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
@@ -115,7 +116,7 @@ def test_heads_once_per_position_equal_the_networks_on_every_move(options):
     same log-probabilities, values and entropy, and the same gradients, as running them on
     every move (all the moves of 512 games, and a minibatch of them)."""
     torch.manual_seed(0)
-    m = PPO(net=MLP([16], "signed9"), **options)
+    m = PPO(net=MLP([16], "signed9"), **(SPEC.defaults() | options))
     streams = Streams([1])  # one member: the moves come as (1, M) rows
     ep = play_batch(512, partial(m.act, streams=streams), RandomOpponent(), "both", "cpu", streams)
     mv = m.trajectories(ep, Reward(1.0, 0.3, -5.0, -5.0))

@@ -4,35 +4,69 @@ outside ``algos/`` names one: the config check, the population and the shell ask
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ttt_research.algos.spec import GENERIC, spec_of, specs
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "src" / "ttt_research"
-CONF = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((ROOT / "conf" / "algo").glob("*.yaml"))}
+OPTIONS = sorted(p.stem for p in (ROOT / "conf" / "algo").glob("*.yaml"))
 BY_NAME = {s.name: s for s in specs().values()}
 
 
+def composed(name: str) -> dict:
+    """``algo=NAME``'s algo block as the command composes it."""
+    from omegaconf import OmegaConf
+
+    from ttt_research.train.confdir import compose
+
+    return OmegaConf.to_container(compose([f"algo={name}"]).algo)
+
+
 def test_each_algo_option_has_its_spec_and_each_spec_its_option():
-    assert sorted(BY_NAME) == sorted(CONF)
-    for name, conf in CONF.items():
-        assert BY_NAME[name].target == conf["algo"]["_target_"], name
+    assert sorted(BY_NAME) == OPTIONS
+    for name in OPTIONS:
+        assert BY_NAME[name].target == composed(name)["_target_"], name
 
 
-@pytest.mark.parametrize("name", sorted(CONF))
-def test_a_spec_rules_every_key_of_its_yaml_and_no_other(name):
-    spec, keys = BY_NAME[name], set(CONF[name]["algo"]) - {"_target_"}
+@pytest.mark.parametrize("name", OPTIONS)
+def test_the_composed_algo_block_is_the_specs_defaults_in_their_order(name):
+    """conf/algo/NAME.yaml sets no hyperparameter itself: it places the spec's (Hyper) at algo."""
+    spec = BY_NAME[name]
+    assert composed(name) == {"_target_": spec.target, **spec.defaults()}
+    assert list(composed(name)) == [f.name for f in dataclasses.fields(spec.hyper)]
+    assert "\nalgo:" not in (ROOT / "conf" / "algo" / f"{name}.yaml").read_text()
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_a_spec_rules_every_hyperparameter_and_no_other(name):
+    spec, keys = BY_NAME[name], set(spec_defaults := BY_NAME[name].defaults())
     assert sorted(k for k in keys if spec.rule(k) is None) == []  # a key nobody checks
     assert sorted(set(spec.keys) - keys) == []  # a rule for a key the algorithm does not have
     assert set(spec.varies) <= keys
-    for key in keys:  # the shipped values pass their own rules
-        spec.rule(key).check(f"algo.{key}", CONF[name]["algo"][key])
+    for key in keys:  # the defaults pass their own rules
+        spec.rule(key).check(f"algo.{key}", spec_defaults[key])
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_the_constructor_takes_each_hyperparameter_and_restates_no_default(name):
+    """Each default is written once, in the spec: the class takes every hyperparameter,
+    keyword-only, and defaults none of them (its companion networks aside)."""
+    from hydra.utils import get_class
+
+    params = inspect.signature(get_class(BY_NAME[name].target).__init__).parameters
+    hyper = set(BY_NAME[name].defaults())
+    assert hyper <= set(params)
+    assert [k for k in hyper if params[k].default is not inspect.Parameter.empty] == []
+    assert all(params[k].kind is inspect.Parameter.KEYWORD_ONLY for k in hyper)
+    assert sorted(set(params) - hyper - {"self", "net"}) == sorted(
+        k for k in params if k.endswith(("_net", "_head")))  # built by companion_nets
 
 
 def test_the_specs_load_without_torch():

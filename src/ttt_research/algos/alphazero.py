@@ -111,13 +111,13 @@ def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 class AlphaZero(Algorithm):
     name = "alphazero"
 
-    def __init__(self, net, games_per_update: int = 50, simulations: int = 16,
-                 test_simulations: int = 4, max_considered: int = 9, lr: float = 0.003,
-                 lr_final: float | None = 0.0003, temperature: float = 2.0,
-                 temperature_final: float | None = 2.0, value_coef: float = 2.0, value_mix: float = 0.0,
-                 weight_decay: float = 0.0, capacity: int = 20000, batch_size: int = 256,
-                 gradient_steps: int = 32, max_grad_norm: float = 5.0,
-                 symmetries: bool = True,
+    def __init__(self, net, *, games_per_update: int, simulations: int,
+                 test_simulations: int, max_considered: int, lr: float,
+                 lr_final: float | None, temperature: float,
+                 temperature_final: float | None, value_coef: float, value_mix: float,
+                 weight_decay: float, capacity: int, batch_size: int,
+                 gradient_steps: int, max_grad_norm: float,
+                 symmetries: bool,
                  value_head: torch.nn.Module | None = None):
         super().__init__(net, games_per_update)
         self.simulations, self.test_simulations = int(simulations), int(test_simulations)

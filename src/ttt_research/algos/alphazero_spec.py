@@ -1,6 +1,9 @@
 """``algo=alphazero``'s declaration (``algos/alphazero.py``; ``algos/spec.py`` says what a spec is)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from omegaconf import DictConfig
 
 from ttt_research.algos.spec import (
@@ -28,9 +31,51 @@ def _check(cfg: DictConfig) -> None:
     need(win == 1, "reward.win", "1 with algo=alphazero (its value head is a tanh: results in [-1, 1])", win)
 
 
+@dataclass
+class Hyper:
+    """``algo=alphazero``'s hyperparameters and their defaults (``algos/spec.py``: the schema of
+    ``conf/algo/alphazero.yaml``)."""
+
+    _target_: str = "ttt_research.algos.alphazero.AlphaZero"
+    games_per_update: Any = 50
+    """self-play games per update, then gradient_steps steps: 50 updates of 50 spend the budget exactly, and
+    beat 40 of 64 (experiments/alphazero)"""
+    simulations: Any = 16
+    """simulations per searched move (self-play): 16 beat 8 (experiments/alphazero)"""
+    test_simulations: Any = 4
+    """the deterministic search evaluated exactly at the end (eval.json's search)"""
+    max_considered: Any = 9
+    """moves the root's Gumbel top-k considers (9: all)"""
+    lr: Any = 0.003
+    """Adam ..."""
+    lr_final: Any = 0.0003
+    """... decayed linearly to this over the budget (null: constant)"""
+    temperature: Any = 2.0
+    """scale of the root's Gumbel noise (0: a deterministic search): 2 explores"""
+    temperature_final: Any = 2.0
+    """... annealed linearly to this (2 -> 1 hurt the search: experiments/alphazero)"""
+    value_coef: Any = 2.0
+    """weight of the value's squared error beside the policy's cross-entropy"""
+    value_mix: Any = 0.0
+    """value target: (1 - mix) * the game's result + mix * the search's value"""
+    weight_decay: Any = 0.0
+    """L2 on every weight, in the loss (1e-4 and 1e-3 hurt: experiments/alphazero)"""
+    capacity: Any = 20000
+    """replay positions per member (a ring)"""
+    batch_size: Any = 256
+    """positions per gradient step"""
+    gradient_steps: Any = 32
+    """gradient steps per update: 32 beat 8, 64 and 128 (experiments/alphazero)"""
+    max_grad_norm: Any = 5.0
+    """clip the gradient norm to this (0: no clipping)"""
+    symmetries: Any = True
+    """each learned position turned by a random one of the board's 8 symmetries"""
+
+
 SPEC = AlgoSpec(
     name="alphazero",
-    target="ttt_research.algos.alphazero.AlphaZero",
+    hyper=Hyper,
+    acting="the search's choice; as_trained scores the raw network's softmax (temperature 1)",
     keys={"simulations": SIMULATIONS, "test_simulations": SIMULATIONS,
           "max_considered": integer(1, 9, "an integer in [1, 9] (moves at the root)"),
           "lr": RATE, "lr_final": RATE_FINAL, "temperature": TEMPERATURE, "temperature_final": RATE_FINAL,

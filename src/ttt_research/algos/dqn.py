@@ -97,13 +97,13 @@ class Replay(Ring):
 class DQN(Algorithm):
     name = "dqn"
 
-    def __init__(self, net, games_per_update: int = 256, lr: float = 0.001,
-                 lr_final: float | None = 0.0001, gamma: float = 1.0, epsilon: float = 0.5,
-                 epsilon_final: float = 0.0, epsilon_fraction: float = 0.5,
-                 capacity: int = 50000, batch_size: int = 512,
-                 warmup_games: int = 1024, gradient_steps: int = 8, target_every: int = 100,
-                 tau: float | None = None, double: bool = True, n_step: int = 1,
-                 max_grad_norm: float = 10.0, huber_delta: float = 10.0):
+    def __init__(self, net, *, games_per_update: int, lr: float,
+                 lr_final: float | None, gamma: float, epsilon: float,
+                 epsilon_final: float, epsilon_fraction: float,
+                 capacity: int, batch_size: int,
+                 warmup_games: int, gradient_steps: int, target_every: int,
+                 tau: float | None, double: bool, n_step: int,
+                 max_grad_norm: float, huber_delta: float):
         super().__init__(net, games_per_update)
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)

@@ -189,13 +189,13 @@ class PPO(Algorithm):
 
     name = "ppo"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    # The defaults are conf/algo/ppo.yaml's (tests/algos/test_algo_defaults.py checks them).
-    def __init__(self, net, games_per_update: int = 2048, lr: float = 1e-3, lr_final: float | None = 1e-4,
-                 gamma: float = 1.0, gae_lambda: float = 0.95, clip: float = 0.2,
-                 ent_coef: float = 0.08, ent_final: float | None = 0.0, vf_coef: float = 0.5,
-                 epochs: int = 4, minibatches: int = 4, max_grad_norm: float = 0.5,
-                 masking: bool = True, shared_trunk: bool = False, norm_adv: bool = True,
-                 optimizer=None, value_net: torch.nn.Module | None = None):
+    # Every hyperparameter's default is in algos/ppo_spec.py (Hyper): written once, there.
+    def __init__(self, net, *, games_per_update: int, lr: float, lr_final: float | None,
+                 gamma: float, gae_lambda: float, clip: float,
+                 ent_coef: float, ent_final: float | None, vf_coef: float,
+                 epochs: int, minibatches: int, max_grad_norm: float,
+                 masking: bool, shared_trunk: bool, norm_adv: bool,
+                 optimizer, value_net: torch.nn.Module | None = None):
         super().__init__(net, games_per_update)
         # A population's members may each set these: then an (N,) tensor (``number``).
         self.lr = number(lr)

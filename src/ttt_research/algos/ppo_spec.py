@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -33,9 +35,47 @@ def population(name: str) -> Callable[[DictConfig], str | None]:
     return why
 
 
+@dataclass
+class Hyper:
+    """``algo=ppo``'s hyperparameters and their defaults (``algos/spec.py``: the schema of
+    ``conf/algo/ppo.yaml``)."""
+
+    _target_: str = "ttt_research.algos.ppo.PPO"
+    games_per_update: Any = 2048
+    """complete games played per update"""
+    epochs: Any = 4
+    """passes over each batch of moves"""
+    minibatches: Any = 4
+    """minibatches per pass"""
+    lr: Any = 0.001
+    lr_final: Any = 0.0001
+    """linear decay to this over the budget (null: constant)"""
+    gamma: Any = 1.0
+    """discount per own move"""
+    gae_lambda: Any = 0.95
+    clip: Any = 0.2
+    ent_coef: Any = 0.08
+    """explore every opening long enough to find X's best (a corner)"""
+    ent_final: Any = 0.0
+    """linear schedule for the entropy bonus (null: constant); 0 lets the last updates resolve reward gaps of
+    ~0.004 (corner vs centre)"""
+    vf_coef: Any = 0.5
+    max_grad_norm: Any = 0.5
+    """clip the gradient norm to this (0: no clipping)"""
+    masking: Any = True
+    """false: occupied cells can be chosen and forfeit (reward.illegal)"""
+    shared_trunk: Any = False
+    """true: value head on the policy's last hidden layer"""
+    norm_adv: Any = True
+    """normalise advantages per minibatch"""
+    optimizer: Any = None
+    """null = Adam; or a partial"""
+
+
 SPEC = AlgoSpec(
     name="ppo",
-    target="ttt_research.algos.ppo.PPO",
+    hyper=Hyper,
+    acting="a sample of its policy: the softmax of the masked logits (temperature 1)",
     keys={**KEYS, "epochs": count(), "minibatches": count(), "clip": SHARE},
     varies=("lr", "lr_final", "ent_coef"),
     population=population("ppo"),

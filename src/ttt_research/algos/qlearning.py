@@ -120,10 +120,10 @@ class QLearning(Algorithm):
 
     name = "qlearning"
 
-    # The defaults are conf/algo/qlearning.yaml's (tests/algos/test_algo_defaults.py checks them).
-    def __init__(self, net, games_per_update: int = 1024, lr: float = 0.1, lr_final: float | None = 0.02,
-                 epsilon: float = 0.6, epsilon_final: float | None = 0.0, gamma: float = 1.0,
-                 running_mean: bool = True, rollouts: int = 8):
+    # Every hyperparameter's default is in algos/qlearning_spec.py (Hyper): written once, there.
+    def __init__(self, net, *, games_per_update: int, lr: float, lr_final: float | None,
+                 epsilon: float, epsilon_final: float | None, gamma: float,
+                 running_mean: bool, rollouts: int):
         super().__init__(net, games_per_update)
         if not hasattr(net, "q"):
             raise ValueError("algo=qlearning learns a table: use net=qtable")

@@ -1,6 +1,9 @@
 """``algo=qlearning``'s declaration (``algos/qlearning.py``; ``algos/spec.py`` says what a spec is)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from ttt_research.algos.spec import (
     PROBABILITY,
     PROBABILITY_FINAL,
@@ -16,9 +19,36 @@ from ttt_research.algos.spec import (
 # A step towards a batch's mean target: at most all the way.
 STEP = "a step size in (0, 1] for algo=qlearning (1: the batch's mean target)"
 
+
+@dataclass
+class Hyper:
+    """``algo=qlearning``'s hyperparameters and their defaults (``algos/spec.py``: the schema of
+    ``conf/algo/qlearning.yaml``)."""
+
+    _target_: str = "ttt_research.algos.qlearning.QLearning"
+    games_per_update: Any = 1024
+    """complete games per update (each member), played as `rollouts` batches"""
+    rollouts: Any = 8
+    """batches of 128: each is one backup step, and small ones learn more per game; grouped 8 to an update,
+    as the shell's cost per update is fixed"""
+    lr: Any = 0.1
+    """the step's floor (running_mean) or the step (towards the batch's mean target)"""
+    lr_final: Any = 0.02
+    """linear decay of the floor to this: late values average ~50 batches"""
+    epsilon: Any = 0.6
+    """chance of a uniformly random legal move, at the start"""
+    epsilon_final: Any = 0.0
+    """linear decay to this over the budget (null: constant)"""
+    gamma: Any = 1.0
+    """undiscounted: values comparable with game-theoretic ones"""
+    running_mean: Any = True
+    """step max(lr, 1/visits): the mean of all targets, then rate lr"""
+
+
 SPEC = AlgoSpec(
     name="qlearning",
-    target="ttt_research.algos.qlearning.QLearning",
+    hyper=Hyper,
+    acting="epsilon-greedy on the table at the scheduled epsilon",
     keys={"rollouts": count(), "lr": between(0, 1, STEP, low_open=True),
           "lr_final": between(0, 1, STEP, null=True), "epsilon": PROBABILITY,
           "epsilon_final": PROBABILITY_FINAL, "gamma": SHARE, "running_mean": flag()},

@@ -191,12 +191,12 @@ class Reinforce(Algorithm):
 
     name = "reinforce"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    # The defaults are conf/algo/reinforce.yaml's (tests/algos/test_algo_defaults.py checks them).
-    def __init__(self, net, games_per_update: int = 16384, lr: float = 2.0, temperature: float = 1.0,
-                 masked_softmax: bool = True, baseline: bool = False,
-                 minibatches: int = 1, optimizer=None, temperature_final: float | None = 0.5,
-                 rollouts: int = 2, position_table: bool = True, momentum: float = 0.9,
-                 lr_final: float | None = 1.0, epsilon: float = 0.0):
+    # Every hyperparameter's default is in algos/reinforce_spec.py (Hyper): written once, there.
+    def __init__(self, net, *, games_per_update: int, lr: float, temperature: float,
+                 masked_softmax: bool, baseline: bool,
+                 minibatches: int, optimizer, temperature_final: float | None,
+                 rollouts: int, position_table: bool, momentum: float,
+                 lr_final: float | None, epsilon: float):
         super().__init__(net, games_per_update)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         # A population's members may each set these: then an (N,) tensor (``number``).

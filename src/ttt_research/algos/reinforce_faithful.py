@@ -127,8 +127,8 @@ class ReinforceFaithful(Algorithm):
 
     name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
-    # The defaults are conf/algo/reinforce_faithful.yaml's (tests/algos/test_algo_defaults.py).
-    def __init__(self, net, games_per_update: int = 1000, lr: float = 0.1):
+    # Every hyperparameter's default is in algos/reinforce_faithful_spec.py (Hyper): written once, there.
+    def __init__(self, net, *, games_per_update: int, lr: float):
         super().__init__(net, games_per_update)
         self.lr = float(lr)
 

@@ -1,6 +1,9 @@
 """``algo=reinforce``'s declaration (``algos/reinforce.py``; ``algos/spec.py`` says what a spec is)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from omegaconf import DictConfig
 
 from ttt_research.algos.spec import (
@@ -25,9 +28,46 @@ def _population(cfg: DictConfig) -> str | None:
     return None
 
 
+@dataclass
+class Hyper:
+    """``algo=reinforce``'s hyperparameters and their defaults (``algos/spec.py``: the schema of
+    ``conf/algo/reinforce.yaml``)."""
+
+    _target_: str = "ttt_research.algos.reinforce.Reinforce"
+    games_per_update: Any = 16384
+    """games per training step (one Lightning step, one log row)"""
+    rollouts: Any = 2
+    """... played as 2 batches of 8,192, each learned from before the next (one pass over the positions per
+    batch: larger batches, fewer passes)"""
+    minibatches: Any = 1
+    """SGD steps per batch (only without the position table)"""
+    lr: Any = 2.0
+    lr_final: Any = 1.0
+    """linear anneal of the learning rate over the budget (null: constant)"""
+    momentum: Any = 0.9
+    """SGD momentum: big, exact batch gradients; slow directions carried along"""
+    temperature: Any = 1.0
+    """softmax sampling while training; 0 = greedy, as the seed"""
+    temperature_final: Any = 0.5
+    """linear anneal over the budget (null: constant); 0.5 keeps exploring rare positions
+    (experiments/reinforce_default: tuned on seeds 1000-1047)"""
+    epsilon: Any = 0.0
+    """a share of moves played uniformly at random (over the legal cells)"""
+    baseline: Any = False
+    """subtract the batch's mean reward"""
+    masked_softmax: Any = True
+    """softmax over empty cells only (the seed: over all 9)"""
+    position_table: Any = True
+    """one forward/backward per distinct position, one SGD step per batch"""
+    optimizer: Any = None
+    """null = SGD; or a partial, e.g. {_target_: torch.optim.Adam, _partial_: true}"""
+
+
 SPEC = AlgoSpec(
     name="reinforce",
-    target="ttt_research.algos.reinforce.Reinforce",
+    hyper=Hyper,
+    acting="the softmax of its masked logits at the scheduled temperature (temperature -> "
+           "temperature_final), epsilon of moves uniform",
     keys={"rollouts": count(), "minibatches": count(), "lr": RATE, "lr_final": RATE_FINAL,
           "momentum": between(0, 1, "a number in [0, 1)", high_open=True),
           "temperature": TEMPERATURE, "temperature_final": RATE_FINAL, "epsilon": PROBABILITY,

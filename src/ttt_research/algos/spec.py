@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
@@ -112,11 +112,21 @@ class Memory:
 
 @dataclass(frozen=True)
 class AlgoSpec:
-    """One algorithm, as the config check, a population and the shell see it."""
+    """One algorithm, as the config check, a population and the shell see it.
+
+    ``hyper`` is the dataclass of its hyperparameters with their defaults, one docstring under
+    each: the schema of ``conf/algo/NAME.yaml`` (``register`` stores it in Hydra's
+    ConfigStore as ``algo_schema_NAME``, which the YAML places at ``algo``), so each default
+    is written there and nowhere else; its ``_target_`` is the algorithm's class. The fields
+    are typed ``Any``: a value is checked by its rule in ``keys`` (one line naming the key and
+    its range), not converted by OmegaConf first (``algo.lr=2`` stays 2, ``algo.lr=abc`` is
+    refused by the rule)."""
 
     name: str  # its algo= option (conf/algo/NAME.yaml)
-    target: str  # its class, as algo._target_ names it
     keys: dict[str, Rule]  # algo.KEY -> its rule (games_per_update is every algorithm's)
+    hyper: type | None = None  # its hyperparameters and their defaults (a dataclass)
+    target: str = ""  # its class, as algo._target_ names it (from ``hyper`` when it has one)
+    acting: str = "greedy"  # the policy it plays while training: what eval.json's as_trained scores
     varies: tuple[str, ...] = ()  # keys a population member may set for itself (a scalar each)
     nets: tuple[str, ...] = ("mlp",)  # the kinds of net it takes: mlp, table
     net_why: str = ""  # why, when it takes a table only
@@ -124,6 +134,15 @@ class AlgoSpec:
     check: Callable[[DictConfig], None] | None = None  # rules across keys, after each key's own
     population: Callable[[DictConfig], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)
+
+    def __post_init__(self) -> None:
+        if self.hyper is not None and not self.target:
+            object.__setattr__(self, "target", self.hyper._target_)
+
+    def defaults(self) -> dict:
+        """The hyperparameters' defaults as constructor arguments (``_target_`` left out):
+        ``PPO(net, **SPEC.defaults())`` builds what ``algo=ppo`` builds."""
+        return {f.name: f.default for f in fields(self.hyper) if f.name != "_target_"}
 
     def rule(self, key: str) -> Rule | None:
         """The rule of ``algo.KEY`` (``key`` without the prefix)."""
@@ -138,7 +157,7 @@ class AlgoSpec:
 
 
 # An algorithm of the user's own with no spec of its own or of a base class: the keys all have.
-GENERIC = AlgoSpec("", "", {})
+GENERIC = AlgoSpec(name="", keys={})
 
 
 @cache
@@ -178,6 +197,24 @@ def spec_of(target: str) -> AlgoSpec:
         if found is not None:
             return found
     return GENERIC
+
+
+def schema_name(spec: AlgoSpec) -> str:
+    """The ConfigStore node of ``spec``'s hyperparameters, as ``conf/algo/NAME.yaml`` names it."""
+    return f"algo_schema_{spec.name}"
+
+
+@cache
+def register() -> None:
+    """Store every spec's hyperparameters in Hydra's ConfigStore (``schema_name``), before
+    Hydra composes the tree (``train.confdir.config_dir``). At the root, not in a group: a
+    schema is no option of the command line."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for spec in specs().values():
+        if spec.hyper is not None:
+            store.store(name=schema_name(spec), node=spec.hyper)
 
 
 def _declared(module: str, target: str) -> AlgoSpec | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ttt_research.algos.spec import register as register_schemas
 from ttt_research.evaluation.objectives import direction
 
 NULL_DEFAULT_GROUPS = ("experiment", "hparams_search")
@@ -110,8 +111,10 @@ def register_resolvers() -> None:
 
 
 def config_dir() -> Path:
-    """The folder holding ``config.yaml`` and the config groups (and its resolvers registered)."""
+    """The folder holding ``config.yaml`` and the config groups (and its resolvers registered,
+    and the algorithms' hyperparameters stored where ``conf/algo/NAME.yaml`` finds them)."""
     register_resolvers()
+    register_schemas()
     package = Path(__file__).resolve().parents[1]  # src/ttt_research (this file is train/confdir.py)
     for candidate in (package / "conf", package.parents[1] / "conf"):  # wheel, then checkout
         if (candidate / "config.yaml").is_file():
