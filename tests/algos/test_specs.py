@@ -158,3 +158,13 @@ def test_a_users_algorithm_trains_and_is_evaluated_like_the_shipped_ones(tmp_pat
     report = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert 0 <= report["nashconv"] <= 2 and 0 <= report["as_trained"]["nashconv"] <= 2
     assert "Exact evaluation after 2,048 games (greedy_reinforce" in out
+
+
+def test_the_algorithms_reference_is_written_from_the_specs():
+    """docs/algorithms.md is python -m ttt_research.algos.reference's output: regenerate it
+    after changing a spec (every default, range and docstring comes from there)."""
+    from ttt_research.algos.reference import markdown
+
+    assert (ROOT / "docs" / "algorithms.md").read_text() == markdown()
+    for spec in BY_NAME.values():
+        assert f"## `algo={spec.name}`" in markdown()

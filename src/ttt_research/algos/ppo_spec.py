@@ -48,18 +48,22 @@ class Hyper:
     minibatches: Any = 4
     """minibatches per pass"""
     lr: Any = 0.001
+    """Adam's learning rate at the start"""
     lr_final: Any = 0.0001
     """linear decay to this over the budget (null: constant)"""
     gamma: Any = 1.0
     """discount per own move"""
     gae_lambda: Any = 0.95
+    """GAE's lambda: how far each advantage looks past the value's estimate"""
     clip: Any = 0.2
+    """the surrogate's clip range on the probability ratio"""
     ent_coef: Any = 0.08
     """explore every opening long enough to find X's best (a corner)"""
     ent_final: Any = 0.0
     """linear schedule for the entropy bonus (null: constant); 0 lets the last updates resolve reward gaps of
     ~0.004 (corner vs centre)"""
     vf_coef: Any = 0.5
+    """weight of the value loss beside the policy's"""
     max_grad_norm: Any = 0.5
     """clip the gradient norm to this (0: no clipping)"""
     masking: Any = True

@@ -42,6 +42,7 @@ class Hyper:
     minibatches: Any = 1
     """SGD steps per batch (only without the position table)"""
     lr: Any = 2.0
+    """SGD's learning rate at the start, annealed linearly to lr_final"""
     lr_final: Any = 1.0
     """linear anneal of the learning rate over the budget (null: constant)"""
     momentum: Any = 0.9
