@@ -1,0 +1,58 @@
+"""``algo=a2c``'s declaration (``algos/a2c.py``; ``algos/spec.py`` says what a spec is): PPO's
+keys but the clip and the epochs, the same population rules and memory model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ttt_research.algos.ppo_spec import KEYS, population
+from ttt_research.algos.ppo_spec import SPEC as PPO
+from ttt_research.algos.spec import AlgoSpec, count
+
+
+@dataclass
+class Hyper:
+    """``algo=a2c``'s hyperparameters and their defaults (``algos/spec.py``: the schema of
+    ``conf/algo/a2c.yaml``)."""
+
+    _target_: str = "ttt_research.algos.a2c.A2C"
+    games_per_update: Any = 256
+    """complete games per gradient step (about 1,100 learner moves from both seats)"""
+    lr: Any = 0.001
+    """Adam's learning rate at the start ..."""
+    lr_final: Any = 0.0001
+    """... decayed linearly to this over the budget (null: constant)"""
+    gamma: Any = 1.0
+    """discount per own move"""
+    gae_lambda: Any = 1.0
+    """1: the Monte-Carlo return minus the value (SB3's A2C default); below 1, GAE's trade of bias
+    for variance"""
+    ent_coef: Any = 0.08
+    """entropy bonus, as PPO's ..."""
+    ent_final: Any = 0.0
+    """... annealed linearly to this (null: constant)"""
+    vf_coef: Any = 0.5
+    """weight of the value loss beside the policy's"""
+    minibatches: Any = 1
+    """gradient steps per batch, each on its own share of the moves (one pass over them)"""
+    max_grad_norm: Any = 0.5
+    """clip the gradient norm to this (0: no clipping)"""
+    masking: Any = True
+    """false: occupied cells can be chosen and forfeit (reward.illegal)"""
+    shared_trunk: Any = False
+    """true: value head on the policy's last hidden layer"""
+    norm_adv: Any = False
+    """normalise advantages per step (SB3's A2C: off)"""
+    optimizer: Any = None
+    """null = Adam; or a partial"""
+
+
+SPEC = AlgoSpec(
+    name="a2c",
+    hyper=Hyper,
+    acting="a sample of its policy: the softmax of the masked logits (temperature 1)",
+    keys={**KEYS, "minibatches": count()},
+    varies=PPO.varies,
+    population=population("a2c"),
+    memory=PPO.memory,  # the same networks and batch of moves
+)
