@@ -102,6 +102,24 @@ def trained_exploit(report: dict, seat: str) -> float | None:
     return float(block[REPORT_KEY[seat]]["best_response"])
 
 
+# Which way each metric improves, in one place: the report's --compare and its performance
+# profiles, W&B's summaries and a sweep's direction all ask ``better``. Lower is better for
+# what the agent gives away: a loss rate, and what a best response gets against it (NashConv;
+# a seat's ``best_response``, the responder's value: what the policy concedes), and a value
+# error. Everything else is higher-is-better: a win rate, the worst case (+1 win .. -1 loss),
+# the optimal-move rate, the value sign agreement, a sweep's score. A draw rate counts as
+# higher too (a draw beats a loss), though against random more draws can mean fewer wins.
+LOWER_IS_BETTER = ("loss", "nashconv", "best_response", "mae")
+
+
+def better(name: str) -> str:
+    """``"lower"`` or ``"higher"``: which way the metric ``name`` (``eval/`` or not; an
+    objective's name such as ``population_iqm_loss``) improves."""
+    name = name.removeprefix("eval/")
+    lower = any(name == end or name.endswith(f"_{end}") for end in LOWER_IS_BETTER)
+    return "lower" if lower else "higher"
+
+
 def band(name: str) -> tuple[str, str]:
     """A population's lowest and highest member for the ``eval/*`` metric ``name`` (the
     logged ``name`` itself is the members' median)."""

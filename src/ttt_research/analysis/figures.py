@@ -10,11 +10,8 @@ from pathlib import Path
 from ttt_research.analysis.curves import wrap_phrases
 from ttt_research.analysis.safety import share_curve, wilson_band
 from ttt_research.analysis.summary import label_text, metric_title
-from ttt_research.contract import (
-    EVAL_SEATS,
-)
+from ttt_research.contract import EVAL_SEATS, better
 from ttt_research.evaluation import stats
-from ttt_research.evaluation.objectives import direction
 from ttt_research.files.atomic import atomic_path
 
 
@@ -138,7 +135,7 @@ def plot_profiles(path: Path, rows: list[dict], reps: int = stats.REPS, seed: in
                              squeeze=False, layout="constrained")
     colours = plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")
     for ax, m in zip(axes.flat, metrics, strict=False):
-        lower = direction(m) == "minimize" or m.endswith("_loss")
+        lower = better(m) == "lower"
         every = np.concatenate([r["values"][m] for r in rows if r["values"][m]])
         lo, hi = float(every.min()), float(every.max())
         pad = max(1e-4, 0.05 * (hi - lo))

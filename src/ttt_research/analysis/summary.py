@@ -32,6 +32,7 @@ from ttt_research.contract import (
     OUTCOMES,
     REPORT_KEY,
     TRAINED_KEY,
+    better,
     eval_metrics,
     eval_name,
 )
@@ -301,8 +302,8 @@ def _same(a: str, b: str) -> bool:
 
 def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: int = 0) -> list[dict]:
     """P(A improves on B) per metric with its 95% interval (the seeds of A and of B resampled
-    separately). Improving on a loss rate is being lower; on the objective, what its sweep
-    direction says."""
+    separately). Which way a metric improves is ``contract.better``'s (lower for a loss rate,
+    NashConv and a best response's value); the objective's, its sweep direction."""
     out = []
     for m in [*metrics, "objective"]:
         if m == "objective":
@@ -312,7 +313,7 @@ def compare(a: dict, b: dict, metrics: list[str], reps: int = stats.REPS, seed: 
             name = f"objective ({a['metric']})"
         else:
             xa, xb = a["values"][m], b["values"][m]
-            lower, name = m.endswith("_loss"), m
+            lower, name = better(m) == "lower", m
         if not xa or not xb:
             continue
         sign = -1.0 if lower else 1.0

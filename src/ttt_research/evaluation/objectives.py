@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import statistics
 
-from ttt_research.contract import EVAL_NAMES, SEAT_KEYS, eval_metrics, learner_loss, unbeatable
+from ttt_research.contract import EVAL_NAMES, SEAT_KEYS, better, eval_metrics, learner_loss, unbeatable
 from ttt_research.evaluation.stats import iqm, wilson
 
 # What each per-member name measures, in a few words, for the lines and tables that show it.
@@ -71,9 +71,8 @@ POPULATION_NAMES = {"population_median_score": "score", "population_median_win":
                     "population_iqm_win": "win", "population_iqm_loss": "loss",
                     "population_unbeatable_fraction": "score", "population_unbeatable_ci_low": "score"}
 NAMES = ("score", "win", "loss", "optimal_move_rate", *EVAL_NAMES, *POPULATION_NAMES)
-# Loss rates are the names a sweep minimises; every other name is maximised.
-MINIMISE = ("loss", "population_median_loss", "population_iqm_loss",
-            *(n for n in EVAL_NAMES if n.endswith("_loss")))
+# The names a sweep minimises (loss rates): those ``contract.better`` says are lower-is-better.
+MINIMISE = tuple(n for n in NAMES if better(n) == "lower")
 
 
 def member_name(name: str) -> str:

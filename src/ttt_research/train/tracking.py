@@ -44,7 +44,15 @@ from lightning.pytorch.loggers import Logger, TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.contract import EVAL_NAMES, EXPLOIT_NAMES, GAMES, eval_metrics, exploit_metrics, unbeatable
+from ttt_research.contract import (
+    EVAL_NAMES,
+    EXPLOIT_NAMES,
+    GAMES,
+    better,
+    eval_metrics,
+    exploit_metrics,
+    unbeatable,
+)
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train.csvlog import MetricsCSV
@@ -158,17 +166,16 @@ def metric_definitions() -> list[tuple[str, dict]]:
 
     Every series is plotted against ``train/games`` (``GAMES``), not Lightning's step: an
     update is 2,048 games in one run and 16,384 in another, so only games line two runs up.
-    Summaries: an exact win rate keeps its best value and its last (``max,last``), an exact
-    loss rate its lowest and its last (``min,last``); anything else its last (W&B's default).
-    Exact names are listed first: W&B matches a logged key by its own definition before a glob."""
+    Summaries: an exact win or loss rate, and what a best response gets (NashConv, per seat),
+    keep their best value (``contract.better``'s way: ``max`` or ``min``) and their last;
+    anything else its last (W&B's default). Exact names are listed first: W&B matches a
+    logged key by its own definition before a glob."""
     out: list[tuple[str, dict]] = [(GAMES, {"summary": "max"})]
-    for name in EVAL_NAMES:
-        what = name.rsplit("_", 1)[-1]
-        if what in ("win", "loss"):
-            out.append((name, {"step_metric": GAMES, "summary": "max,last" if what == "win" else "min,last"}))
-    # What a best response gets (NashConv, per seat): lower is better, like a loss rate.
-    out += [(name, {"step_metric": GAMES, "summary": "min,last"}) for name in EXPLOIT_NAMES
-            if not name.endswith("_win")]
+    for name in (*EVAL_NAMES, *EXPLOIT_NAMES):
+        if name in EVAL_NAMES and name.rsplit("_", 1)[-1] not in ("win", "loss"):
+            continue  # a worst case, a draw rate, the optimal-move rate: the last is enough
+        best = "min" if better(name) == "lower" else "max"
+        out.append((name, {"step_metric": GAMES, "summary": f"{best},last"}))
     out += [(f"{prefix}/*", {"step_metric": GAMES}) for prefix in SERIES]
     return out
 
