@@ -93,3 +93,56 @@ def test_the_tournament_example_is_what_the_command_prints(capsys):
     prose = example.split("```")[1].split("\n#")[0]
     for x, o in (("perfect", "rules"), ("rules", "perfect")):
         assert f"({matrix[x][order.index(o)]})" in prose, (x, o)
+
+
+# The README is what a new user reads first: what it is, the quick start, the commands, one
+# compact results table and links. Held to this many lines; the rest lives in docs/.
+README_LINES = 200
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)  # no headings in code
+    return {slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_the_readme_stays_short_and_its_quick_start_is_two_commands():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= README_LINES
+    quick = text.split("## Quick start")[1].split("```")[1].strip().splitlines()[1:]  # after "bash"
+    assert len(quick) == 2
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    quick = (REPO / "README.md").read_text().split("## Quick start")[1].split("```")[1]
+    (line,) = [s for s in quick.splitlines() if "pytest" in s]
+    command = line.split("#")[0].strip()
+    ci = [s.strip() for s in (REPO / ".ci/run").read_text().splitlines() if s.strip()]
+    assert ci[-1] == command
+
+
+MARKDOWN = [REPO / "README.md", *sorted(DOCS.rglob("*.md")), REPO / "experiments/README.md"]
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=[str(p.relative_to(REPO)) for p in MARKDOWN])
+def test_every_link_of_the_readme_and_docs_leads_somewhere(page):
+    """Each relative link names a file of the checkout, and its #anchor a heading there; none
+    points outside the checkout (a user has no ../shared folder)."""
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (page.parent / file).resolve() if file else page
+        if REPO not in dest.parents and dest != REPO:
+            broken.append(f"{target}: outside the checkout")
+        elif not dest.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no such heading")
+    assert broken == []
