@@ -85,3 +85,18 @@ def test_on_a_terminal_progress_counts_games_and_shows_the_exact_figures(tmp_pat
     assert re.search(r"exact vs random: O win \d\.\d{4} loss \d\.\d{4}  as trained: best response vs O",
                      screen)
     assert "Epoch" not in screen and "it/s" not in screen
+
+
+def test_the_progress_bar_counts_games_with_separators_as_the_lines_do():
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ttt_research.train.console import bar_columns
+
+    out = io.StringIO()
+    progress = Progress(*bar_columns(), console=Console(file=out, width=120, color_system=None))
+    progress.add_task("training", total=4_014_080, completed=98_304, rate="516.8k games/s")
+    progress.console.print(progress.make_tasks_table(progress.tasks))
+    assert "98,304/4,014,080 games   2% 516.8k games/s ETA" in out.getvalue()

@@ -158,11 +158,28 @@ def status(watcher, trainer, module, games: int | None = None) -> Status:
     return Status(games, budget, updates, rate * int(module.active_all.sum()), exact, eta)
 
 
+def bar_columns() -> list:
+    """The progress bar's columns: the bar, games played of the budget with thousands
+    separators as the progress lines write them (Rich's own count has none: "98304/4014080"),
+    the share, the speed and the time left. Rich is imported here, not at the module's import:
+    a command that never draws a bar does not pay for it."""
+    from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class Games(ProgressColumn):
+        def render(self, task) -> Text:
+            total = f"{int(task.total):,}" if task.total is not None else "?"
+            return Text(f"{int(task.completed):,}/{total}", style="progress.download")
+
+    return [BarColumn(bar_width=20), Games(), TextColumn("games {task.percentage:>3.0f}%"),
+            TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn()]
+
+
 class GamesProgress(L.Callback):
     """On a terminal: a Rich display counted in games, not Lightning's "Epoch 0/0" and
     iterations, with the speed, the time left and the last exact evaluation under it::
 
-        ━━━━━━╸━━━━━━━━━━━━━ 1376256/4014080 games  34% 71.2k games/s ETA 0:00:37
+        ━━━━━━╸━━━━━━━━━━━━━ 1,376,256/4,014,080 games  34% 71.2k games/s ETA 0:00:37
         exact vs random: O win 0.9031 loss 0.0012  as trained: best response vs O 2.42e-05
     """
 
@@ -176,7 +193,7 @@ class GamesProgress(L.Callback):
     def on_train_start(self, trainer, module) -> None:
         if not trainer.is_global_zero:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress
 
         self._start = (time.perf_counter(), module.games_played)
         class WithExact(Progress):  # the bar's row, then the exact figures on a line of their own
@@ -185,10 +202,7 @@ class GamesProgress(L.Callback):
                 for task in self.tasks:
                     yield task.fields["exact"]
 
-        self._progress = WithExact(
-            BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("games {task.percentage:>3.0f}%"),
-            TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
-            console=self.console, transient=False)
+        self._progress = WithExact(*bar_columns(), console=self.console, transient=False)
         budget = module.games_per_update * module.budget_processes * trainer.num_training_batches
         self._task = self._progress.add_task("training", total=budget, completed=module.games_played,
                                              rate="", exact="exact vs random: no evaluation yet")
