@@ -61,6 +61,10 @@ def test_the_written_graph_passes_onnx_checker_and_computes_the_module(name, tmp
     assert (got[boards != 0] == -1e9).all()
 
 
+# torch's TorchScript-based exporter is the reference here, on purpose (as in evaluation/onnx.py,
+# which silences it too): its deprecation notices are torch's news, not this test's failure.
+@pytest.mark.filterwarnings("ignore:You are using the legacy TorchScript-based ONNX:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:The feature will be removed:DeprecationWarning")
 @pytest.mark.parametrize("name", list(NETS))
 def test_the_written_graph_computes_what_torchs_exporter_writes(name, tmp_path):
     net = NETS[name].eval()

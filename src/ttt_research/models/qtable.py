@@ -32,6 +32,9 @@ from ttt_research.models.nets import MASKED, MLPStack
 CELLS = 9
 N_CODES = 3**CELLS  # 19,683 view codes (most are no decision position: harmless rows)
 POW3 = [float(3**i) for i in range(CELLS)]  # place value of each cell in a view code
+# The same as a tensor, made once: ``torch.tensor`` inside ``forward`` made torch's tracer (the
+# ONNX exporter's) warn that its result becomes a constant, which is all it ever is.
+POW3_TENSOR = torch.tensor(POW3, dtype=torch.float32)
 EMPTY_VIEW_CODE = (N_CODES - 1) // 2  # 9,841 = sum of 3^i: the code of the empty board
 TABLE = "q"  # spec()["table"]: what policy_file reads to rebuild a QTable
 
@@ -40,7 +43,7 @@ def codes_of(view: torch.Tensor) -> torch.Tensor:
     """(..., 9) mover's views -> (...,) int64 view codes, in ops that export to ONNX:
     ``v . 3^i + 9,841`` (exact in float32, ``|v . 3^i| <= 9,841``), clamped into the
     table so that no input outside the contract can index past it."""
-    pow3 = torch.tensor(POW3, dtype=torch.float32, device=view.device)
+    pow3 = POW3_TENSOR.to(view.device)
     code = torch.matmul(view.float(), pow3) + EMPTY_VIEW_CODE
     return code.round().clamp(0, N_CODES - 1).long()
 
