@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
 from ttt_research.evaluation.objectives import objective
 from ttt_research.train import hydra_errors
-from ttt_research.train.confdir import app_help, config_dir, made_by_this_run, plain_overrides
+from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides
 from ttt_research.train.refusal import discard_run_dir, validate_added
 from ttt_research.train.validate import validate
 
@@ -34,7 +34,7 @@ def refuse(error: Exception, discard: bool = True) -> None:
     if discard:
         multirun = hc.mode == RunMode.MULTIRUN
         if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
-                               sweep_dir=hc.sweep.dir if multirun else None):
+                               sweep_dir=hc.sweep.dir if multirun else None, existed=existed_before):
             log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
             if made_by_this_run(log):  # the empty log Hydra opened in a folder kept as it was
                 log.unlink()

@@ -188,3 +188,23 @@ def test_trainer_keys_the_project_sets_are_refused(tmp_path, override):
     key = override.lstrip("+").split("=")[0]
     assert one_error_line(err).startswith(f"error: {key} is not a setting of this project")
     assert not folder.exists()
+
+
+def test_a_refusal_removes_only_the_folders_the_run_made(tmp_path, monkeypatch):
+    """Before: a refused run removed its folder's empty parents up to the working folder,
+    the user's own included: a runs/exp1/ made by hand, the working folder itself with
+    hydra.run.dir=. (found by the fresh-clone rerun of issue 42's attacks)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine" / "run").mkdir(parents=True)
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "sweep").mkdir()
+    refusals = [["hydra.run.dir=mine/new/deep"], ["hydra.run.dir=mine/run"],
+                ["-m", "seed=0,1", "hydra.sweep.dir=sweep"], ["-m", "seed=0,1"], []]
+    for args in refusals:
+        code, _, err = cli(*args, "trainer.max_epochs=3")
+        assert code == 2 and "trainer.max_epochs" in one_error_line(err)
+    monkeypatch.chdir(tmp_path / "cwd")
+    code, _, _ = cli("hydra.run.dir=.", "trainer.max_epochs=3")
+    assert code == 2
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert left == ["cwd", "mine", "mine/run", "sweep"]  # the user's, empty as they were

@@ -39,6 +39,7 @@ def plain_overrides(overrides: list[str]) -> list[str]:
 
 
 _made: dict[str, str] = {}  # PATH -> the folder this process made for it
+_created: set[str] = set()  # every folder fresh_folder made, parents included (resolved paths)
 
 
 def fresh_folder(path: str) -> str:
@@ -50,6 +51,7 @@ def fresh_folder(path: str) -> str:
     if path in _made:
         return _made[path]
     base = Path(path)
+    _created.update(str(a.resolve()) for a in base.parents if not a.exists())
     base.parent.mkdir(parents=True, exist_ok=True)
     for n in itertools.count(1):
         candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
@@ -58,6 +60,7 @@ def fresh_folder(path: str) -> str:
         except FileExistsError:
             continue
         _made[path] = str(candidate)
+        _created.add(str(candidate.resolve()))
         return _made[path]
     raise AssertionError("unreachable")
 
@@ -69,13 +72,21 @@ class LogsBefore:
     anything, which logs were there already; ``made_by_this_run`` tells the others.
 
     (Duck-typed as ``hydra.experimental.callback.Callback``, and importable without torch:
-    Hydra builds it at every start.)"""
+    Hydra builds it at every start.)
+
+    It also notes which folders on the way to the run's folder were there before the run
+    (``existed_before``): a refusal removes the folders the run made, never the user's own,
+    even empty ones (a ``runs/exp1/`` made by hand, the working folder itself)."""
 
     def on_run_start(self, config, **kwargs) -> None:
-        _note_logs(Path(str(config.hydra.run.dir)), config.hydra.job.name, "")
+        folder = Path(str(config.hydra.run.dir))  # resolved here: ttt.fresh makes its folder now
+        _note_logs(folder, config.hydra.job.name, "")
+        _note_folders(folder, children=False)
 
     def on_multirun_start(self, config, **kwargs) -> None:
-        _note_logs(Path(str(config.hydra.sweep.dir)), config.hydra.job.name, "*/")
+        folder = Path(str(config.hydra.sweep.dir))
+        _note_logs(folder, config.hydra.job.name, "*/")
+        _note_folders(folder, children=True)
 
     def on_job_start(self, config, **kwargs) -> None:
         pass
@@ -95,6 +106,25 @@ _logs_before: set[str] = set()
 
 def _note_logs(folder: Path, job_name: str, pattern: str) -> None:
     _logs_before.update(str(p.resolve()) for p in folder.glob(f"{pattern}{job_name}.log"))
+
+
+_folders_before: set[str] = set()
+
+
+def _note_folders(folder: Path, children: bool) -> None:
+    """Note ``folder`` and its parents (and, for a sweep, what it holds: job folders, its
+    ``multirun.yaml``) that exist and that ``fresh_folder`` did not make: they were the user's
+    before this run."""
+    _folders_before.clear()  # one run per note (the tests run many in one process)
+    found = [folder, *folder.parents, *(folder.iterdir() if children and folder.is_dir() else ())]
+    _folders_before.update(str(p.resolve()) for p in found
+                           if p.exists() and str(p.resolve()) not in _created)
+
+
+def existed_before(folder: Path) -> bool:
+    """Whether ``folder`` (or a sweep's file) was there before this run (noted by
+    ``LogsBefore``): not to be removed."""
+    return str(Path(folder).resolve()) in _folders_before
 
 
 def made_by_this_run(log: Path) -> bool:

@@ -8,6 +8,7 @@ Like ``train/validate.py`` it imports neither torch nor Lightning: a refusal is 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,14 +17,18 @@ from ttt_research.errors import ConfigError, value_of
 
 
 def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
-                    sweep_dir: str | Path | None = None) -> bool:
+                    sweep_dir: str | Path | None = None,
+                    existed: Callable[[Path], bool] = lambda folder: False) -> bool:
     """Remove the run folder of a refused job if it holds nothing but what Hydra may have
     written for this job (``.hydra/`` with its three files, an empty ``JOB.log``), then its
     parent folders left empty, up to (not including) ``cwd``. Any other file (a checkpoint, an
     earlier run's log, a run's lock file) keeps the folder as it is. A sweep folder
     (``sweep_dir``, a multirun's) that is left with nothing but its ``multirun.yaml`` goes
-    too. True if the run folder was removed."""
+    too. A folder that ``existed`` before the run (``confdir.existed_before``) stays, empty or
+    not: it is the user's. True if the run folder was removed."""
     run_dir = Path(run_dir)
+    if existed(run_dir):
+        return False
     hydra_files = {"config.yaml", "hydra.yaml", "overrides.yaml"}
     log = run_dir / f"{job_name}.log"
     meta = run_dir / ".hydra"
@@ -43,11 +48,15 @@ def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
     sweep = Path(sweep_dir).resolve() if sweep_dir is not None else None
     cwd = Path(cwd).resolve()
     for parent in run_dir.resolve().parents:  # e.g. outputs/DATE/, then outputs/
-        if cwd not in parent.parents:
+        if cwd not in parent.parents and parent != sweep:
             break
         try:
-            if parent == sweep and [p.name for p in parent.iterdir()] == ["multirun.yaml"]:
-                (parent / "multirun.yaml").unlink()  # the sweep's record of a sweep that ran nothing
+            record = parent / "multirun.yaml"  # the sweep's record of a sweep that ran nothing
+            alone = parent == sweep and [p.name for p in parent.iterdir()] == [record.name]
+            if alone and not existed(record):
+                record.unlink()
+            if cwd not in parent.parents or existed(parent):
+                break
             parent.rmdir()  # only if empty
         except OSError:
             break
