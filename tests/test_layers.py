@@ -39,6 +39,18 @@ DEFERRED = {
     ("__main__", "train.runfolder"): "start-up: as train.run",
     ("__main__", "train.signals"): "start-up: as train.run",
     ("__main__", "train.tracking"): "start-up: as train.run (Lightning's loggers)",
+    # The policy commands answer --help and a refused option (a typo in a path, a bad --port)
+    # before torch loads (0.15 s, not 1.5-2.5 s: issue 43); what scores, plays, exports or
+    # crosses policies is imported once the options passed.
+    **{(command, module): "start-up: torch loads only for options that passed" for command, modules in {
+        "evaluate": ("evaluation.exact", "evaluation.exploit", "evaluation.policy_file",
+                     "evaluation.policy_table", "evaluation.text"),
+        "export": ("evaluation.exact", "evaluation.onnx", "evaluation.policy_file",
+                   "evaluation.policy_table", "evaluation.text"),
+        "play": ("env", "env.game", "evaluation.exact", "evaluation.policy_file", "web.server"),
+        "tournament": ("evaluation.crossplay", "evaluation.participants", "evaluation.ratings"),
+    }.items() for module in modules},
+    ("bench", "bench.suite"): "start-up: the bench's options are checked before torch and Lightning load",
     # SB3's comparison: the gym adapter imports gymnasium, of the optional `compare` extra.
     ("baselines.sb3", "env"): "the `compare` extra (gymnasium)",
     ("baselines.sb3", "env.gymnasium"): "the `compare` extra (gymnasium)",

@@ -10,7 +10,9 @@ a best response exploits; a deterministic one also gets the greedy table of ``ev
 ``--temperature`` / ``--epsilon`` / ``--as-trained`` say (``policy_file.acting_for``).
 
 Apart from ``evaluation/exact.py`` so that the evaluator itself needs only torch: loading a policy
-file brings in ``policy_file`` and, for an ONNX model, onnxruntime.
+file brings in ``policy_file`` and, for an ONNX model, onnxruntime. The module itself imports
+only the standard library's and ``evaluation/options.py``'s: torch comes with the first policy
+read, so ``--help`` and a refused option answer at once.
 """
 
 from __future__ import annotations
@@ -18,22 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-
-import torch
+from typing import TYPE_CHECKING
 
 from ttt_research.contract import EVAL_SEATS, NASHCONV, REPORT_KEY, greedy_nashconv
 from ttt_research.errors import UserError, command
-from ttt_research.evaluation.exact import evaluate_actions
-from ttt_research.evaluation.exploit import lines_text, policy_report, worst_lines
-from ttt_research.evaluation.policy_file import add_acting_args, load_probs
-from ttt_research.evaluation.policy_table import (
-    FILLS,
-    ILLEGAL,
-    deterministic_actions,
-    is_table,
-    read_table,
-)
-from ttt_research.evaluation.text import eval_table
+from ttt_research.evaluation.options import FILLS, ILLEGAL, add_acting_args, is_table, require_path
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,18 +49,29 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Options that do not go together, refused before anything is loaded."""
+    if args.lines < 0:
+        raise UserError(f"--lines must be 0 or more, got {args.lines}")
+    if is_table(args.path):
+        if args.temperature is not None or args.epsilon is not None or args.as_trained:
+            raise UserError("--temperature, --epsilon and --as-trained transform a model's logits; "
+                            "a policy table gives its moves itself")
+    elif args.fill or args.illegal:
+        raise UserError("--fill and --illegal apply to policy tables (.csv, .json)")
+    require_path(args.path)
+
+
 def scored_policy(args: argparse.Namespace) -> tuple[torch.Tensor, dict]:
     """(probs (M, 9) float64, about): the policy the options name, and what it is: a table's
     ``read_table`` info under ``table``, a file's ``acting`` (temperature, epsilon)."""
-    acting_flags = args.temperature is not None or args.epsilon is not None or args.as_trained
-    if is_table(args.path):
-        if acting_flags:
-            raise UserError("--temperature, --epsilon and --as-trained transform a model's logits; "
-                            "a policy table gives its moves itself")
+    if is_table(args.path):  # the options were checked (check_options)
+        from ttt_research.evaluation.policy_table import read_table
+
         probs, info = read_table(args.path, args.fill or "refuse", args.illegal or "refuse")
         return probs, {"table": info}
-    if args.fill or args.illegal:
-        raise UserError("--fill and --illegal apply to policy tables (.csv, .json)")
+    from ttt_research.evaluation.policy_file import load_probs
+
     probs, _, acting = load_probs(args.path, args.temperature, args.epsilon, args.as_trained)
     return probs, {"acting": {"temperature": acting.temperature, "epsilon": acting.epsilon,
                               "describe": acting.describe()}}
@@ -76,6 +81,10 @@ def full_report(probs: torch.Tensor, about: dict, k: int) -> dict:
     """eval.json's greedy keys (and ``nashconv``) when the policy is deterministic, and
     ``policy``: ``about``, the exact figures of ``exploit.policy_report`` and (k > 0) the
     ``worst_lines`` per seat."""
+    from ttt_research.evaluation.exact import evaluate_actions
+    from ttt_research.evaluation.exploit import policy_report, worst_lines
+    from ttt_research.evaluation.policy_table import deterministic_actions
+
     actions = deterministic_actions(probs)
     report = evaluate_actions(actions) if actions is not None else {}
     if report:
@@ -136,6 +145,9 @@ def report_text(report: dict) -> str:
     """``full_report`` as text: what was scored, the lines a best response finds, then the
     figures: a stochastic policy's (``exploit.policy_report``), or for a deterministic one the
     greedy table (which says the same and more), ending with whether it can be beaten."""
+    from ttt_research.evaluation.exploit import lines_text
+    from ttt_research.evaluation.text import eval_table
+
     policy = report["policy"]
     out = [info_text(policy["table"]) if "table" in policy else f"policy: {policy['acting']['describe']}"]
     for side, lines in policy.get("worst_lines", {}).items():
@@ -150,8 +162,7 @@ def report_text(report: dict) -> str:
 @command()
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.lines < 0:
-        raise UserError(f"--lines must be 0 or more, got {args.lines}")
+    check_options(args)
     probs, about = scored_policy(args)
     report = full_report(probs, about, args.lines)
     bad = nonfinite(report)

@@ -6,19 +6,18 @@ exported policy (``eval.json``'s report). The default output is CHECKPOINT with 
 ``--table OUT.csv|OUT.json`` writes the policy of a checkpoint, an ONNX file or a run folder
 as a policy table instead (``evaluation/policy_table.py``): greedy moves by default, or the
 probabilities of ``--temperature`` / ``--epsilon`` / ``--as-trained``. ``evaluate`` scores the
-table to the same numbers as the file.
+table to the same numbers as the file. Torch and onnxruntime are imported once the options
+passed: ``--help`` and a refused option or a missing file answer before torch loads.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ttt_research.errors import command
-from ttt_research.evaluation.exact import evaluate_policy
-from ttt_research.evaluation.onnx import ExportError, export
-from ttt_research.evaluation.policy_file import add_acting_args, load_checkpoint, load_probs
-from ttt_research.evaluation.policy_table import is_table, write_table
-from ttt_research.evaluation.text import unbeatable_line
+from ttt_research.errors import UserError, command
+from ttt_research.evaluation.options import add_acting_args, is_table, require_path
+
+# A refusal here is a UserError (``onnx.ExportError`` is one): one line, exit 2, no torch.
 
 
 @command(OSError)
@@ -41,12 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.table is not None:
         return _table(args)
     if args.temperature is not None or args.epsilon is not None or args.as_trained:
-        raise ExportError("--temperature, --epsilon and --as-trained apply to --table (an ONNX "
+        raise UserError("--temperature, --epsilon and --as-trained apply to --table (an ONNX "
                           "export holds the logits: its reader chooses how to act)")
     checkpoint = Path(args.checkpoint)
     out = Path(args.output) if args.output else checkpoint.with_suffix(".onnx")
     if out.resolve() == checkpoint.resolve():
-        raise ExportError(f"{out}: that is the checkpoint itself; choose another -o")
+        raise UserError(f"{out}: that is the checkpoint itself; choose another -o")
+    require_path(checkpoint)
+    from ttt_research.evaluation.exact import evaluate_policy
+    from ttt_research.evaluation.onnx import export
+    from ttt_research.evaluation.policy_file import load_checkpoint
+    from ttt_research.evaluation.text import unbeatable_line
+
     net, meta = load_checkpoint(checkpoint)  # checks its shapes, then every position's move
     report = evaluate_policy(net)  # the exact evaluation, as train.write_outputs stores it
     figures = export(net, out, {**meta, "eval": json.dumps(report)})
@@ -58,9 +63,13 @@ def main(argv: list[str] | None = None) -> int:
 def _table(args) -> int:
     """``export --table``: the policy as a policy table, moves or probabilities."""
     if args.output is not None:
-        raise ExportError("--table writes the table only: leave out -o")
+        raise UserError("--table writes the table only: leave out -o")
     if not is_table(args.table):
-        raise ExportError(f"{args.table}: a policy table is a .csv or .json file")
+        raise UserError(f"{args.table}: a policy table is a .csv or .json file")
+    require_path(args.checkpoint)
+    from ttt_research.evaluation.policy_file import load_probs
+    from ttt_research.evaluation.policy_table import write_table
+
     probs, _, acting = load_probs(args.checkpoint, args.temperature, args.epsilon, args.as_trained)
     write_table(args.table, probs)
     deterministic = bool((probs.amax(-1) == 1).all())

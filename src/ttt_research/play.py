@@ -15,23 +15,27 @@ Ctrl-C end the program with exit code 0. A bad model file gets one line on stder
 code 2, and so does a policy without a legal greedy move somewhere (NaN or all -inf logits,
 an occupied cell preferred): the loader checks every position before the first game, and
 each move is checked again, so the agent never "plays" a taken cell.
+
+Torch, the engine and the loaders are imported by the functions that use them, so ``--help``,
+a missing file and a bad ``--port`` answer before torch loads (issue 43).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-
-import torch
+from typing import TYPE_CHECKING
 
 from ttt_research.contract import EVAL_SEATS, SEAT_PIECE
-from ttt_research.env import game
 from ttt_research.errors import command
-from ttt_research.evaluation.exact import PolicyFn, check_logits
-from ttt_research.evaluation.policy_file import load_policy  # PolicyFileError: a UserError
-from ttt_research.web.server import port_number, serve
+from ttt_research.evaluation.options import port_number, require_path
 
-SYMBOL = {game.X: "X", game.O: "O", game.EMPTY: "."}
+if TYPE_CHECKING:  # torch and the engine load with the first game (a function's import)
+    import torch
+
+    from ttt_research.evaluation.exact import PolicyFn
+
+SYMBOL = {SEAT_PIECE["x"]: "X", SEAT_PIECE["o"]: "O", 0: "."}  # game.X, game.O, game.EMPTY
 
 
 class Quit(Exception):
@@ -47,6 +51,11 @@ def decide(policy: PolicyFn, code: int) -> tuple[int, torch.Tensor]:
     Logits without a legal greedy move here raise ``errors.IllegalMoveError`` (one line
     naming the board), the strict rule of a policy file.
     """
+    import torch
+
+    from ttt_research.env import game
+    from ttt_research.evaluation.exact import check_logits
+
     t = game.tables()
     with torch.no_grad():
         logits = policy(t.view[code][None].float())[0].to("cpu", torch.float32)  # (9,)
@@ -60,6 +69,8 @@ def decide(policy: PolicyFn, code: int) -> tuple[int, torch.Tensor]:
 
 def render(code: int) -> str:
     """The board with the cell numbers (1-9) of the empty cells beside it."""
+    from ttt_research.env import game
+
     board = game.tables().board[code].tolist()
     rows = []
     for r in range(3):
@@ -88,6 +99,8 @@ def render_probs(probs: torch.Tensor, chosen: int) -> str:
 
 def ask_cell(code: int, read: Callable[[str], str], say: Callable[[str], None]) -> int:
     """Prompt until the person names an empty cell; returns it as 0..8."""
+    from ttt_research.env import game
+
     legal = game.tables().legal[code]
     while True:
         text = read("your move (1-9, q to quit): ").strip()
@@ -125,6 +138,8 @@ def ask_again(read: Callable[[str], str], say: Callable[[str], None]) -> str:
 def play_game(policy: PolicyFn, seat: int, read: Callable[[str], str],
               say: Callable[[str], None]) -> int:
     """One game, the person as ``seat``; returns the winner (+1 X, -1 O, 0 draw)."""
+    from ttt_research.env import game
+
     t = game.tables()
     code = game.EMPTY_CODE
     say(f"\nYou are {SYMBOL[seat]}, the agent is {SYMBOL[-seat]}. X moves first.")
@@ -174,9 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--web", action="store_true", help="serve the browser game on localhost instead")
     p.add_argument("--port", default="8000", help="port for --web, 0 to 65535 (0: any free port)")
     args = p.parse_args(argv)
+    if args.web:
+        port = port_number(args.port)
+    else:
+        require_path(args.path)  # the browser game shows a missing file on its page instead
     try:
         if args.web:
-            return serve(args.path, port_number(args.port))
+            from ttt_research.web.server import serve
+
+            return serve(args.path, port)
+        from ttt_research.env import game
+        from ttt_research.evaluation.policy_file import load_policy  # PolicyFileError: a UserError
+
         policy, _ = load_policy(args.path)
         decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here
         play_session(policy, SEAT_PIECE[args.seat])

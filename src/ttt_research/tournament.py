@@ -10,6 +10,8 @@ Participants: ``evaluation/participants.py``. docs/tournament.md explains the nu
 Stdout: the ratings, highest first, with the model's fit; the matrix of expected results
 (row plays X, column plays O) when there are at most ``SHOW_MATRIX`` participants; the seconds.
 With ``--out DIR``: ``crossplay.csv``, ``crossplay.md``, ``crossplay.png``, ``ratings.csv``.
+Torch and the evaluation modules are imported once the arguments passed: ``--help`` and a
+participant that names nothing answer before torch loads.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ import io
 import json
 import time
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ttt_research.errors import command
-from ttt_research.evaluation.crossplay import cross_play, expected_result, standings
-from ttt_research.evaluation.participants import BUILTINS, Participant, gather
-from ttt_research.evaluation.ratings import Ratings, fit_ratings, ratings_table
+from ttt_research.evaluation.options import BUILTINS, FILLS, ILLEGAL, require_participant
 from ttt_research.files.atomic import atomic_path, write_atomic
+
+if TYPE_CHECKING:  # torch and the evaluation modules load once the arguments passed (main)
+    import torch
+
+    from ttt_research.evaluation.participants import Participant
+    from ttt_research.evaluation.ratings import Ratings
 
 SHOW_MATRIX = 12  # participants up to which stdout shows the matrix
 NUMBERS_IN_CELLS = 20  # participants up to which the heatmap writes each cell's number
@@ -45,6 +50,8 @@ def matrix_text(names: list[str], score: torch.Tensor) -> str:
 
 def crossplay_csv(names: list[str], results: torch.Tensor) -> str:
     """Long form, one ordered pair a line; floats written with repr: they read back equal."""
+    from ttt_research.evaluation.crossplay import expected_result
+
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["x", "o", "p_x_win", "p_o_win", "p_tie", "score"])
@@ -65,6 +72,8 @@ def ratings_csv(r: Ratings) -> str:
 
 
 def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings) -> str:
+    from ttt_research.evaluation.crossplay import expected_result, standings
+
     names = [p.name for p in players]
     score = expected_result(results)
     cell = "\\|"  # a name with | would break the table
@@ -142,6 +151,8 @@ def heatmap(path: Path, names: list[str], score: torch.Tensor) -> None:
 
 
 def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, r: Ratings) -> None:
+    from ttt_research.evaluation.crossplay import expected_result
+
     names = [p.name for p in players]
     write_atomic(out / "crossplay.csv", crossplay_csv(names, results))
     write_atomic(out / "crossplay.md", crossplay_md(players, results, r))
@@ -150,6 +161,8 @@ def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, 
 
 
 def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, seconds: dict) -> dict:
+    from ttt_research.evaluation.crossplay import standings
+
     return {"participants": [{"name": p.name, "plays": p.plays, **({"note": p.note} if p.note else {})}
                              for p in players],
             "results": results.tolist(),  # [i][j] = [P(X wins), P(O wins), P(tie)], i as X
@@ -176,14 +189,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--as-trained", action="store_true",
                         help="networks play as they did while training (the file's 'acting' "
                              "metadata: softmax temperature, epsilon), not greedy")
-    parser.add_argument("--fill", choices=["refuse", "uniform", "first"], default="refuse",
+    parser.add_argument("--fill", choices=FILLS, default="refuse",
                         help="policy tables: positions without a row are refused (default) or "
                              "filled, uniform over the empty cells or the first empty cell")
-    parser.add_argument("--illegal", choices=["refuse", "fill"], default="refuse",
+    parser.add_argument("--illegal", choices=ILLEGAL, default="refuse",
                         help="policy tables: a move on an occupied cell is refused (default) or "
                              "filled by the --fill rule")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    for arg in args.players:  # a typo is refused before torch loads (about 1.5 s)
+        require_participant(arg)
+    import torch
+
+    from ttt_research.evaluation.crossplay import cross_play, expected_result
+    from ttt_research.evaluation.participants import gather
+    from ttt_research.evaluation.ratings import fit_ratings, ratings_table
+
     # One torch thread for the whole command, as every run here (conf: threads=1): its tensors
     # are small (4,520 x 9 a player), and on a busy 2-core host two threads spin against each
     # other: loading 100 members' policy.onnx took 13.3 s on two threads, 2.8 s on one.

@@ -252,9 +252,9 @@ def test_time_to_safe_with_tiny_budgets_runs_both_programs(seeded):
 def test_the_bench_builds_the_seeded_copy_and_reports_under_compare_antirez(monkeypatch, capsys):
     import json
 
-    import ttt_research.bench as bench
+    from ttt_research.bench import suite
 
-    stub_figures(monkeypatch, bench)
+    stub_figures(monkeypatch, suite)  # the figures run from bench/suite.py
     calls = []
 
     def fake_time_to_safe(binary, seeds, games, overrides, log):

@@ -211,6 +211,8 @@ def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_process
         order.append(kind)
         if kind == "run":
             assert any(a.startswith("hydra.run.dir=") for a in args)  # each run in its own folder
+        if args[:2] != ["-m", "ttt_research"] and kind not in times:  # another command's start
+            return 0.7 if args[1:] == ["ttt_research.evaluate", "--help"] else 0.2
         return next(times[kind]) if kind in times else {"--help": 0.9, "seed=-1": 0.5}[kind]
 
     monkeypatch.setattr(floor, "_seconds", seconds)
@@ -223,3 +225,11 @@ def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_process
     assert res["import_lightning_frozen_s"] == 3.5 and res["command_floor_frozen_s"] == pytest.approx(3.5)
     assert (res["help_s"], res["refusal_s"]) == (0.9, 0.5)
     assert "command_floor_s" in floor.format_line(res) and "--help 0.90 s" in floor.format_line(res)
+    # Every command's --help and refusal (issue 43): those at 0.5 s or over are named.
+    assert set(res["start_s"]) == set(floor.COMMANDS)
+    assert res["start_s"]["ttt_research"] == {"help": 0.9, "refusal": 0.5}
+    assert res["start_s"]["ttt_research.report"] == {"help": 0.2, "refusal": 0.2}
+    slow = ["train --help 0.90 s", "train refusal 0.50 s", "evaluate --help 0.70 s"]
+    assert floor.slow_starts(res["start_s"]) == slow
+    assert floor.format_line(res).endswith("every command's --help and refusal within 0.90 s, over 0.5 s: "
+                                           + ", ".join(slow))

@@ -9,8 +9,8 @@ import pytest
 
 from tests.helpers.bench_stubs import stub_figures
 from tests.helpers.configs import make_cfg
-from ttt_research import bench
 from ttt_research.algos.spec import specs
+from ttt_research.bench import suite as bench  # the figures (the package parses the options)
 from ttt_research.train import host
 from ttt_research.train.confdir import config_dir
 

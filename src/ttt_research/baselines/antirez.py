@@ -52,7 +52,6 @@ from ttt_research.evaluation.exact import decision_codes, evaluate_actions, gree
 from ttt_research.models.nets import MLP
 
 ANSWERS = "0\n1\n2\n3\n4\n5\n6\n7\n8\nn\n"
-DEFAULT_GAMES = 300_000
 CHECK_GAMES = 10_000  # the probe: one progress line, a fraction of a second
 PROGRESS_EVERY = 10_000  # the program's own progress interval
 _PROGRESS = re.compile(r"^Games: (\d+), Wins: \d+", re.MULTILINE)
@@ -139,7 +138,6 @@ def run_once(binary: Path, games: int, timeout: float | None = None) -> float:
 # replacements on a temporary copy of the source, so a source that is not ttt-rl's is refused
 # rather than half-patched. The added C (``_DUMP_C``) is ours; the rest stays antirez's.
 
-SAFE_GAMES = 2_000_000  # ttt-rl's README: "With 2 million games ... it usually no longer loses"
 SEEDED_NAME = "ttt-seeded"
 
 # What the dump holds, in order, native byte order (written and read on one host):

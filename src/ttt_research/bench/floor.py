@@ -11,6 +11,9 @@ imports made (``gc.freeze``), which spares it the ~1 s that the plain import's e
 collecting them, so the floor is also given against an import that does the same
 (``command_floor_frozen_s``: the fair one). ``help_s`` and ``refusal_s``
 (``--help``; ``seed=-1``, refused in one line) are the commands that must never load torch.
+``start_s`` times the same two for every command of the project (``COMMANDS``: ``--help``,
+and a typo in its first argument or a value out of range): each should answer in under
+``START_LIMIT_S``, and ``format_line`` names any that does not.
 
 ``python -m ttt_research.bench.floor [--repeats N]`` prints these figures alone.
 """
@@ -31,6 +34,18 @@ LIGHTNING = ["-c", "import lightning.pytorch"]
 # The same import with its objects frozen (gc.freeze), as the command freezes them: the exit
 # then skips the ~1 s collection over them, so this is what importing Lightning costs the command.
 FROZEN = ["-c", "import gc, lightning.pytorch; gc.freeze()"]
+# Every command, with one refusal it answers in one line (exit 2) before any work.
+COMMANDS = {
+    "ttt_research": ["seed=-1"],
+    "ttt_research.evaluate": ["missing.onnx"],
+    "ttt_research.play": ["missing.onnx"],
+    "ttt_research.export": ["missing.ckpt"],
+    "ttt_research.report": ["missing-folder"],
+    "ttt_research.bench": ["--threads", "0"],
+    "ttt_research.tournament": ["missing-player"],
+    "ttt_research.dashboard": [],  # --entity is required
+}
+START_LIMIT_S = 0.5  # --help or a refusal slower than this is named (issue 43)
 
 
 def _seconds(args: list[str], cwd: Path) -> float:
@@ -53,12 +68,29 @@ def bench_floor(repeats: int, log: Callable[[str], None] = print) -> dict:
                 times[name].append(_seconds([*kinds[name], *extra], cwd))
         help_s = statistics.median(_seconds(["-m", "ttt_research", "--help"], cwd) for _ in range(repeats))
         refusal = statistics.median(_seconds(["-m", "ttt_research", "seed=-1"], cwd) for _ in range(repeats))
+        start = start_times(repeats, cwd)
     run, light, frozen = (statistics.median(times[name]) for name in kinds)
     log(f"whole command, 1 game: {run:.2f} s; import lightning.pytorch: {light:.2f} s "
         f"({frozen:.2f} s frozen); floor {run - light:.2f} s ({run - frozen:.2f} s)")
     return {"command_floor_s": run - light, "command_floor_frozen_s": run - frozen, "command_1game_s": run,
             "import_lightning_s": light, "import_lightning_frozen_s": frozen, "help_s": help_s,
-            "refusal_s": refusal}
+            "refusal_s": refusal, "start_s": start}
+
+
+def start_times(repeats: int, cwd: Path) -> dict[str, dict[str, float]]:
+    """{command: {"help": s, "refusal": s}}: medians of ``repeats`` whole processes each."""
+    out = {}
+    for module, refusal in COMMANDS.items():
+        out[module] = {what: statistics.median(_seconds(["-m", module, *args], cwd) for _ in range(repeats))
+                       for what, args in (("help", ["--help"]), ("refusal", refusal))}
+    return out
+
+
+def slow_starts(start: dict[str, dict[str, float]], limit: float = START_LIMIT_S) -> list[str]:
+    """The commands whose --help or refusal took ``limit`` seconds or more, as "NAME --help 1.45 s"."""
+    return [f"{module.removeprefix('ttt_research.') if '.' in module else 'train'} "
+            f"{'--help' if what == 'help' else 'refusal'} {s:.2f} s"
+            for module, figures in start.items() for what, s in figures.items() if s >= limit]
 
 
 def format_line(res: dict) -> str:
@@ -66,7 +98,17 @@ def format_line(res: dict) -> str:
             f"{res['command_1game_s']:.2f} s less importing Lightning {res['import_lightning_s']:.2f} s "
             f"({res['command_floor_frozen_s']:.2f} s less {res['import_lightning_frozen_s']:.2f} s, "
             f"the import frozen as the command freezes it); --help {res['help_s']:.2f} s, "
-            f"a refusal {res['refusal_s']:.2f} s")
+            f"a refusal {res['refusal_s']:.2f} s" + _start_text(res.get("start_s")))
+
+
+def _start_text(start: dict | None) -> str:
+    """Every command's start, in a few words: the slowest, and any over ``START_LIMIT_S``."""
+    if not start:
+        return ""
+    worst = max(s for figures in start.values() for s in figures.values())
+    slow = slow_starts(start)
+    return (f"; every command's --help and refusal within {worst:.2f} s"
+            + (f", over {START_LIMIT_S} s: {', '.join(slow)}" if slow else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

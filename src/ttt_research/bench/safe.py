@@ -7,7 +7,7 @@ same exact evaluation as O ("safe" = ``contract.unbeatable(report, "o")``: ``eva
 ``as_o.worst_case`` is a draw or a win, the same as losing no game to a random X):
 
 * **C**: the patched copy of ttt-rl (``baselines/antirez.py``: ``ttt N SEED OUT``) for
-  ``SAFE_GAMES`` = 2,000,000 games, its README's "usually no longer loses" budget. Timed: the
+  ``options.SAFE_GAMES`` = 2,000,000 games, its README's "usually no longer loses" budget. Timed: the
   process's wall time (start, training, writing its network, exit). Not timed: reading the
   dump, the parity check of its logits and the exact evaluation of its own moves (``eval_s``).
 * **ours**: ``python -m ttt_research seed=S hydra.run.dir=TMP progress=false`` in a
@@ -26,7 +26,6 @@ of both.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -39,12 +38,12 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ttt_research.baselines import antirez
+from ttt_research.bench.options import SAFE_GAMES, SAFE_SEEDS
 from ttt_research.contract import REPORT_KEY, unbeatable
 from ttt_research.errors import UserError
 from ttt_research.evaluation.stats import wilson
 
 SEED_BASE = 1
-DEFAULT_SEEDS = (5, 3)  # (full, --quick)
 OURS = [sys.executable, "-m", "ttt_research"]
 SAFE = "unbeatable as O: as_o.worst_case is 'draw' or 'win' (no X strategy beats it)"
 
@@ -109,7 +108,7 @@ def _ratio(c: float | None, ours: float | None) -> float | None:
     return c / ours if c is not None and ours else None
 
 
-def time_to_safe(binary: Path, seeds: int, games: int = antirez.SAFE_GAMES, overrides: Sequence[str] = (),
+def time_to_safe(binary: Path, seeds: int, games: int = SAFE_GAMES, overrides: Sequence[str] = (),
                  base: int = SEED_BASE, log: Callable[[str], None] = lambda msg: None) -> dict:
     """Both sides over ``seeds`` seeds from ``base``, alternating; the ``time_to_safe`` block.
 
@@ -149,25 +148,6 @@ def time_to_safe(binary: Path, seeds: int, games: int = antirez.SAFE_GAMES, over
                                                    ours["seconds_per_safe_agent"])}
 
 
-def add_options(p: argparse.ArgumentParser) -> None:
-    """The bench's options of this figure."""
-    p.add_argument("--safe-seeds", type=int, default=None,
-                   help="with --compare antirez --antirez-src: seeds per side of the time to a safe agent "
-                        "(unbeatable as O), a seeded copy of the C program and our default job (python -m "
-                        "ttt_research seed=S) in turn, each agent evaluated exactly "
-                        f"(default {DEFAULT_SEEDS[0]}, --quick {DEFAULT_SEEDS[1]}; 0 skips it)")
-    p.add_argument("--antirez-safe-games", type=int, default=antirez.SAFE_GAMES,
-                   help="training games of each C run of the time to a safe agent (default 2,000,000, "
-                        "its README's)")
-
-
-def check_options(args: argparse.Namespace) -> None:
-    """``UserError`` for a negative ``--safe-seeds`` (``--antirez-safe-games`` is checked with
-    the bench's other counts)."""
-    if args.safe_seeds is not None and args.safe_seeds < 0:
-        raise UserError(f"--safe-seeds must be 0 or a positive integer, got {args.safe_seeds}")
-
-
 def prepare(src: Path | None, seeds: int | None, into: Path,
             log: Callable[[str], None] = lambda msg: None) -> Path | None:
     """The patched program, built from ``src`` into ``into`` and probed, when this figure will
@@ -180,11 +160,11 @@ def prepare(src: Path | None, seeds: int | None, into: Path,
     return binary
 
 
-def measure(binary: Path | None, quick: bool, seeds: int | None, games: int = antirez.SAFE_GAMES,
+def measure(binary: Path | None, quick: bool, seeds: int | None, games: int = SAFE_GAMES,
             overrides: Sequence[str] = (), log: Callable[[str], None] = lambda msg: None) -> dict | None:
     """The bench's ``time_to_safe`` block, or None where it does not run: 0 seeds, or no
     patched program (``--antirez-bin`` alone: nothing to patch). ``seeds`` None: the default."""
-    seeds = DEFAULT_SEEDS[1 if quick else 0] if seeds is None else seeds
+    seeds = SAFE_SEEDS[1 if quick else 0] if seeds is None else seeds
     if not seeds:
         return None
     if binary is None:

@@ -28,12 +28,11 @@ from ttt_research.env import game, opponents, solver
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
+from ttt_research.evaluation.options import BUILTINS, TABLE_SUFFIXES, require_participant
 from ttt_research.evaluation.policy_file import acted_probs, load_policy
 from ttt_research.evaluation.policy_table import read_table
 
-BUILTINS = ("random", "perfect", "rules")
 NETWORK_SUFFIXES = (".onnx", ".ckpt")
-TABLE_SUFFIXES = (".csv", ".json")
 
 
 @dataclass(frozen=True)
@@ -103,9 +102,7 @@ def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
             return [_network(path / "policy.onnx", name, as_trained)]
         raise UserError(f"{arg}: a folder with no policy.onnx (not a run folder) and no "
                         "members/NNN/policy.onnx (not a population)")
-    if not path.exists():
-        hint = f"; built-in players: {', '.join(BUILTINS)}" if "/" not in arg else ""
-        raise UserError(f"{arg}: no such file or folder{hint}")
+    require_participant(arg)  # nothing on disk
     suffix = path.suffix.lower()
     if suffix in NETWORK_SUFFIXES:
         return [_network(path, name, as_trained)]

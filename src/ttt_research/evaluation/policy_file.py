@@ -35,6 +35,7 @@ from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation.exact import check_policy, decision_codes, decision_logits
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.evaluation.onnx_ops import NotProtobuf, refused_operator
+from ttt_research.evaluation.options import add_acting_args  # noqa: F401 (the options of acting_for)
 from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
 from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
@@ -269,17 +270,6 @@ def load_policy(path: str | Path):
     if path.suffix == ".onnx" or not path.suffix:
         return load_onnx(path)
     raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
-
-
-def add_acting_args(parser) -> None:
-    """The command-line options of ``acting_for`` (``evaluate`` and ``export --table``)."""
-    parser.add_argument("--temperature", type=float, default=None, metavar="T",
-                        help="score the softmax of the logits at temperature T (default 0: greedy)")
-    parser.add_argument("--epsilon", type=float, default=None, metavar="E",
-                        help="mix a share E of moves uniform over the empty cells into it (default 0)")
-    parser.add_argument("--as-trained", action="store_true",
-                        help="the policy as its training played it (T and E from the file's 'acting' "
-                             "metadata)")
 
 
 def acting_for(path: str | Path, meta: dict, temperature: float | None = None,

@@ -32,28 +32,21 @@ from ttt_research.env.solver import solve
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import board_string
+from ttt_research.evaluation.options import FILLS, ILLEGAL, is_table  # noqa: F401 (is_table: its name too)
 from ttt_research.files import untrusted
 from ttt_research.files.atomic import write_atomic
 
 FORMAT = "ttt-policy-table/1"
 MOVE_HEADER = ["board", "move"]
 PROBS_HEADER = ["board", *(f"p{i}" for i in range(game.CELLS))]
-FILLS = ("refuse", "uniform", "first")
-ILLEGAL = ("refuse", "fill")
 TOLERANCE = 1e-6  # how far from 1 probabilities may sum (then they are renormalised)
 EXACT = 1e-12  # sums this close to 1 are float64 rounding: kept as written, so tables round-trip
-SUFFIXES = (".csv", ".json")
 MOVE = re.compile(r"[+-]?[0-9]+")  # a CSV move: ASCII digits, one sign at most
 MAX_BYTES = 8 * 2**20  # a complete table is 0.15 MB of moves, 0.6 MB of repr'd probabilities
 
 
 class PolicyTableError(UserError):
     """A policy table that cannot be scored: the message names the file, where and why."""
-
-
-def is_table(path: str | Path) -> bool:
-    """Whether ``path`` names a policy table (by its suffix)."""
-    return Path(path).suffix.lower() in SUFFIXES
 
 
 def boards() -> list[str]:

@@ -45,9 +45,10 @@ import numpy as np
 import torch
 
 from ttt_research.env import game
-from ttt_research.errors import IllegalMoveError, UserError
+from ttt_research.errors import IllegalMoveError
 from ttt_research.evaluation.exact import check_logits
 from ttt_research.evaluation.onnx import ExportError, export
+from ttt_research.evaluation.options import port_number
 from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
 
 PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
@@ -63,18 +64,6 @@ MAX_BODY = 1024  # bytes of a /logits request: a board is ~40
 MAX_DEPTH = 4  # nesting of a /logits body: {"board": [...]} is 2; json.loads recurses per level
 IDLE_TIMEOUT = 5.0  # seconds a connection may sit silent (between or inside requests)
 METHODS = ("GET", "HEAD", "POST")
-
-
-def port_number(text: str | int) -> int:
-    """``--port``: an integer from 0 (any free port) to 65535; ``UserError`` otherwise."""
-    try:
-        port = int(text)
-    except (TypeError, ValueError):
-        port = -1
-    if not 0 <= port <= 65535:
-        raise UserError(f"--port must be an integer from 0 to 65535 (0: any free port), "
-                        f"got {str(text)[:40]!r}")
-    return port
 
 
 def load_model(path: str | Path) -> tuple[bytes | None, dict]:
