@@ -110,8 +110,10 @@ def test_a_temperature_that_overflows_is_refused_not_scored_as_nan(tmp_path, cap
 def test_evaluate_prints_no_nan_figure(tmp_path, capsys, monkeypatch):
     # The last guard of item 8: whatever made a figure NaN, it is refused, never printed.
     model = preference_model(HIGHEST_FIRST, tmp_path / "h.onnx")
-    real = evaluate_cli.policy_report
-    monkeypatch.setattr(evaluate_cli, "policy_report", lambda probs: {**real(probs), "nashconv": math.nan})
+    from ttt_research.evaluation import exploit  # evaluate imports it once the options passed
+
+    real = exploit.policy_report
+    monkeypatch.setattr(exploit, "policy_report", lambda probs: {**real(probs), "nashconv": math.nan})
     assert evaluate_cli.main([str(model), "--temperature", "1"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and one_error_line(err) == (
