@@ -81,7 +81,7 @@ def test_on_a_terminal_progress_counts_games_and_shows_the_exact_figures(tmp_pat
         chunks.append(data)
     assert proc.wait(timeout=300) == 0
     screen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(chunks).decode(errors="replace"))
-    assert "5120/5120 games 100%" in screen and "games/s ETA" in screen
+    assert "5,120/5,120 games 100%" in screen and "games/s ETA" in screen
     assert re.search(r"exact vs random: O win \d\.\d{4} loss \d\.\d{4}  as trained: best response vs O",
                      screen)
     assert "Epoch" not in screen and "it/s" not in screen
