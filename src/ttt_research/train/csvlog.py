@@ -78,8 +78,9 @@ def check_rows(path: Path) -> None:
         if bad is not None:
             what = ("more cells than the header has" if bad >= len(header)
                     else f"{header[bad]!r} is not a number")
-            raise ConfigError(f"{path}, line {line}: {what}, so the run could not draw its curves; "
-                              "remove that row (or the file) and resume again; nothing was changed")
+            raise ConfigError(f"{path}, line {line}: {what} (a resume would train to the end, then fail "
+                              "to draw curves.png from it); remove that row (or the file) and resume "
+                              "again; nothing was changed")
 
 
 def _number(cell: str) -> bool:
