@@ -235,10 +235,10 @@ def validate_population(cfg: DictConfig) -> None:
 def _population_setting(cfg: DictConfig, n: int) -> None:
     """What a population of ``n`` > 1 cannot train yet, refused in one line each."""
     spec = spec_for(cfg)
-    why = spec.population(cfg) if spec.population is not None else None
+    why = spec.population(cfg) if spec.population is not None else None  # the algorithm's own first
     if why is not None:
-        pass  # the algorithm's own reason comes first
-    elif value_of(cfg, "algo.optimizer") is not None:
+        raise ConfigError(f"population of {n} agents: {why}")
+    if value_of(cfg, "algo.optimizer") is not None:
         why = ("a population uses its algorithm's own optimiser, one learning rate per member: "
                "leave algo.optimizer null")
     elif processes(cfg) > n:
