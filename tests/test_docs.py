@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from ttt_research import tournament
 from ttt_research.train.confdir import compose
@@ -125,6 +126,19 @@ def test_ci_runs_exactly_the_readmes_test_command():
     ci = [s.strip() for s in (REPO / ".ci/run").read_text().splitlines() if s.strip()]
     assert ci[-1] == command
 
+
+
+def test_the_test_command_runs_every_test_once_the_alone_ones_apart():
+    # pytest -n auto -m "not alone" ... && pytest -m alone: the two selections are complements, so
+    # no test is dropped or run twice; the marker is declared (pytest refuses nothing it does not know).
+    quick = (REPO / "README.md").read_text().split("## Quick start")[1].split("```")[1]
+    (line,) = [s for s in quick.splitlines() if "pytest" in s]
+    parts = [p.split("pytest", 1)[1].strip() for p in line.split("#")[0].split("&&") if "pytest" in p]
+    assert len(parts) == 2
+    assert parts[0].startswith('-n auto -m "not alone"') and "--durations=15" in parts[0]
+    assert parts[1] == "-m alone"
+    assert any(m.startswith("alone:") for m in tomllib.loads((REPO / "pyproject.toml").read_text())
+               ["tool"]["pytest"]["ini_options"]["markers"])
 
 MARKDOWN = [REPO / "README.md", *sorted(DOCS.rglob("*.md")), REPO / "experiments/README.md"]
 

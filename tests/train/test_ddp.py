@@ -24,6 +24,7 @@ ARGS = ["trainer=ddp", "trainer.devices=2", "budget.games=4096", "algo.games_per
                                   ["algo=ppo", "algo.epochs=2", "algo.minibatches=2"]],
                          ids=["reinforce", "ppo"])
 @pytest.mark.slow  # a whole command in a subprocess, or several runs: python -m pytest -m 'not slow' skips it
+@pytest.mark.alone  # two training processes: one per core
 def test_two_processes_both_play_and_the_run_evaluates_once(tmp_path, algo):
     out = subprocess.run([sys.executable, "-m", "ttt_research", *ARGS, *algo,
                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
@@ -72,6 +73,7 @@ def run_folder_files(run_dir):
 
 
 @pytest.mark.slow  # three commands in subprocesses, two of them with two processes each
+@pytest.mark.alone  # two training processes: one per core
 def test_ddp_shares_a_population_out_and_resumes_it(tmp_path):
     """trainer=ddp gives each process its share of the members (2 and 1 of 3): the members
     are independent, so the run folder is the one-process population's, byte for byte; a

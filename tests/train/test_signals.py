@@ -146,6 +146,7 @@ def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
 
 
 @pytest.mark.slow  # two DDP commands (two processes each) in subprocesses
+@pytest.mark.alone  # two training processes: one per core
 def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
     """SIGTERM to rank 0 only: both processes stop after the same update (they decide
     together), the checkpoint is written, the command exits 143, and the resume finishes."""
