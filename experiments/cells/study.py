@@ -1,0 +1,207 @@
+"""Every (algorithm, network) cell measured on fresh seeds, as population jobs that a stop never
+costs more than one chunk of: one row file per chunk of seeds, written as the chunk's population
+ends, and the tables rebuilt from those rows alone.
+
+    python experiments/cells/study.py run reinforce_mlp100 --seeds 6000-6099 --chunk 25
+    python experiments/cells/study.py tables          # the matrix into three files (TARGETS)
+    python experiments/cells/study.py tables --check  # exit 1 when one of them differs from the rows
+
+``run`` trains each chunk as one population (``algo=ALGO net=NET seed=FIRST population.size=N``
+with the cell's defaults: ``conf/algo/ALGO.yaml`` and ``conf/tuned/ALGO_NET.yaml``) in
+``runs/cells/CELL/seeds_FIRST-LAST`` and, when it ends, writes
+``experiments/cells/CELL/seeds_FIRST-LAST.csv``: one row per seed. Run the same command again
+after a stop: finished chunks are skipped, a chunk with a checkpoint resumes (``resume=true``),
+so a stopped study loses at most the updates since its last checkpoint. Commit the rows as they
+arrive.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = REPO / "experiments" / "cells"
+TARGETS = [REPO / "README.md", REPO / "docs" / "leaderboard.md", ROWS / "README.md"]
+BEGIN = "<!-- cells: written by `python experiments/cells/study.py tables` from experiments/cells/ -->"
+END = "<!-- /cells -->"
+# What a row keeps of the population's members (population.csv), beside the chunk's own columns.
+KEEP = ["seed", "games", "unbeatable", "first_unbeatable_games", "eval/x_random_win", "eval/x_random_loss",
+        "eval/o_random_win", "eval/o_random_loss", "eval/x_worst_case", "eval/o_worst_case",
+        "eval/trained_nashconv", "eval/trained_x_best_response", "eval/trained_o_best_response"]
+
+
+def cell_overrides(cell: str) -> list[str]:
+    """``reinforce_mlp100`` -> ``algo=reinforce net=mlp100`` (an algorithm's name may hold '_')."""
+    algo, _, net = cell.rpartition("_")
+    if not algo or not net:
+        raise SystemExit(f"error: a cell is ALGO_NET (reinforce_mlp100), got {cell!r}")
+    return [f"algo={algo}", f"net={net}"]
+
+
+def chunks(seeds: str, size: int) -> list[tuple[int, int]]:
+    first, _, last = seeds.partition("-")
+    lo, hi = int(first), int(last or first)
+    if hi <= lo or size < 2:
+        raise SystemExit(f"error: --seeds FIRST-LAST (FIRST < LAST), --chunk at least 2: got {seeds} {size} "
+                         f"(one seed is a single run, not a population: it writes no population.csv)")
+    parts = [(s, min(s + size - 1, hi)) for s in range(lo, hi + 1, size)]
+    if len(parts) > 1 and parts[-1][0] == parts[-1][1]:  # a last chunk of one seed joins the one before
+        parts[-2:] = [(parts[-2][0], hi)]
+    return parts
+
+
+def host() -> str:
+    """The CPU's model name and the number of logical CPUs (the row's host)."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+    return f"{name}, {os.cpu_count()} logical CPUs"
+
+
+def run_chunk(cell: str, lo: int, hi: int, runs: Path, extra: list[str], tuned_on: str,
+              out: Path = ROWS) -> None:
+    """Train seeds ``lo..hi`` of ``cell`` as one population and write their rows (or skip: done)."""
+    rows = out / cell / f"seeds_{lo}-{hi}.csv"
+    if rows.exists():
+        print(f"study: {cell} seeds {lo}-{hi}: done ({rows})", flush=True)
+        return
+    folder = runs / cell / f"seeds_{lo}-{hi}"
+    resume = (folder / "checkpoints" / "last.ckpt").exists()
+    command = [sys.executable, "-m", "ttt_research", *cell_overrides(cell), f"seed={lo}",
+               f"population.size={hi - lo + 1}", "progress=lines", f"hydra.run.dir={folder}", *extra,
+               *(["resume=true"] if resume else [])]
+    print(f"study: {cell} seeds {lo}-{hi}: {'resuming' if resume else 'starting'} in {folder}", flush=True)
+    start = time.monotonic()
+    done = subprocess.run(command, cwd=REPO)
+    if done.returncode != 0:
+        raise SystemExit(f"error: {cell} seeds {lo}-{hi} stopped (exit {done.returncode}); the same command "
+                         f"resumes it")
+    members = list(csv.DictReader(open(folder / "population.csv", newline="")))
+    import yaml
+    config = yaml.safe_load((folder / ".hydra" / "config.yaml").read_text())
+    # the training clock of the whole chunk (it survives resumes: train/elapsed_s in the checkpoint)
+    evals = list(csv.DictReader(open(folder / "population_evals.csv", newline="")))
+    elapsed = max(float(r["elapsed_s"]) for r in evals if r.get("elapsed_s"))
+    seats = config["seat"]["side"]
+    rows.parent.mkdir(parents=True, exist_ok=True)
+    tmp = rows.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[*KEEP, "seats", "budget", "tuned_on", "training_s",
+                                               "command_s", "host", "finished", "overrides"])
+        writer.writeheader()
+        for m in members:
+            writer.writerow({**{k: m.get(k, "") for k in KEEP}, "seats": seats,
+                             "budget": config["budget"]["games"],
+                             "tuned_on": tuned_on, "training_s": round(elapsed, 1),
+                             "command_s": round(time.monotonic() - start, 1), "host": host(),
+                             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"),
+                             "overrides": " ".join(extra)})
+    tmp.replace(rows)
+    print(f"study: {cell} seeds {lo}-{hi}: {len(members)} rows in {rows}", flush=True)
+
+
+def read_rows() -> dict[str, list[dict]]:
+    """Every cell's rows, its chunks in seed order."""
+    cells: dict[str, list[dict]] = {}
+    order = lambda p: (p.parent.name, int(p.stem[6:].split("-")[0]))  # noqa: E731 (seeds_FIRST-LAST)
+    for path in sorted(ROWS.glob("*/seeds_*.csv"), key=order):
+        cells.setdefault(path.parent.name, []).extend(csv.DictReader(open(path, newline="")))
+    return cells
+
+
+def _iqm(rows: list[dict], key: str) -> str:
+    from ttt_research.evaluation.stats import iqm
+    return f"{iqm([float(r[key]) for r in rows]):.4f}"
+
+
+def matrix() -> str:
+    """The markdown table of every measured cell."""
+    from statistics import median
+
+    from ttt_research.evaluation.stats import wilson
+
+    lines = ["| algorithm, network | seats | seeds: tuned on / reported on | budget (games) "
+             "| unbeatable [Wilson 95%] | X win IQM | O win IQM | as trained, IQM "
+             "| first unbeatable, median games | training wall time, host |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for cell, rows in read_rows().items():
+        algo, _, net = cell.rpartition("_")
+        seeds = sorted(int(r["seed"]) for r in rows)
+        safe = [r for r in rows if r["unbeatable"] == "True"]
+        low, high = wilson(len(safe), len(rows))
+        side = rows[0]["seats"]
+        x_win = _iqm(rows, "eval/x_random_win") if side in ("x", "both") else "-"
+        o_win = _iqm(rows, "eval/o_random_win") if side in ("o", "both") else "-"
+        trained = (f"NashConv {_iqm(rows, 'eval/trained_nashconv')}" if side == "both"
+                   else f"best response vs {side.upper()} {_iqm(rows, f'eval/trained_{side}_best_response')}")
+        firsts = [float(r["first_unbeatable_games"]) for r in rows if r["first_unbeatable_games"]]
+        first = f"{median(firsts) / 1e3:,.0f}k" if firsts else "never"
+        chunks_s = {(r["training_s"], r["finished"]) for r in rows}
+        wall = sum(float(s) for s, _ in chunks_s) / 60
+        lines.append(f"| `algo={algo} net={net}` | {side.upper() if side != 'both' else 'X and O'} "
+                     f"| {rows[0]['tuned_on']} / {seeds[0]}-{seeds[-1]} | {int(rows[0]['budget']):,} "
+                     f"| **{len(safe)}/{len(rows)}** [{low:.2f}, {high:.2f}] | {x_win} | {o_win} | {trained} "
+                     f"| {first} | {wall:.1f} min ({len(chunks_s)} populations), {rows[0]['host']} |")
+    return "\n".join(lines)
+
+
+def write_tables(check: bool) -> int:
+    """Put ``matrix()`` between the markers of each target file; with ``check``, only compare."""
+    table, stale = matrix(), []
+    for path in TARGETS:
+        text = path.read_text()
+        if BEGIN not in text or END not in text:
+            raise SystemExit(f"error: {path.relative_to(REPO)} has no {BEGIN} ... {END} block")
+        head, rest = text.split(BEGIN, 1)
+        new = f"{head}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}"
+        if new != text:
+            stale.append(str(path.relative_to(REPO)))
+            if not check:
+                path.write_text(new)
+    if check and stale:
+        print(f"error: the matrix in {', '.join(stale)} differs from experiments/cells/*/seeds_*.csv: "
+              f"python experiments/cells/study.py tables", file=sys.stderr)
+        return 1
+    print(f"study: the matrix ({table.count(chr(10)) - 1} cells) {'checked' if check else 'written'}: "
+          f"{', '.join(str(p.relative_to(REPO)) for p in TARGETS)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python experiments/cells/study.py",
+                                     description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train a cell's chunks of seeds (skips finished ones, resumes one)")
+    run.add_argument("cell", help="ALGO_NET, e.g. reinforce_mlp100")
+    run.add_argument("--seeds", default="6000-6099", help="FIRST-LAST (default: 6000-6099, never tuned on)")
+    run.add_argument("--chunk", type=int, default=25, help="seeds per population (one row file each)")
+    run.add_argument("--tuned-on", required=True, help="the seeds its defaults were tuned on (FIRST-LAST)")
+    run.add_argument("--runs", type=Path, default=REPO / "runs" / "cells", help="where the run folders go")
+    run.add_argument("--rows", type=Path, default=ROWS, help="where the row files go (CELL/seeds_*.csv)")
+    run.add_argument("overrides", nargs="*", help="more key=value for every chunk (kept in the rows)")
+    tables = sub.add_parser("tables", help="rebuild the matrix in the three files")
+    tables.add_argument("--check", action="store_true", help="change nothing; exit 1 when a file differs")
+    args, rest = parser.parse_known_args(argv)  # key=value may also come after the options
+    if rest and (args.command != "run" or any("=" not in r or r.startswith("-") for r in rest)):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "run":
+        for lo, hi in chunks(args.seeds, args.chunk):
+            run_chunk(args.cell, lo, hi, args.runs, [*args.overrides, *rest], args.tuned_on, args.rows)
+        return 0
+    return write_tables(check=args.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

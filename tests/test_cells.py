@@ -1,0 +1,55 @@
+"""The cells' study (experiments/cells/study.py): a chunk of seeds becomes one row file, a second
+run skips what is done, and the matrix in the README, docs/leaderboard.md and
+experiments/cells/README.md is the one its rows give."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "experiments" / "cells" / "study.py"
+spec = importlib.util.spec_from_file_location("cells_study", SCRIPT)
+study = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(study)
+
+
+def test_the_three_tables_agree_with_the_rows():
+    assert study.write_tables(check=True) == 0
+    table = study.matrix()
+    for path in study.TARGETS:
+        assert f"{study.BEGIN}\n{table}\n{study.END}" in path.read_text(), path
+
+
+def test_cells_and_chunks_are_read_as_written():
+    assert study.cell_overrides("reinforce_faithful_mlp100") == ["algo=reinforce_faithful", "net=mlp100"]
+    assert study.chunks("6000-6099", 25) == [(6000, 6024), (6025, 6049), (6050, 6074), (6075, 6099)]
+    assert study.chunks("7-11", 2) == [(7, 8), (9, 11)]  # never a population of one
+    with pytest.raises(SystemExit, match="FIRST < LAST"):
+        study.chunks("9-7", 2)
+    with pytest.raises(SystemExit, match="at least 2"):
+        study.chunks("1-9", 1)
+
+
+@pytest.mark.slow  # two tiny populations in subprocesses
+def test_a_chunk_becomes_one_row_file_and_a_second_run_skips_it(tmp_path):
+    command = [sys.executable, str(SCRIPT), "run", "reinforce_mlp25", "--seeds", "3-7", "--chunk", "2",
+               "--tuned-on", "1-2", "--runs", str(tmp_path / "runs"), "--rows", str(tmp_path / "rows"),
+               "debug=tiny"]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert first.returncode == 0, first.stderr[-2000:]
+    files = sorted((tmp_path / "rows" / "reinforce_mlp25").glob("*.csv"))
+    assert [f.name for f in files] == ["seeds_3-4.csv", "seeds_5-7.csv"]
+    rows = list(csv.DictReader(open(files[0], newline="")))
+    assert [r["seed"] for r in rows] == ["3", "4"] and {r["seats"] for r in rows} == {"o"}
+    assert {r["tuned_on"] for r in rows} == {"1-2"} and {r["overrides"] for r in rows} == {"debug=tiny"}
+    assert all(r["unbeatable"] in ("True", "False") and float(r["training_s"]) > 0 for r in rows)
+    before = [f.read_bytes() for f in files]
+    again = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert again.returncode == 0 and again.stdout.count(": done (") == 2
+    assert [f.read_bytes() for f in files] == before
