@@ -26,7 +26,8 @@ def composed(name: str) -> dict:
 
     from ttt_research.train.confdir import compose
 
-    return OmegaConf.to_container(compose([f"algo={name}"]).algo)
+    # ~tuned: without the cell of (algorithm, the default net), conf/tuned/, which may change a default
+    return OmegaConf.to_container(compose([f"algo={name}", "~tuned"]).algo)
 
 
 def test_each_algo_option_has_its_spec_and_each_spec_its_option():
