@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.command import cli, one_error_line
 from tests.helpers.configs import make_cfg
 from ttt_research.algos.spec import specs
 from ttt_research.train.confdir import compose, config_dir
@@ -74,10 +75,14 @@ def test_a_cell_applies_to_its_pair_only_and_the_command_line_wins(path):
     plain = compose([f"algo={algo}", f"net={net}", "~tuned"])
     assert any(select(plain, key) != value for key, value in chosen.items())
     # another network of the same algorithm composes without this cell
-    other = next(n for n in ("mlp25", "mlp100", "mlp128") if n != net)
-    assert compose([f"algo={algo}", f"net={other}"], hydra=True).hydra.runtime.choices.tuned == f"{algo}_{other}"
+    other = next(n for n in ("mlp25", "mlp100", "mlp128")
+                 if n != net and not (TUNED / f"{algo}_{n}.yaml").exists())
+    elsewhere = compose([f"algo={algo}", f"net={other}"], hydra=True)
+    assert elsewhere.hydra.runtime.choices.tuned == f"{algo}_{other}"  # a pair without a file
+    assert any(select(elsewhere, key) != value for key, value in chosen.items())
     # an explicit value on the command line beats the cell's (the first numeric key)
-    key, value = next((k, v) for k, v in chosen.items() if isinstance(v, int | float) and not isinstance(v, bool))
+    key, value = next((k, v) for k, v in chosen.items()
+                      if isinstance(v, int | float) and not isinstance(v, bool))
     mine = value * 2
     assert select(make_cfg(f"algo={algo}", f"net={net}", f"{key}={mine}"), key) == mine
 
@@ -89,3 +94,15 @@ def test_the_docs_list_every_cell_and_what_it_sets():
     for path in CELLS:
         listed = dict(re.findall(r"`([\w.]+)=([^`]+)`", rows[path.stem]))
         assert listed == {k: str(v) for k, v in settings(path).items()}, path.stem
+
+
+def test_a_cell_typed_by_hand_that_does_not_exist_is_one_line_and_no_folder(tmp_path):
+    # The group is optional, so Hydra alone would train without the settings asked for.
+    run_dir = tmp_path / "run"
+    code, _, err = cli("tuned=ppo_mlp99", "debug=tiny", f"hydra.run.dir={run_dir}")
+    line = one_error_line(err)
+    assert code == 2 and line.startswith("error: tuned must be one of ") and "got 'ppo_mlp99'" in line
+    assert all(f"{p.stem}" in line for p in CELLS) and not run_dir.exists()
+    # a cell named on purpose applies to another pair (its file, whatever algo and net are)
+    cfg = compose(["net=mlp25", f"tuned={CELLS[0].stem}"])
+    assert all(select(cfg, k) == v for k, v in settings(CELLS[0]).items())

@@ -57,6 +57,7 @@ def validate(cfg: DictConfig) -> None:
     need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
     v = value_of(cfg, "optimized_metric")
     need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
+    _validate_tuned()
 
     _validate_net(cfg)
 
@@ -112,6 +113,26 @@ def _validate_net(cfg: DictConfig) -> None:
     need(v in ENCODING_NAMES, "net.encoding", f"one of {', '.join(sorted(ENCODING_NAMES))}", v)
     v = value_of(cfg, "net.init")
     need(v in ("default", "uniform"), "net.init", "default or uniform", v)
+
+
+def _validate_tuned() -> None:
+    """``tuned=NAME`` typed by hand names a file of ``conf/tuned/``. The group is optional (most
+    (algorithm, network) pairs have no cell), so Hydra skips a missing option in silence: a typo
+    would train without the settings it asked for."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from ttt_research.train.confdir import config_dir
+
+    try:
+        task = HydraConfig.get().overrides.task
+    except ValueError:  # not inside a Hydra job (the compose API)
+        return
+    cells = sorted(p.stem for p in (config_dir() / "tuned").glob("*.yaml"))
+    for override in task:
+        key, _, name = override.partition("=")
+        if key.lstrip("+") == "tuned" and name not in cells:
+            need(False, "tuned", f"one of {', '.join(cells)} (conf/tuned/; it is chosen by algo and net "
+                 "when left out)", name)
 
 
 def _net_named(cfg: DictConfig) -> str:
