@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,32 @@ def test_a_chunk_becomes_one_row_file_and_a_second_run_skips_it(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     assert again.returncode == 0 and again.stdout.count(": done (") == 2
     assert [f.read_bytes() for f in files] == before
+
+
+# Each leaderboard row (README and docs/leaderboard.md: "`NAME ...` | seats | **K/N** [low, high]")
+# and the members' files it was read from, committed beside the studies.
+LEADERBOARD = {"qlearning": "experiments/leaderboard/qlearning/population.csv",
+               "ppo net=mlp128": "experiments/leaderboard/ppo/population.csv",
+               "dqn": "experiments/leaderboard/dqn/population.csv",
+               "a2c": "experiments/a2c/leaderboard/seeds_*.csv",
+               "alphazero": "experiments/alphazero/study/default/population.csv",
+               "reinforce": "experiments/leaderboard/reinforce/population.csv"}
+
+
+def test_the_leaderboards_counts_and_intervals_are_those_of_the_members_files():
+    # Issue 45 found a leaderboard saying 82/100 beside a README saying 99/100: both pages now
+    # hold the same count, the count of the members' own files, and its Wilson interval.
+    from ttt_research.evaluation.stats import wilson
+
+    for page in (REPO / "README.md", REPO / "docs" / "leaderboard.md"):
+        text = page.read_text()
+        for name, pattern in LEADERBOARD.items():
+            rows = [r for f in sorted(REPO.glob(pattern)) for r in csv.DictReader(open(f, newline=""))]
+            safe = sum(r["unbeatable"] == "True" for r in rows)
+            low, high = wilson(safe, len(rows))
+            row = rf"^\| `{re.escape(name)}` \(.*?\*\*(\d+)/(\d+)(?:\*\*)? \[([\d.]+), ([\d.]+)\]"
+            found = re.findall(row, text, re.M)
+            assert found, (page.name, name)
+            for k, n, lo, hi in found:
+                assert (int(k), int(n)) == (safe, len(rows)), (page.name, name)
+                assert (float(lo), float(hi)) == (round(low, 2), round(high, 2)), (page.name, name)
