@@ -70,6 +70,24 @@ def host() -> str:
     return f"{name}, {os.cpu_count()} logical CPUs"
 
 
+def train(command: list[str]) -> int:
+    """Run the training command and return its exit code. Ctrl-C reaches it from the terminal, and
+    SIGTERM sent here is passed on: either way it checkpoints and exits (130, 143), and this waits
+    for that instead of killing it halfway."""
+    import signal
+
+    proc = subprocess.Popen(command, cwd=REPO)
+    before = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # the run got the same Ctrl-C: wait for its checkpoint
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def run_chunk(cell: str, lo: int, hi: int, runs: Path, extra: list[str], tuned_on: str,
               out: Path = ROWS) -> None:
     """Train seeds ``lo..hi`` of ``cell`` as one population and write their rows (or skip: done)."""
@@ -84,10 +102,13 @@ def run_chunk(cell: str, lo: int, hi: int, runs: Path, extra: list[str], tuned_o
                *(["resume=true"] if resume else [])]
     print(f"study: {cell} seeds {lo}-{hi}: {'resuming' if resume else 'starting'} in {folder}", flush=True)
     start = time.monotonic()
-    done = subprocess.run(command, cwd=REPO)
-    if done.returncode != 0:
-        raise SystemExit(f"error: {cell} seeds {lo}-{hi} stopped (exit {done.returncode}); the same command "
-                         f"resumes it")
+    code = train(command)
+    if code in (130, 143):  # Ctrl-C or SIGTERM: the run wrote its checkpoint first
+        raise SystemExit(f"study: {cell} seeds {lo}-{hi} stopped (exit {code}) with a checkpoint; the same "
+                         f"command resumes it")
+    if code != 0:
+        raise SystemExit(f"error: {cell} seeds {lo}-{hi}: the training command failed (exit {code}), as it "
+                         f"says above; nothing of this chunk was written")
     members = list(csv.DictReader(open(folder / "population.csv", newline="")))
     import yaml
     config = yaml.safe_load((folder / ".hydra" / "config.yaml").read_text())
