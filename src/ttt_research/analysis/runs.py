@@ -46,7 +46,10 @@ VALUE_KEYS = ("sign_agreement", "mae")  # eval.json's value_accuracy block (wher
 
 
 @dataclass
-class Run:
+class RunRecord:
+    """A finished run (or one population member) as its folder records it, read for a report
+    (``algos.base.Run`` is another thing: what the shell offers an algorithm while it trains)."""
+
     path: Path
     overrides: dict[str, str]
     seed: int | None
@@ -250,7 +253,7 @@ def _check_points(points: list[tuple[float, float]], name: str, file: str, exact
             raise Malformed(f"{file}: {name} is {v} at {games:.0f} games, not {want}")
 
 
-def load_run(path: Path) -> Run:
+def load_run(path: Path) -> RunRecord:
     """The run in ``path`` (complete: it has an eval.json), or ``Malformed``."""
     report = untrusted.check_report(untrusted.load_json(path / "eval.json"))
     _check_values(report, "eval.json")
@@ -266,12 +269,12 @@ def load_run(path: Path) -> Run:
     if not hydra.is_dir():  # a run folder without Hydra's record: its name is its identity
         overrides = {"run": path.name}
     series = _series(path / "metrics.csv") if (path / "metrics.csv").exists() else {}
-    run = Run(path, overrides, seed, seat, metric, report, series, cfg, choices)
+    run = RunRecord(path, overrides, seed, seat, metric, report, series, cfg, choices)
     _check_objective(run, "eval.json")
     return run
 
 
-def _check_objective(run: Run, where: str) -> None:
+def _check_objective(run: RunRecord, where: str) -> None:
     """The seed's objective is a finite number (a population's block in eval.json may hold one)."""
     try:
         value = run.objective
@@ -300,8 +303,8 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(found, key=_natural)
 
 
-def scan_runs(root: Path, empty: bool = False) -> tuple[list[Run], list[Skipped]]:
-    """The complete, well-formed runs under ``root`` (a population's folder: one Run per
+def scan_runs(root: Path, empty: bool = False) -> tuple[list[RunRecord], list[Skipped]]:
+    """The complete, well-formed runs under ``root`` (a population's folder: one RunRecord per
     member), and the folders skipped: incomplete (no ``eval.json``: still running, or
     killed before its end) or malformed. ``empty``: none complete is no error (the report of
     several folders says which it left out, and why)."""
@@ -326,7 +329,7 @@ def scan_runs(root: Path, empty: bool = False) -> tuple[list[Run], list[Skipped]
     return runs, skipped
 
 
-def find_runs(root: Path) -> list[Run]:
+def find_runs(root: Path) -> list[RunRecord]:
     """``scan_runs``' runs, the folders it skipped said on stderr (``warn_skipped``)."""
     runs, skipped = scan_runs(root)
     warn_skipped(skipped, root)
@@ -372,8 +375,8 @@ def skipped_markdown(skipped: list[Skipped], root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_population(job: Run) -> list[Run]:
-    """One Run per member of the population whose folder ``job`` is: the member's seed, its
+def load_population(job: RunRecord) -> list[RunRecord]:
+    """One RunRecord per member of the population whose folder ``job`` is: the member's seed, its
     varied hyperparameters as overrides, its exact evaluations (``population_evals.csv``).
     Every member's row is checked; one bad row skips the whole population (its members
     are one job's results)."""
@@ -400,9 +403,9 @@ def load_population(job: Run) -> list[Run]:
     series = _population_series(job.path / "population_evals.csv") \
         if (job.path / "population_evals.csv").exists() else {}
     overrides = {k: v for k, v in job.overrides.items() if not k.startswith("population.")}
-    runs = [Run(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}}, m["seed"],
-                job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config, job.choices,
-                member=m["index"], together=len(members))
+    runs = [RunRecord(job.path, {**overrides, **{k: str(v) for k, v in m.get("hparams", {}).items()}},
+                      m["seed"], job.seat, job.metric, m.get("eval"), series.get(m["index"], {}), job.config,
+                      job.choices, member=m["index"], together=len(members))
             for m in members]
     for i, r in enumerate(runs):
         _check_objective(r, f"population.json: members[{i}].eval")
@@ -440,15 +443,15 @@ def _population_series(path: Path) -> dict[int, dict]:
     return series
 
 
-def varying_keys(runs: list[Run]) -> list[str]:
+def varying_keys(runs: list[RunRecord]) -> list[str]:
     """Override keys whose value is not the same in every run (``seed`` aside)."""
     keys = list(dict.fromkeys(k for r in runs for k in r.overrides
                               if k not in NOISE and not k.startswith("population.")))
     return [k for k in keys if len({r.value(k) for r in runs}) > 1]
 
 
-def group_runs(runs: list[Run], keys: list[str]) -> list[tuple[dict[str, str], list[Run]]]:
-    groups: dict[tuple, list[Run]] = {}
+def group_runs(runs: list[RunRecord], keys: list[str]) -> list[tuple[dict[str, str], list[RunRecord]]]:
+    groups: dict[tuple, list[RunRecord]] = {}
     for r in runs:
         groups.setdefault(tuple(r.value(k) for k in keys), []).append(r)
     return [(dict(zip(keys, label, strict=True)), rs) for label, rs in groups.items()]

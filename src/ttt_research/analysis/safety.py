@@ -7,7 +7,7 @@ unbeatable at each evaluation, against games and against wall seconds (``report_
 
 Wall seconds come from the job's ``elapsed_s`` at each exact evaluation (metrics.csv's
 ``train/elapsed_s``, population_evals.csv's ``elapsed_s``): a population trains its members
-together, so a member's cost is the job's seconds divided by its members (``Run.seconds_at``).
+together, so a member's cost is the job's seconds divided by its members (``RunRecord.seconds_at``).
 A run written before ``elapsed_s`` existed has no seconds: its cells are blank.
 
 Quantiles are NumPy's (linear interpolation between order statistics): the median of 1000,
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttt_research.analysis.runs import ELAPSED, Run
+from ttt_research.analysis.runs import ELAPSED, RunRecord
 from ttt_research.contract import EVAL_SEATS, unbeatable
 from ttt_research.evaluation import stats
 
@@ -57,11 +57,11 @@ class Safety:
         return quartiles([t for t in self.first_seconds if t is not None])
 
 
-def _timed(r: Run) -> bool:
+def _timed(r: RunRecord) -> bool:
     return bool(r.series.get(ELAPSED))
 
 
-def safety(runs: list[Run], seats: tuple[str, ...] | None = None) -> Safety:
+def safety(runs: list[RunRecord], seats: tuple[str, ...] | None = None) -> Safety:
     """``Safety`` of ``runs`` from ``seats`` (None: each run's trained seats); only the runs
     that train every seat of ``seats`` count."""
     rs = runs if seats is None else [r for r in runs if all(s in r.trained for s in seats)]
@@ -75,17 +75,17 @@ def safety(runs: list[Run], seats: tuple[str, ...] | None = None) -> Safety:
                   any(_timed(r) for r in rs), name)
 
 
-def trained_seats(runs: list[Run]) -> list[str]:
+def trained_seats(runs: list[RunRecord]) -> list[str]:
     return [s for s in EVAL_SEATS if any(s in r.trained for r in runs)]
 
 
-def safety_rows(runs: list[Run]) -> list[Safety]:
+def safety_rows(runs: list[RunRecord]) -> list[Safety]:
     """Every trained seat together, then (when more than one) each seat apart."""
     seats = trained_seats(runs)
     return [safety(runs)] + ([safety(runs, (s,)) for s in seats] if len(seats) > 1 else [])
 
 
-def records(runs: list[Run]) -> dict:
+def records(runs: list[RunRecord]) -> dict:
     """report.csv's columns on safety for one configuration: the first unbeatable evaluation's
     IQR and never-count, its wall seconds per agent, and per trained seat ``x_``/``o_`` the
     unbeatable share (Wilson) and the same times."""
@@ -141,7 +141,7 @@ def _timed_spread(s: Safety) -> str:
     return spread if timed == reached else f"{spread} ({timed} of {reached} timed)"
 
 
-def markdown(labels: list[str], groups: list[list[Run]]) -> str:
+def markdown(labels: list[str], groups: list[list[RunRecord]]) -> str:
     """report.md's second table: per configuration and trained seat(s), the share unbeatable at
     the end and the time to the first unbeatable evaluation, in games and in wall seconds."""
     head = ["configuration", "seats", "seeds", "unbeatable at the end (Wilson 95%)",
@@ -164,7 +164,7 @@ def markdown(labels: list[str], groups: list[list[Run]]) -> str:
     return intro + "\n".join(lines) + "\n"
 
 
-def share_curve(runs: list[Run], seconds: bool = False):
+def share_curve(runs: list[RunRecord], seconds: bool = False):
     """(x, unbeatable, seeds): at each exact evaluation x (training games, or wall seconds per
     agent), how many of the ``seeds`` seeds were unbeatable from every trained seat, each seed
     at its latest evaluation at or before x (none yet: not unbeatable); x spans the range

@@ -19,7 +19,7 @@ from ttt_research.analysis import safety
 from ttt_research.analysis.runs import (
     VALUE_KEYS,
     ReportError,
-    Run,
+    RunRecord,
     group_runs,
     parse_override,
     seeds_text,
@@ -105,7 +105,7 @@ class Summary:
                    min(values), max(values))
 
 
-def summarise(runs: list[Run], metrics: list[str] | None = None, reps: int = stats.REPS,
+def summarise(runs: list[RunRecord], metrics: list[str] | None = None, reps: int = stats.REPS,
               seed: int = 0, keys: list[str] | None = None) -> tuple[list[str], list[dict], list[dict]]:
     """(varying keys, one row per configuration, one row per seed): numbers, formatted later.
     ``keys``: the keys that name configurations (default: the override keys that vary).
@@ -343,7 +343,7 @@ def best_trial(root: Path) -> str:
     return f"\nOptuna best: {best} with {shown}\n"
 
 
-def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
+def summarise_one(runs: list[RunRecord], metrics: list[str], name: str) -> dict:
     """Every run of a folder as one configuration (for ``--compare`` of two folders)."""
     for r in runs:
         r.overrides = {}
@@ -353,7 +353,7 @@ def summarise_one(runs: list[Run], metrics: list[str], name: str) -> dict:
     return row
 
 
-def label_folders(folders: list[tuple[str, list[Run]]]) -> list[Run]:
+def label_folders(folders: list[tuple[str, list[RunRecord]]]) -> list[RunRecord]:
     """The runs of several folders, each folder one configuration named ``name`` (whatever
     its runs' overrides say: a preset and the plain overrides it stands for compare as two
     rows, and one folder's seeds stay together)."""
