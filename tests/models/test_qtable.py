@@ -14,7 +14,8 @@ from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
 from ttt_research.models.nets import MASKED
-from ttt_research.models.qtable import N_CODES, QTable, QTableStack, blank_like, codes_of, stack_of
+from ttt_research.models.qtable import N_CODES, QTable, QTableStack, codes_of
+from ttt_research.models.stacks import blank_like, stack_of
 
 
 def decision_views():

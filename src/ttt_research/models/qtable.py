@@ -26,8 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ttt_research.models.heads import ValueHead, ValueHeadStack
-from ttt_research.models.nets import MASKED, MLPStack
+from ttt_research.models.nets import MASKED
 
 CELLS = 9
 N_CODES = 3**CELLS  # 19,683 view codes (most are no decision position: harmless rows)
@@ -140,20 +139,3 @@ class QTableStack(nn.Module):
     def forward(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) values, occupied cells masked."""
         return self.raw_logits(view, members).masked_fill(view != 0, MASKED)
-
-
-def stack_of(members: list[nn.Module]) -> nn.Module:
-    """The stacked module of a population's members: ``QTableStack`` for tables,
-    ``ValueHeadStack`` for value heads (``models.heads``), else ``MLPStack`` (``models.nets``)."""
-    if members and isinstance(members[0], QTable):
-        return QTableStack.from_members(members)
-    if members and isinstance(members[0], ValueHead):
-        return ValueHeadStack.from_members(members)
-    return MLPStack.from_members(members)
-
-
-def blank_like(stack: nn.Module, n: int) -> nn.Module:
-    """A stack of ``n`` members shaped as ``stack``'s (its values to be copied in)."""
-    if isinstance(stack, QTableStack):
-        return QTableStack(n, stack.init)
-    return MLPStack(n, stack.hidden, stack.encoding_name)

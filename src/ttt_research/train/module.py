@@ -44,7 +44,7 @@ from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams
 from ttt_research.errors import ConfigError, NonFiniteError
 from ttt_research.models.member_optim import clip_member_grad_norm
-from ttt_research.models.qtable import blank_like
+from ttt_research.models.stacks import blank_like
 from ttt_research.train.guards import check_finite, check_members
 
 

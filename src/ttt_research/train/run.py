@@ -31,7 +31,7 @@ from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
-from ttt_research.models.qtable import stack_of
+from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
 from ttt_research.population.sharing import processes
@@ -93,7 +93,7 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
                      shard_rank: int | None = None) -> RLModule:
     """One module for N members: each member's networks are built under its own seed, as
     its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
-    then stacked (``qtable.stack_of``: an ``MLPStack``, or a ``QTableStack`` of tables); the
+    then stacked (``models.stacks.stack_of``: an ``MLPStack``, or a ``QTableStack`` of tables); the
     values members set for themselves are passed as (N,) tensors to the algorithm, (N, 1)
     ones to the reward table (one per member, broadcast over its games) and the mixed
     opponent's ``p_perfect``. ``size``: the members

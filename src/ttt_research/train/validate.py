@@ -35,6 +35,7 @@ from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, p
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.population.sharing import processes
+from ttt_research.train.confdir import config_dir
 
 
 def validate(cfg: DictConfig) -> None:
@@ -120,8 +121,6 @@ def _validate_tuned() -> None:
     (algorithm, network) pairs have no cell), so Hydra skips a missing option in silence: a typo
     would train without the settings it asked for."""
     from hydra.core.hydra_config import HydraConfig
-
-    from ttt_research.train.confdir import config_dir
 
     try:
         task = HydraConfig.get().overrides.task
