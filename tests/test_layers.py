@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"contract", "errors"},
     {"files"},
     {"env"},
+    {"search"},
     {"models"},
     {"evaluation"},
     {"analysis", "algos"},

@@ -32,7 +32,7 @@ def test_one_update_is_ppos_first_step_on_the_same_batch():
     """Same seed, net, batch and settings; PPO with one epoch, one minibatch, GAE lambda 1 and
     raw advantages: its ratio is 1 at its only step, so both take the same gradient step."""
     a2c = first_update(*A2C, "algo.minibatches=1", "algo.lr=0.001")
-    ppo = first_update("algo=ppo", "net=mlp25", "algo.epochs=1", "algo.minibatches=1",
+    ppo = first_update("algo=ppo", "net=mlp25", "algo.lr=0.001", "algo.epochs=1", "algo.minibatches=1",
                        "algo.gae_lambda=1.0", "algo.norm_adv=false", "algo.games_per_update=512")
     assert rates(a2c.last_update) == rates(ppo.last_update)  # the same games
     for name, value in ppo.algo.state_dict().items():

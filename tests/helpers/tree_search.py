@@ -1,6 +1,6 @@
 """The search as the paper draws it: B trees of K = simulations + 1 nodes as preallocated
 tensors, every simulation walked from the root one depth at a time, its leaf's value
-backed up the path. The reference that ``env/search.gumbel_search`` (which plays each
+backed up the path. The reference that ``search/gumbel.gumbel_search`` (which plays each
 position's subtree once for all trees, and the root in phases) is checked against, bit for
 bit: the same visits, values and moves.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ttt_research.env import game
-from ttt_research.env.search import (
+from ttt_research.search.gumbel import (
     NEG,
     Nodes,
     Search,
@@ -27,7 +27,7 @@ from ttt_research.env.search import (
 
 def tree_search(root, logits, value, simulations, gumbel=None, offset=None, max_considered=9,
                 rescale=True) -> Search:
-    """``env/search.gumbel_search``'s arguments and result, by walking B literal trees."""
+    """``search/gumbel.gumbel_search``'s arguments and result, by walking B literal trees."""
     dev = root.device
     t = game.tables(dev)
     B, K = root.shape[0], simulations + 1

@@ -7,9 +7,9 @@ tanh, the mover's expected result). Each update:
 1. **Tables.** The net's masked logits and value at every unfinished position (one pass
    over the 4,520 decision positions per member), written into tables indexed by the
    board code (a population's members one block each), and every position's subtree
-   played once from them (``env/search.subtrees``): the search reads both by gather.
+   played once from them (``search/gumbel.subtrees``): the search reads both by gather.
 2. **Play** ``games_per_update`` games (``rollout.play_batch``), every learner move chosen
-   by ``env/search.gumbel_search`` with ``simulations`` simulations: Gumbel noise from the
+   by ``search/gumbel.gumbel_search`` with ``simulations`` simulations: Gumbel noise from the
    member's stream, scaled by the temperature (annealed to ``temperature_final``; 0: no
    noise, a deterministic search), top-k sampling and sequential halving at the root.
 3. **Targets.** Each searched position with the search's improved policy (softmax of the
@@ -45,13 +45,13 @@ from ttt_research.algos.replay import Ring
 from ttt_research.env import game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
-from ttt_research.env.search import gumbel_search, subtrees
 from ttt_research.env.streams import uniform
 from ttt_research.evaluation.exact import evaluate_actions, evaluate_actions_stack
 from ttt_research.evaluation.exploit import Acting, policy_reports
 from ttt_research.models import member_optim
 from ttt_research.models.heads import ValueHead
 from ttt_research.models.nets import MASKED
+from ttt_research.search.gumbel import gumbel_search, subtrees
 
 R = game.N_CODES
 

@@ -11,8 +11,8 @@ import lightning as L
 import torch
 from hydra.utils import instantiate
 
-from ttt_research.env.search import subtrees
 from ttt_research.env.streams import Streams
+from ttt_research.search.gumbel import subtrees
 from ttt_research.train.confdir import compose
 
 SEARCH_BATCH, SEARCH_SIMULATIONS = 4096, 16

@@ -11,7 +11,7 @@ import torch
 
 from tests.helpers.tree_search import tree_search
 from ttt_research.env import game, solver
-from ttt_research.env.search import (
+from ttt_research.search.gumbel import (
     C_SCALE,
     C_VISIT,
     Nodes,
