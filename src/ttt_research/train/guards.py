@@ -8,6 +8,8 @@ always a finite one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ttt_research.errors import NonFiniteError
@@ -34,13 +36,21 @@ def check_finite(module, terms: dict[str, torch.Tensor]) -> None:
         f"(after {module.games_played:,} games): {what}; training stopped")
 
 
-def check_members(module, terms: dict[str, torch.Tensor], games: int) -> None:
-    """A population's guard: a member with a non-finite loss term or parameter is stopped
-    alone (named, with the update and the value, in ``module.stopped``) and the others go on.
+@dataclass
+class Verdict:
+    """What the population's guard found in one update: the members to stop ((N,) bool, of this
+    process's members) and why each stops, by its index in the population."""
 
-    Its parameters and optimiser state are zeroed, so that no checkpoint stores a
-    non-finite value, and its optimiser skips it from now on; its games stop counting,
-    and its row in population.json says why. When no member is left, the run stops.
+    bad: torch.Tensor
+    why: dict[int, str]
+
+
+def check_members(module, terms: dict[str, torch.Tensor], games: int) -> Verdict | None:
+    """A population's guard: which members still training have a non-finite loss term or
+    parameter (None: none). It reads the module and writes nothing: the module stops those
+    members alone (``RLModule.stop_members``: their parameters and optimiser state zeroed, so no
+    checkpoint stores a non-finite value, their games no longer counted, their row in
+    population.json saying why) and the others go on.
     """
     n = module.n
     per_term = {k: torch.as_tensor(v, device=module.device).reshape(-1) for k, v in terms.items()}
@@ -51,20 +61,21 @@ def check_members(module, terms: dict[str, torch.Tensor], games: int) -> None:
     finite = torch.stack(checks)  # (K, N)
     bad = (~finite.all(0)).cpu() & module.active
     if not bool(bad.any()):
-        return
+        return None
     names = list(per_term) + [f"parameter {k}" for k in stacked]
+    why = {}
     for k in bad.nonzero().flatten().tolist():
         first = int((~finite[:, k]).nonzero()[0])
         what = names[first] + (f" = {float(per_term[names[first]][k])}" if first < len(per_term) else "")
-        module.stopped[module.members[k].index] = (
-            f"non-finite {what} at update {module.update_index + 1} of "
-            f"{module.total_updates} (after {games:,} games)")
-    module.active &= ~bad
-    zero_members(module, bad.to(module.device))
-    if not bool(module.active.any()) and not module.split:  # (split: the others may go on)
-        raise NonFiniteError(f"every member of the population went non-finite by update "
-                             f"{module.update_index + 1}: " + "; ".join(
-                                 f"member {k}: {why}" for k, why in sorted(module.stopped.items())))
+        why[module.members[k].index] = (f"non-finite {what} at update {module.update_index + 1} of "
+                                         f"{module.total_updates} (after {games:,} games)")
+    return Verdict(bad, why)
+
+
+def none_left(stopped: dict[int, str], update: int) -> NonFiniteError:
+    """The error that ends a population whose every member went non-finite."""
+    return NonFiniteError(f"every member of the population went non-finite by update {update}: "
+                          + "; ".join(f"member {k}: {why}" for k, why in sorted(stopped.items())))
 
 
 @torch.no_grad()

@@ -45,7 +45,7 @@ from ttt_research.env.streams import Streams
 from ttt_research.errors import ConfigError, NonFiniteError
 from ttt_research.models.member_optim import clip_member_grad_norm
 from ttt_research.models.stacks import blank_like
-from ttt_research.train.guards import check_finite, check_members
+from ttt_research.train.guards import Verdict, check_finite, check_members, none_left, zero_members
 
 
 def term_name(key: str) -> str:
@@ -367,6 +367,14 @@ class RLModule(L.LightningModule):
             self.log("games/s", metrics["perf/games_per_s"], prog_bar=True, logger=False,
                      on_step=True, on_epoch=False)
 
+    def stop_members(self, verdict: Verdict) -> None:
+        """Stop the members the guard found non-finite, alone; none left: the run stops."""
+        self.stopped.update(verdict.why)
+        self.active &= ~verdict.bad
+        zero_members(self, verdict.bad.to(self.device))
+        if not bool(self.active.any()) and not self.split:  # (split: the other processes' may go on)
+            raise none_left(self.stopped, self.update_index + 1)
+
     def _account_population(self, done: Update, seconds: float, now: float) -> None:
         """``account`` for a population: its numbers come per member, (N,). The guard reads
         them per member (``check_members``: a member that fails drops out); then every
@@ -374,7 +382,9 @@ class RLModule(L.LightningModule):
         median over the members still training, the min and max of each rate, and the speed
         of all members together. ``games_played`` counts the games of one member."""
         self.member_games += done.games * self.active.long()  # a member that fails now played them
-        check_members(self, done.terms, self.games_played + done.games)
+        verdict = check_members(self, done.terms, self.games_played + done.games)
+        if verdict is not None:
+            self.stop_members(verdict)
 
         def column(v) -> torch.Tensor:  # a number for all, or (n,) per member -> (n,) on the CPU
             return torch.as_tensor(v, dtype=torch.float32).detach().cpu().reshape(-1).expand(self.n).clone()
