@@ -174,7 +174,8 @@ def matrix() -> str:
         lines.append(f"| `algo={algo} net={net}` | {side.upper() if side != 'both' else 'X and O'} "
                      f"| {rows[0]['tuned_on']} / {seeds[0]}-{seeds[-1]} | {int(rows[0]['budget']):,} "
                      f"| **{len(safe)}/{len(rows)}** [{low:.2f}, {high:.2f}] | {x_win} | {o_win} | {trained} "
-                     f"| {first} | {wall:.1f} min ({len(chunks_s)} populations), {rows[0]['host']} |")
+                     f"| {first} | {wall:.1f} min ({len(chunks_s)} population{'s' * (len(chunks_s) > 1)}), "
+                     f"{rows[0]['host']} |")
     return "\n".join(lines)
 
 
