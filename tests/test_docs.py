@@ -119,10 +119,15 @@ def test_the_readme_stays_short_and_its_quick_start_is_two_commands():
     assert len(quick) == 2
 
 
-def test_ci_runs_exactly_the_readmes_test_command():
+def readme_test_command() -> str:
+    """The quick start's test line, without its comment."""
     quick = (REPO / "README.md").read_text().split("## Quick start")[1].split("```")[1]
     (line,) = [s for s in quick.splitlines() if "pytest" in s]
-    command = line.split("#")[0].strip()
+    return line.split("#")[0].strip()
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    command = readme_test_command()
     ci = [s.strip() for s in (REPO / ".ci/run").read_text().splitlines() if s.strip()]
     assert ci[-1] == command
 
@@ -131,9 +136,7 @@ def test_ci_runs_exactly_the_readmes_test_command():
 def test_the_test_command_runs_every_test_once_the_alone_ones_apart():
     # pytest -n auto -m "not alone" ... && pytest -m alone: the two selections are complements, so
     # no test is dropped or run twice; the marker is declared (pytest refuses nothing it does not know).
-    quick = (REPO / "README.md").read_text().split("## Quick start")[1].split("```")[1]
-    (line,) = [s for s in quick.splitlines() if "pytest" in s]
-    parts = [p.split("pytest", 1)[1].strip() for p in line.split("#")[0].split("&&") if "pytest" in p]
+    parts = [p.split("pytest", 1)[1].strip() for p in readme_test_command().split("&&") if "pytest" in p]
     assert len(parts) == 2
     assert parts[0].startswith('-n auto -m "not alone"') and "--durations=15" in parts[0]
     assert parts[1] == "-m alone"

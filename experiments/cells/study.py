@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import platform
+import os
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS = REPO / "experiments" / "cells"
@@ -57,17 +59,10 @@ def chunks(seeds: str, size: int) -> list[tuple[int, int]]:
 
 
 def host() -> str:
-    """The CPU's model name and the number of logical CPUs (the row's host)."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-    return f"{name}, {os.cpu_count()} logical CPUs"
+    """The CPU's model name (``train.host.cpu_model``) and the number of logical CPUs (the row's host)."""
+    from ttt_research.train.host import cpu_model  # imports torch: only once a chunk has trained
+
+    return f"{cpu_model()}, {os.cpu_count()} logical CPUs"
 
 
 def train(command: list[str]) -> int:
@@ -110,7 +105,6 @@ def run_chunk(cell: str, lo: int, hi: int, runs: Path, extra: list[str], tuned_o
         raise SystemExit(f"error: {cell} seeds {lo}-{hi}: the training command failed (exit {code}), as it "
                          f"says above; nothing of this chunk was written")
     members = list(csv.DictReader(open(folder / "population.csv", newline="")))
-    import yaml
     config = yaml.safe_load((folder / ".hydra" / "config.yaml").read_text())
     # the training clock of the whole chunk (it survives resumes: train/elapsed_s in the checkpoint)
     evals = list(csv.DictReader(open(folder / "population_evals.csv", newline="")))
@@ -138,7 +132,8 @@ def read_rows() -> dict[str, list[dict]]:
     cells: dict[str, list[dict]] = {}
     order = lambda p: (p.parent.name, int(p.stem[6:].split("-")[0]))  # noqa: E731 (seeds_FIRST-LAST)
     for path in sorted(ROWS.glob("*/seeds_*.csv"), key=order):
-        cells.setdefault(path.parent.name, []).extend(csv.DictReader(open(path, newline="")))
+        rows = [{**r, "chunk": path.stem} for r in csv.DictReader(open(path, newline=""))]
+        cells.setdefault(path.parent.name, []).extend(rows)
     return cells
 
 
@@ -169,8 +164,8 @@ def matrix() -> str:
                    else f"best response vs {side.upper()} {_iqm(rows, f'eval/trained_{side}_best_response')}")
         firsts = [float(r["first_unbeatable_games"]) for r in rows if r["first_unbeatable_games"]]
         first = f"{median(firsts) / 1e3:,.0f}k" if firsts else "never"
-        chunks_s = {(r["training_s"], r["finished"]) for r in rows}
-        wall = sum(float(s) for s, _ in chunks_s) / 60
+        chunks_s = {r["chunk"]: float(r["training_s"]) for r in rows}  # a chunk's rows share its clock
+        wall = sum(chunks_s.values()) / 60
         lines.append(f"| `algo={algo} net={net}` | {side.upper() if side != 'both' else 'X and O'} "
                      f"| {rows[0]['tuned_on']} / {seeds[0]}-{seeds[-1]} | {int(rows[0]['budget']):,} "
                      f"| **{len(safe)}/{len(rows)}** [{low:.2f}, {high:.2f}] | {x_win} | {o_win} | {trained} "

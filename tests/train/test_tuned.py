@@ -15,6 +15,7 @@ from tests.helpers.command import cli, one_error_line
 from tests.helpers.configs import make_cfg
 from ttt_research.algos.spec import specs
 from ttt_research.train.confdir import compose, config_dir
+from ttt_research.train.runfolder import flatten
 
 TUNED = config_dir() / "tuned"
 CELLS = sorted(TUNED.glob("*.yaml"))
@@ -23,22 +24,11 @@ NETS = sorted(p.stem for p in (config_dir() / "net").glob("*.yaml"))
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
-def flat(tree: dict, prefix: str = "") -> dict[str, object]:
-    """``{algo: {lr: 1}}`` -> ``{"algo.lr": 1}``."""
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def settings(path: Path) -> dict[str, object]:
     """What a cell's file sets (it is a ``_global_`` package: keys from the root)."""
     text = path.read_text()
     assert text.startswith("# @package _global_\n"), path.name
-    return flat(yaml.safe_load(text))
+    return flatten(yaml.safe_load(text))
 
 
 def pair(path: Path) -> tuple[str, str]:

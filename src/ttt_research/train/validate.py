@@ -126,10 +126,10 @@ def _validate_tuned() -> None:
         task = HydraConfig.get().overrides.task
     except ValueError:  # not inside a Hydra job (the compose API)
         return
-    cells = sorted(p.stem for p in (config_dir() / "tuned").glob("*.yaml"))
     for override in task:
         key, _, name = override.partition("=")
-        if key.lstrip("+") == "tuned" and name not in cells:
+        if key.lstrip("+") == "tuned" and not (config_dir() / "tuned" / f"{name}.yaml").is_file():
+            cells = sorted(p.stem for p in (config_dir() / "tuned").glob("*.yaml"))
             need(False, "tuned", f"one of {', '.join(cells)} (conf/tuned/; it is chosen by algo and net "
                  "when left out)", name)
 
