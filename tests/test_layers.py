@@ -181,3 +181,21 @@ def test_modules_are_small():
     big = sorted(f"{m}: {n} lines" for m, p in MODULES.items()
                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
     assert not big, f"modules over {MAX_LINES} lines:\n" + "\n".join(big)
+
+
+# Layers that get typed pieces, never the raw Hydra config (issue 47): train/runspec.py reads the
+# config once; below train/ only the algorithms' specs (which check their own block) and the
+# bottom's ``errors.value_of`` see a DictConfig.
+NO_CONFIG = {"files", "env", "search", "models", "evaluation", "analysis", "population"}
+
+
+def _imports_omegaconf(path: Path) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "omegaconf"
+               or isinstance(n, ast.Import) and any(a.name.split(".")[0] == "omegaconf" for a in n.names)
+               for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_the_raw_config_stops_above_the_typed_layers():
+    reached = sorted(m for m, p in MODULES.items() if _unit(m) in NO_CONFIG and _imports_omegaconf(p))
+    assert not reached, ("modules below train/ that import omegaconf (give them typed pieces from "
+                         "train/runspec.py instead):\n" + "\n".join(reached))

@@ -135,7 +135,8 @@ def test_a_users_algorithm_takes_the_spec_declared_beside_it():
 def test_a_users_algorithm_is_validated_and_sized_by_its_own_spec():
     from tests.helpers.configs import make_cfg
     from ttt_research.errors import ConfigError
-    from ttt_research.population.spec import BASE_BYTES, memory_estimate
+    from ttt_research.population.spec import BASE_BYTES
+    from ttt_research.train.runspec import memory_estimate
     from ttt_research.train.validate import validate
 
     with pytest.raises(ConfigError, match=r"^algo.lr must be a step in \(0, 4\] for greedy_reinforce, got 5"):

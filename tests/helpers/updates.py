@@ -5,7 +5,7 @@ run are compared on."""
 import lightning as L
 
 from tests.helpers.configs import make_cfg
-from ttt_research.population import spec as population
+from ttt_research.train import runspec
 from ttt_research.train.run import build
 from ttt_research.train.validate import validate
 
@@ -16,9 +16,9 @@ def first_update(*overrides):
     """The module of ``overrides`` after one update (a bare Trainer: no run folder)."""
     cfg = make_cfg(*ONE_UPDATE, *overrides)
     validate(cfg)
-    members = population.members(cfg)
+    members = runspec.members(cfg)
     if len(members) == 1:
-        cfg = population.member_config(cfg, members[0])
+        cfg = runspec.member_config(cfg, members[0])
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
     trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,

@@ -21,6 +21,7 @@ from ttt_research.evaluation.objectives import objective
 from ttt_research.population import results
 from ttt_research.population import spec as pop
 from ttt_research.population.spec import Member
+from ttt_research.train import runspec
 from ttt_research.train.confdir import compose
 from ttt_research.train.validate import validate
 
@@ -30,7 +31,7 @@ LR3 = [0.5, 1.0, 2.0]
 def members(*overrides):
     cfg = compose(list(overrides))
     validate(cfg)
-    return pop.members(cfg)
+    return runspec.members(cfg)
 
 
 def test_config_yaml_declares_each_variable_key_as_null_and_one_agent_by_default():
@@ -118,15 +119,15 @@ def test_the_command_line_prints_what_the_spellings_compose(config_dir, tmp_path
     assert list(block.seeds) == [3, 5]
     cfg = compose([f"hydra.searchpath=[file://{config_dir}]", "experiment=pop_dotted", *overrides])
     assert cfg.population == block
-    got = pop.members(cfg)
+    got = runspec.members(cfg)
     assert len(got) == 3 * 2 * 2 and [m.seed for m in got[:4]] == [3, 5, 3, 5]
 
 
 def test_grid_crosses_keys_alphabetically_then_seeds_fastest():
     got = members("population.vary.reward.tie=[0,0.5]", "population.vary.algo.lr=[1,2]",
                   "population.size=3", "seed=10")
-    assert len(got) == pop.count(compose(["population.vary.reward.tie=[0,0.5]",
-                                          "population.vary.algo.lr=[1,2]", "population.size=3"])) == 12
+    assert len(got) == pop.count(runspec.plan(compose(["population.vary.reward.tie=[0,0.5]",
+                                          "population.vary.algo.lr=[1,2]", "population.size=3"]))) == 12
     assert [m.index for m in got] == list(range(12))
     assert [(m.hparams["algo.lr"], m.hparams["reward.tie"], m.seed) for m in got] == [
         (lr, tie, s) for lr in (1.0, 2.0) for tie in (0.0, 0.5) for s in (10, 11, 12)]
@@ -220,12 +221,12 @@ def test_python_m_ttt_research_refuses_a_bad_block_with_exit_2(tmp_path):
 def test_member_config_is_the_single_run_of_that_member():
     cfg = compose(["population.vary.algo.lr=[0.5,1]", "population.sample.reward.tie={low:0,high:0.5}",
                    "population.size=2", "seed=4", "population.export=all"])
-    m = pop.members(cfg)[3]
+    m = runspec.members(cfg)[3]
     assert (m.seed, m.hparams["algo.lr"]) == (5, 1.0)
     alone = compose(["seed=5", "algo.lr=1.0", f"reward.tie={m.hparams['reward.tie']!r}",
                      "population.export=all"])
-    assert pop.member_config(cfg, m) == alone
-    assert pop.members(pop.member_config(cfg, m)) == [Member(0, 5, {})]
+    assert runspec.member_config(cfg, m) == alone
+    assert runspec.members(runspec.member_config(cfg, m)) == [Member(0, 5, {})]
     assert OmegaConf.to_container(cfg.population.vary.algo.lr) == [0.5, 1]  # the input is untouched
 
 

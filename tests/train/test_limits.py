@@ -13,7 +13,7 @@ import pytest
 from tests.helpers.configs import make_cfg
 from ttt_research.contract import GAMES_MAX, SEED_MAX
 from ttt_research.errors import ConfigError
-from ttt_research.population import spec as population
+from ttt_research.train import runspec
 from ttt_research.train import validate as config
 from ttt_research.train.validate import validate
 
@@ -91,7 +91,7 @@ REFUSE = ("import sys\nfrom ttt_research.__main__ import main\n"
 
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
 def test_a_population_the_machine_cannot_hold_is_refused_before_torch(tmp_path):
-    est = population.memory_estimate(make_cfg("population.size=100000"))
+    est = runspec.memory_estimate(make_cfg("population.size=100000"))
     free = config.available_memory()
     if free is None or free >= est.total:
         pytest.skip("no /proc/meminfo, or more than 1,300 GB available")
@@ -113,7 +113,7 @@ def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
     full = ["net=mlp100", "algo.games_per_update=16384", "algo.rollouts=8"]
     # As O with mlp100: per member 5,500,000 B + 2,048 games x 120 B + 2,097 x 13.5 x 100 B, and
     # 2,809 weights (18 x 100 + 100, 100 x 9 + 9) x 16 B.
-    est = population.memory_estimate(make_cfg("population.size=200", *full))
+    est = runspec.memory_estimate(make_cfg("population.size=200", *full))
     per_member = 5_500_000 + 2048 * 120 + 2097 * 1350 + 2809 * 16
     assert (est.members, est.per_member, est.base) == (200, per_member, 480 * 2**20)
     with pytest.raises(ConfigError) as e:
@@ -151,5 +151,5 @@ def test_the_estimate_is_close_to_the_measured_peak(overrides):
     assert out.returncode == 0, out.stderr
     peak = int(out.stdout.strip().splitlines()[-1])
     gpu = "2048" if "algo=ppo" in overrides else "16384"  # the algorithm's own update, not debug=tiny's
-    est = population.memory_estimate(make_cfg(*overrides, f"algo.games_per_update={gpu}"))
+    est = runspec.memory_estimate(make_cfg(*overrides, f"algo.games_per_update={gpu}"))
     assert 0.8 < est.total / peak < 1.25, (est.total / 2**20, peak / 2**20)

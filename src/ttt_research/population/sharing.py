@@ -1,28 +1,26 @@
 """How a population is shared out between training processes (``trainer=ddp``, SLURM): how
-many processes a trainer config asks for, which rank this process is, and which members
-each rank trains. Plain Python over the config and the environment: no torch, so the config
-check can use it before anything heavy loads.
+many processes a trainer's devices and nodes make, which rank this process is, and which
+members each rank trains. Plain Python over the environment: no torch and no config (the
+trainer's settings come read, from ``train/runspec.py``), so the config check can use it
+before anything heavy loads.
 """
 from __future__ import annotations
 
 import os
 
-from omegaconf import DictConfig, OmegaConf
-
-from ttt_research.errors import is_int, value_of
+from ttt_research.errors import is_int
 from ttt_research.population.spec import Member
 
 
-def processes(cfg: DictConfig) -> int:
-    """How many training processes the trainer config asks for (devices x nodes; 1 when
-    the device count is only known at run time, e.g. auto)."""
-    devices = value_of(cfg, "trainer.devices")
-    if OmegaConf.is_list(devices):
+def processes(devices, nodes) -> int:
+    """How many training processes a trainer's ``devices`` (a count, a list of device ids, or
+    ``auto``) on ``nodes`` machines make (devices x nodes; 1 device a node when the count is
+    only known at run time, e.g. auto)."""
+    if isinstance(devices, list | tuple):
         per_node = len(devices)
     else:
         per_node = devices if is_int(devices) and devices > 0 else 1
-    nodes = value_of(cfg, "trainer.num_nodes") or 1
-    return per_node * nodes
+    return per_node * (nodes or 1)
 
 
 def shard(members: list[Member], rank: int, processes: int) -> list[Member]:

@@ -60,16 +60,13 @@ between processes is ``sharing.py``'s.
 """
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig, OmegaConf
-
-from ttt_research.algos.spec import named, spec_for, specs
+from ttt_research.algos.spec import AlgoSpec, Memory, named, specs
 from ttt_research.contract import VALUE_MAX
 from ttt_research.errors import ConfigError
 
@@ -91,9 +88,8 @@ SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
 }
 
 
-def variable(cfg: DictConfig) -> dict[str, tuple[Callable[[float], bool], str]]:
-    """The keys a member of this config's algorithm may set for itself, with their rules."""
-    spec = spec_for(cfg)
+def variable(spec: AlgoSpec) -> dict[str, tuple[Callable[[float], bool], str]]:
+    """The keys a member of the algorithm ``spec`` declares may set for itself, with their rules."""
     own = {f"algo.{k}": (spec.rule(k).ok, spec.rule(k).allowed) for k in spec.varies}
     return {**own, **SETTINGS}
 
@@ -158,49 +154,40 @@ def _is_range(v: dict) -> bool:
     return bool(set(v) & set(SAMPLE_FIELDS))
 
 
-def _block(cfg: DictConfig, part: str):
-    node = OmegaConf.select(cfg, f"population.{part}", default=None)
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-
-
-def _spec(cfg: DictConfig, part: str, example: str) -> dict[str, object]:
-    """``population.<part>`` as ``{dotted key: value}`` (unvalidated; keys left null dropped).
-    A dict that names low, high or log is one key's range, not a level of nesting (in
-    ``vary`` it is a wrong value, refused by the validation)."""
-    node = _block(cfg, part)
+def parse(node, part: str) -> dict[str, object]:
+    """``population.<part>`` (``vary`` or ``sample``, as plain Python: ``train/runspec.py`` reads
+    it from the config) as ``{dotted key: value}``, unvalidated, keys left null dropped. A dict
+    that names low, high or log is one key's range, not a level of nesting (in ``vary`` it is
+    a wrong value, refused by the validation)."""
     if node is None:
         return {}
     if not isinstance(node, dict):
-        raise ConfigError(f"population.{part} must be {example}, got {node!r}")
+        raise ConfigError(f"population.{part} must be {EXAMPLES[part]}, got {node!r}")
     return _flatten(node, "", _is_range, {}, f"population.{part}")
 
 
-def grid_spec(cfg: DictConfig) -> dict[str, object]:
-    """``population.vary`` as ``{dotted key: its list}`` (unvalidated; not-varied keys left out)."""
-    return _spec(cfg, "vary", "keys with lists of values, e.g. {algo.lr: [0.5, 1, 2]}")
+EXAMPLES = {"vary": "keys with lists of values, e.g. {algo.lr: [0.5, 1, 2]}",
+            "sample": "keys with ranges, e.g. {algo.lr: {low: 0.1, high: 4, log: true}}"}
 
 
-def sample_spec(cfg: DictConfig) -> dict[str, object]:
-    """``population.sample`` as ``{dotted key: {low, high, log}}`` (unvalidated)."""
-    return _spec(cfg, "sample", "keys with ranges, e.g. {algo.lr: {low: 0.1, high: 4, log: true}}")
+@dataclass(frozen=True)
+class Plan:
+    """A population as its config asks for it, read once (``train/runspec.plan``): the run's
+    ``seed`` (which names the sampled values' streams), the seeds each grid point runs, and
+    ``vary`` / ``sample`` as ``{dotted key: list}`` / ``{dotted key: {low, high, log}}``."""
+
+    seed: int
+    seeds: tuple[int, ...]
+    vary: dict[str, object] = field(default_factory=dict)
+    sample: dict[str, object] = field(default_factory=dict)
 
 
-def seeds(cfg: DictConfig) -> list[int]:
-    """The seeds each grid point runs: ``population.seeds``, else ``seed + k`` for k < size."""
-    named = OmegaConf.select(cfg, "population.seeds", default=None)
-    if named is not None:
-        return [int(s) for s in named]
-    size = OmegaConf.select(cfg, "population.size", default=1)
-    return [int(cfg.seed) + k for k in range(size)]
-
-
-def grid_points(cfg: DictConfig) -> list[dict[str, float]]:
+def grid_points(plan: Plan) -> list[dict[str, float]]:
     """The grid of ``population.vary``: one dict per point, keys in alphabetical order,
     the last key changing fastest (``[{}]`` without a grid)."""
-    spec = grid_spec(cfg)
-    keys = sorted(spec)
+    keys = sorted(plan.vary)
     return [dict(zip(keys, (float(v) for v in values), strict=True))
-            for values in itertools.product(*(spec[k] for k in keys))]
+            for values in itertools.product(*(plan.vary[k] for k in keys))]
 
 
 def draw(seed: int, point: int, position: int, key: str, low: float, high: float, log: bool) -> float:
@@ -215,18 +202,16 @@ def draw(seed: int, point: int, position: int, key: str, low: float, high: float
     return min(max(v, low), high)  # exp/log may round a hair past a bound
 
 
-def members(cfg: DictConfig) -> list[Member]:
+def members(plan: Plan) -> list[Member]:
     """Every member of the population, in order (grid points slowest, seeds fastest), of a
-    config that passed ``train.validate.validate`` (which refuses a bad block in one line)."""
-    seed_list = seeds(cfg)
-    sampled = sample_spec(cfg)
+    plan that passed ``train.validate.validate`` (which refuses a bad block in one line)."""
     out = []
-    for g, point in enumerate(grid_points(cfg)):
-        for s, seed in enumerate(seed_list):
+    for g, point in enumerate(grid_points(plan)):
+        for s, seed in enumerate(plan.seeds):
             hp = dict(point)
-            for key in sorted(sampled):
-                r = sampled[key]
-                hp[key] = draw(int(cfg.seed), g, s, key, float(r["low"]), float(r["high"]),
+            for key in sorted(plan.sample):
+                r = plan.sample[key]
+                hp[key] = draw(plan.seed, g, s, key, float(r["low"]), float(r["high"]),
                                bool(r.get("log", False)))
             out.append(Member(len(out), seed, dict(sorted(hp.items()))))
     return out
@@ -246,24 +231,10 @@ def phrase(members: list[Member]) -> str:
     return f"{len(members)} agents, seeds {span}"
 
 
-def count(cfg: DictConfig) -> int:
-    """How many members the block asks for: grid points x seeds (no validation)."""
-    return len(grid_points(cfg)) * len(seeds(cfg))
-
-
-def member_config(cfg: DictConfig, member: Member) -> DictConfig:
-    """The single-run config of ``member``: its seed and values applied, and the population
-    block back to one agent (``size=1``, no seeds, nothing varied), so that the member can be
-    run alone: ``python -m ttt_research seed=S algo.lr=V ...`` composes the same config."""
-    c = copy.deepcopy(cfg)
-    c.seed = member.seed
-    for key, value in member.hparams.items():
-        OmegaConf.update(c, key, value, merge=False)
-    c.population.size = 1
-    c.population.seeds = None
-    c.population.vary = declared()
-    c.population.sample = declared()
-    return c
+def count(plan: Plan) -> int:
+    """How many members the plan asks for: grid points x seeds (no validation; counted from
+    the lengths, before any list of members is made: a grid can be huge)."""
+    return math.prod(len(v) for v in plan.vary.values()) * len(plan.seeds)
 
 
 # Peak resident memory of a run on the CPU, from the config's shapes alone (no torch): a
@@ -297,25 +268,38 @@ class MemoryEstimate:
         return self.processes * self.base + self.members * self.per_member
 
 
-def memory_estimate(cfg: DictConfig, processes: int = 1) -> MemoryEstimate:
-    """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this
-    machine, each with its own baseline and, for one agent, its own batch of games)."""
-    model = spec_for(cfg).memory
-    layers = [int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])]
-    hidden = sum(layers)
-    games = int(cfg.algo.games_per_update)  # the games of one batch
+@dataclass(frozen=True)
+class Shapes:
+    """What a run's peak memory depends on, read from its config (``train/runspec.shapes``):
+    its algorithm's fitted model, the net's hidden layers and input encoding, the games of
+    one update (and the ``rollouts`` they are played in), and the seat(s) it trains."""
+
+    model: Memory
+    layers: tuple[int, ...]
+    encoding: str | None
+    games_per_update: int
+    rollouts: int
+    side: str
+
+
+def memory_estimate(shapes: Shapes, members: int = 1, processes: int = 1) -> MemoryEstimate:
+    """The peak memory of a run of ``members`` agents of these ``shapes`` (``processes``:
+    trainer=ddp's on this machine, each with its own baseline and, for one agent, its own
+    batch of games)."""
+    model = shapes.model
+    hidden = sum(shapes.layers)
+    games = shapes.games_per_update  # the games of one batch
     if model.batch == "rollout":
-        games = -(-games // int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1))
+        games = -(-games // shapes.rollouts)
     elif model.batch == "game":
         games = 1
-    positions = POSITIONS.get(str(OmegaConf.select(cfg, "seat.side", default="both")), POSITIONS["both"])
+    positions = POSITIONS.get(shapes.side, POSITIONS["both"])
     # The weights themselves: small for the shipped nets, the whole story for a huge one.
-    widths = [INPUTS.get(str(OmegaConf.select(cfg, "net.encoding")), 18), *layers, 9]
+    widths = [INPUTS.get(str(shapes.encoding), 18), *shapes.layers, 9]
     params = sum(a * b + b for a, b in itertools.pairwise(widths))
     if model.table is not None:  # no hidden layer: the table's values
         hidden, params = 0, model.table
     per_member = (model.per_member + games * (model.per_game + model.per_game_unit * hidden)
                   + positions * model.per_table_unit * hidden + params * PER_PARAM * model.nets)
-    n = count(cfg) if OmegaConf.select(cfg, "population") is not None else 1
     # One agent under DDP: every process plays its own batch; a population is shared out.
-    return MemoryEstimate(n if n > 1 else processes, per_member, BASE_BYTES, processes)
+    return MemoryEstimate(members if members > 1 else processes, per_member, BASE_BYTES, processes)

@@ -34,9 +34,8 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
-from ttt_research.population.sharing import processes
 from ttt_research.train import population as population_run
-from ttt_research.train import runfolder
+from ttt_research.train import runfolder, runspec
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, value_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
@@ -44,6 +43,7 @@ from ttt_research.train.host import run_json_host
 from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
+from ttt_research.train.runspec import processes
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
 from ttt_research.train.validate import validate
@@ -77,7 +77,7 @@ def build(cfg: DictConfig) -> RLModule:
     """The LightningModule of the config: its algorithm (``cfg.algo``'s ``_target_``) with
     its net, and the opponent, reward and budget; one agent, or a population of them
     (``population.size`` and friends), all in one module."""
-    members = population.members(cfg)
+    members = runspec.members(cfg)
     if len(members) > 1:
         return build_population(cfg, members)
     net = instantiate(cfg.net)
@@ -192,9 +192,9 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
         validate(cfg)
     check_optimizer(cfg)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
-    members = population.members(cfg)
+    members = runspec.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
-        cfg = population.member_config(cfg, members[0])
+        cfg = runspec.member_config(cfg, members[0])
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"

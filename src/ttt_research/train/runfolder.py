@@ -42,8 +42,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.errors import ConfigError, is_int
 from ttt_research.files.atomic import describe_os_error, write_atomic
-from ttt_research.population.sharing import processes
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
+from ttt_research.train.runspec import processes
 
 LOCK_NAME = ".lock"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"

@@ -6,7 +6,7 @@ becomes the one-line error a user sees (``ConfigError``), with no traceback.
 
 Values are also bounded by what the code can hold (``SEED_MAX``, ``GAMES_MAX``, ``VALUE_MAX``),
 so a value that passes here never overflows later, and a population's memory is estimated
-(``population/spec.memory_estimate``) and refused when the machine cannot hold it.
+(``train/runspec.memory_estimate``) and refused when the machine cannot hold it.
 
 It imports neither torch nor Lightning (the names it checks come from ``contract.py``), so
 ``python -m ttt_research`` refuses a bad value about as fast as ``--cfg job`` prints the
@@ -16,7 +16,6 @@ folder of a refused job are ``train/refusal.py``'s.
 """
 from __future__ import annotations
 
-import math
 import os
 
 from omegaconf import DictConfig, OmegaConf
@@ -34,8 +33,9 @@ from ttt_research.contract import (
 from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
-from ttt_research.population.sharing import processes
+from ttt_research.train import runspec
 from ttt_research.train.confdir import config_dir
+from ttt_research.train.runspec import processes
 
 
 def validate(cfg: DictConfig) -> None:
@@ -203,8 +203,9 @@ def validate_population(cfg: DictConfig) -> None:
     v = value_of(cfg, "population.export")
     need(v in pop.EXPORTS, "population.export", f"one of {', '.join(pop.EXPORTS)}", v)
 
-    grid, sampled = pop.grid_spec(cfg), pop.sample_spec(cfg)
-    variable = pop.variable(cfg)
+    plan = runspec.plan(cfg)
+    grid, sampled = plan.vary, plan.sample
+    variable = pop.variable(spec_for(cfg))
     for part, spec in (("vary", grid), ("sample", sampled)):
         for key, value in spec.items():
             where = f"population.{part}.{key}"
@@ -243,13 +244,12 @@ def validate_population(cfg: DictConfig) -> None:
     if both:
         raise ConfigError(f"population.vary.{both[0]} and population.sample.{both[0]}: "
                           "a key is varied on a grid or sampled, not both")
-    # Counted from the lengths, before any list of members is made (a grid can be huge).
-    n = math.prod(len(v) for v in grid.values()) * len(pop.seeds(cfg))
+    n = pop.count(plan)
     if n > MEMBERS_MAX:
         raise ConfigError(f"a population of {n:,} members (grid points x seeds) is more than "
                           f"{MEMBERS_MAX:,}, the most one process trains")
-    if pop.count(cfg) > 1:
-        _population_setting(cfg, pop.count(cfg))
+    if n > 1:
+        _population_setting(cfg, n)
 
 
 def _population_setting(cfg: DictConfig, n: int) -> None:
@@ -381,7 +381,7 @@ def _gb(n: float) -> str:
 
 
 def check_memory(cfg: DictConfig) -> None:
-    """Refuse a run whose estimated peak memory (``population/spec.memory_estimate``) exceeds what
+    """Refuse a run whose estimated peak memory (``train/runspec.memory_estimate``) exceeds what
     the machine has available, before it starts rather than in the allocator minutes later.
     CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
     started (a DDP rank's own start would see the others' memory as taken)."""
@@ -392,7 +392,7 @@ def check_memory(cfg: DictConfig) -> None:
         return
     devices = value_of(cfg, "trainer.devices")
     here = devices if is_int(devices) and devices > 0 else 1  # processes on this machine
-    est = pop.memory_estimate(cfg, here)
+    est = runspec.memory_estimate(cfg, here)
     if est.total <= free:
         return
     if est.members > here:  # a population: how many members would fit
