@@ -61,7 +61,7 @@ def bench(*args: str) -> subprocess.CompletedProcess:
 def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     r = bench("--quick", "--json", "--reinforce-games", "4096", "--ppo-games", "4096", "--repeats", "2",
               "--compare", "antirez", "--antirez-bin", str(fake_ttt), "--antirez-games", "20000",
-              "--population-sizes", "3", "--population-games", "1024")
+              "--population-sizes", "3", "--population-games", "1024", "--parallel-sizes", "2")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)  # stdout is pure JSON: progress goes to stderr
     assert KEYS <= set(res)
@@ -105,6 +105,13 @@ def test_quick_bench_reports_every_key_and_the_same_run_ratio(fake_ttt):
     assert ratios["reinforce_3_vs_antirez"] == pytest.approx(pop_rf["3"] / c["games_per_s"])
     assert ratios["ppo_3_vs_single"] == pytest.approx(pop_ppo["3"] / res["ppo_steps_per_s"])
     assert "bench: population of 3 reinforce, run 2/2" in r.stderr
+    # A population of 2 against the same 2 agents as single runs side by side: the same work.
+    for algo in ("reinforce", "ppo"):
+        p = res["population_vs_parallel_singles"][algo]["2"]
+        assert p["games_per_agent"] == 1024 and p["singles"]["workers"] == 2
+        assert p["population"]["done"] == p["singles"]["done"] > 0, algo
+        assert p["ratio"] == pytest.approx(p["population"]["rate"] / p["singles"]["rate"]), algo
+        assert p["singles"]["rate"] == pytest.approx(p["singles"]["done"] / p["singles"]["wall_s"]), algo
     # Interleaved, first in turn: ours then C in round 1, C then ours in round 2.
     order = re.findall(r"^bench: ((?:reinforce|antirez) run \d/2):", r.stderr, re.MULTILINE)
     assert order == ["reinforce run 1/2", "antirez run 1/2", "antirez run 2/2", "reinforce run 2/2"]
@@ -131,6 +138,13 @@ def test_bench_table_prints_only_ratios_measured_in_the_run():
     text = format_table(res)
     assert "antirez's C ttt-rl in this run (1 thread): 75,000; ours 2.67x" in text
     assert "89,000" not in text
+    # A population against the same agents as single runs side by side, both measured in this run.
+    res["population_vs_parallel_singles"] = {"ppo": {"16": {
+        "games_per_agent": 20_480, "ratio": 0.75,
+        "population": {"done": 1_500_000, "wall_s": 20.0, "rate": 75_000.0},
+        "singles": {"done": 1_500_000, "wall_s": 15.0, "rate": 100_000.0, "workers": 2}}}}
+    assert ("  ppo       N=16         75,000 vs      100,000 steps/s: 0.75x (20.0 s vs 15.0 s, 20,480 games "
+            "an agent)") in format_table(res).splitlines()
 
 
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it

@@ -16,6 +16,8 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   trainings as populations (``population.size=N``, a few N), summed over the members, with
   their ratios to the single runs above (and to antirez's C, when it ran) in
   ``population_ratios``; ``--no-populations`` skips them.
+* ``population_vs_parallel_singles``: N agents as one population against the same N as single
+  runs two at a time (``bench/parallel.py``), REINFORCE and PPO; ``--no-parallel`` skips it.
 * ``search_us_per_game``: ``algo=alphazero``'s self-play on one torch thread: microseconds
   per complete game of ``SEARCH_BATCH`` games played at once, every move searched with
   ``algo.simulations=16``, the network's tables and every position's subtree (built once

@@ -47,7 +47,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--population-sizes", default=None,
                    help="population sizes, comma-separated (default: REINFORCE 16,64, PPO 16)")
     p.add_argument("--population-games", type=int, default=None,
-                   help="training games per member of each population run")
+                   help="training games per member of each population run (and per agent of "
+                        "population_vs_parallel_singles)")
+    p.add_argument("--no-parallel", action="store_true",
+                   help="skip population_vs_parallel_singles (N agents as one population vs as single "
+                        "runs two at a time)")
+    p.add_argument("--parallel-sizes", default=None,
+                   help="agents of population_vs_parallel_singles, comma-separated (default 16,64,100; "
+                        "--quick 16)")
     p.add_argument("--antirez-bin", type=Path, default=None,
                    help="antirez's ttt-rl, built (cc -O3 -ffast-math -o ttt ttt.c -lm)")
     p.add_argument("--antirez-src", type=Path, default=None,
@@ -66,18 +73,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sizes(text: str | None, option: str) -> tuple[int, ...] | None:
+    """``16,64`` -> (16, 64); None stays None (the default)."""
+    if text is None:
+        return None
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise UserError(f"{option} must be positive integers separated by commas, got {text!r}")
+    return sizes
+
+
 def check(args: argparse.Namespace) -> tuple[int, ...] | None:
     """``UserError`` for values out of range or options that do not go together; returns the
     population sizes asked for (None: the default)."""
-    sizes = None
-    if args.population_sizes is not None:
-        try:
-            sizes = tuple(int(x) for x in args.population_sizes.split(","))
-        except ValueError:
-            sizes = ()
-        if not sizes or min(sizes) < 1:
-            raise UserError(f"--population-sizes must be positive integers separated by commas, "
-                            f"got {args.population_sizes!r}")
+    sizes = _sizes(args.population_sizes, "--population-sizes")
+    args.parallel_sizes = _sizes(args.parallel_sizes, "--parallel-sizes")
     for name in COUNTS:
         value = getattr(args, name)
         if value is not None and value <= 0:

@@ -14,26 +14,22 @@ import tempfile
 import time
 from pathlib import Path
 
-import lightning as L
 import torch
-from hydra.utils import instantiate
 
 from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
-from ttt_research.bench import floor, safe
+from ttt_research.bench import floor, parallel, safe
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
+from ttt_research.bench.fitting import _trainer, fit
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.options import ANTIREZ_GAMES, DEFAULT_GAMES, SAFE_GAMES
 from ttt_research.bench.search import bench_search
-from ttt_research.contract import unbeatable
 from ttt_research.env import game
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import evaluate_policy
-from ttt_research.train.confdir import compose
 from ttt_research.train.host import busy_warning, machine
-from ttt_research.train.run import build, quiet_lightning
 
 # Constants for orientation only: another host's figures, never divided by ours.
 MEASURED_ON = "measured on the project's 2-core development host, 2026-11-30"
@@ -92,52 +88,6 @@ def bench_eval(repeats: int) -> dict:
         evaluate_policy(net)
         times.append(time.perf_counter() - start)
     return {"eval_s": statistics.median(times)}
-
-
-class Clock(L.Callback):
-    """The training loop's wall time; with ``watch``, also the time at which the exact
-    evaluation, run after every update (and not counted), first shows 0 losses vs random
-    from both seats, where it stops the run."""
-
-    def __init__(self, watch: bool = False):
-        self.watch = watch
-        self.unbeatable_s: float | None = None
-        self.train_s = 0.0
-        self._start = self._excluded = 0.0
-
-    def on_train_start(self, trainer, module):
-        self._start, self._excluded = time.perf_counter(), 0.0
-
-    def _elapsed(self) -> float:
-        return time.perf_counter() - self._start - self._excluded
-
-    def on_train_batch_end(self, trainer, module, *args):
-        if not self.watch or self.unbeatable_s is not None:
-            return
-        at = self._elapsed()
-        t0 = time.perf_counter()
-        report = evaluate_policy(module.policy_logits)
-        self._excluded += time.perf_counter() - t0
-        if unbeatable(report, "both"):
-            self.unbeatable_s = at
-            trainer.should_stop = True
-
-    def on_train_end(self, trainer, module):
-        self.train_s = self._elapsed()
-
-
-def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
-    """Train the config of ``overrides`` without a run folder; returns (module, clock)."""
-    cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
-    quiet_lightning()
-    torch.set_num_threads(threads or cfg.threads or 1)
-    L.seed_everything(cfg.seed, verbose=False)
-    module = build(cfg)
-    clock = Clock(watch)
-    trainer = instantiate(cfg.trainer, logger=False, callbacks=[clock], enable_checkpointing=False,
-                          enable_progress_bar=False, limit_train_batches=module.total_updates)
-    trainer.fit(module)
-    return module, clock
 
 
 def bench_reinforce(device: str, games: int, repeats: int, threads: int | None,
@@ -209,20 +159,18 @@ def bench_population(device: str, algo: str, sizes: tuple[int, ...], games: int,
     return out
 
 
-def _trainer(device: str) -> str:
-    return "gpu" if device == "cuda" else "cpu"
-
-
 def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         reinforce_games: int | None = None, ppo_games: int | None = None,
         compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
         antirez: Path | None = None, antirez_games: int = ANTIREZ_GAMES,
         populations: bool = True, population_sizes: tuple[int, ...] | None = None,
         population_games: int | None = None, antirez_seeded: Path | None = None,
-        safe_seeds: int | None = None, antirez_safe_games: int = SAFE_GAMES) -> dict:
+        safe_seeds: int | None = None, antirez_safe_games: int = SAFE_GAMES,
+        singles: bool = True, parallel_sizes: tuple[int, ...] | None = None) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
-    ``population_*`` figures too; with ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
+    ``population_*`` figures too; ``singles``: ``population_vs_parallel_singles`` (``parallel.py``), of
+    ``parallel_sizes`` agents; with ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -269,6 +217,12 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
                 for n, v in out["population_reinforce_games_per_s"].items()})
         out["details"] = {"population_reinforce_per_run": {n: v["per_run"] for n, v in pop_rf.items()},
                           "population_ppo_per_run": {n: v["per_run"] for n, v in pop_ppo.items()}}
+    if singles:
+        _say("population_vs_parallel_singles: N agents as one population, then as single runs "
+             f"{parallel.WORKERS} at a time")
+        out["population_vs_parallel_singles"] = parallel.bench_parallel(
+            device, ("reinforce", "ppo"), parallel_sizes or parallel.SIZES[pick], quick, threads, _say,
+            population_games)
     out["details"] = {**out.get("details", {}), **env,
                       "reinforce_games_per_s_per_run": rf["reinforce_games_per_s_per_run"],
                       "ppo_unbeatable_s_per_run": ppo.pop("details_ppo_unbeatable_s")}
@@ -336,6 +290,8 @@ def format_table(res: dict) -> str:
             if f"reinforce_{n}_vs_antirez" in ratios and single == "reinforce":
                 beside += f", {ratios[f'reinforce_{n}_vs_antirez']:.1f}x antirez's C in this run"
             rows.append(f"{f'  N={n} agents':<24} {rate:>14,.0f}  {beside}")
+    if "population_vs_parallel_singles" in res:
+        rows += parallel.format_lines(res["population_vs_parallel_singles"])
     rows.append(f"{'eval_s':<24} {res['eval_s']:>14.4f}")
     if "nashconv_ms" in res:
         rows.append(f"{'nashconv_ms':<24} {res['nashconv_ms']:>14.1f}  one policy, both seats (its report "
@@ -394,6 +350,7 @@ def execute(args, sizes: tuple[int, ...] | None) -> int:
                   compare, args.sb3_steps, args.repeats, binary, args.antirez_games,
                   populations=not args.no_populations, population_sizes=sizes,
                   population_games=args.population_games, antirez_seeded=seeded,
-                  safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games)
+                  safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games,
+                  singles=not args.no_parallel, parallel_sizes=args.parallel_sizes)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
