@@ -12,9 +12,10 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
-from ttt_research.algos.alphazero import AlphaZero, policy_loss, turned, value_loss
+from ttt_research.algos.alphazero import AlphaZero, policy_loss, value_loss
 from ttt_research.algos.alphazero_spec import SPEC
 from ttt_research.env import game, solver
+from ttt_research.env.game import turned
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import evaluate_actions
 from ttt_research.evaluation.text import eval_table

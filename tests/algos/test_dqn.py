@@ -19,7 +19,7 @@ from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import Streams
 from ttt_research.env.transitions import transitions
 from ttt_research.errors import ConfigError
-from ttt_research.models.nets import MASKED, MLP
+from ttt_research.models.nets import MASKED, MLP, linears
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 
@@ -212,3 +212,37 @@ def test_bad_values_are_refused_naming_the_key(override, needle):
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         validate(make_cfg("algo=dqn", override))
     validate(make_cfg("algo=dqn", "opponent=self", "reward=zero_sum"))  # negamax with a zero-sum table
+
+
+def test_a_turned_board_carries_its_cells_and_moves_with_it():
+    boards = torch.randint(-1, 2, (64, 9), generator=torch.Generator().manual_seed(3)).to(torch.int8)
+    cells = torch.randint(0, 9, (64,), generator=torch.Generator().manual_seed(4))
+    for k in range(8):
+        ks = torch.full((64,), k)
+        turned, moved = game.turned(boards, ks), game.turned_cell(cells, ks)
+        assert torch.equal(turned.gather(-1, moved[:, None]), boards.gather(-1, cells[:, None]))
+        assert sorted(turned[0].tolist()) == sorted(boards[0].tolist())  # a permutation of the cells
+    assert torch.equal(game.turned(boards, torch.zeros(64, dtype=torch.long)), boards)  # k = 0: the identity
+    # The four corners are one orbit, the centre its own: a corner move lands on every corner.
+    corners = {int(game.turned_cell(torch.tensor(0), torch.tensor(k))) for k in range(8)}
+    centre = {int(game.turned_cell(torch.tensor(4), torch.tensor(k))) for k in range(8)}
+    assert corners == {0, 2, 6, 8} and centre == {4}
+
+
+@pytest.mark.slow  # a few seconds on the 2-core host
+def test_symmetries_turn_the_sampled_transitions(monkeypatch):
+    seen = []
+    real = game.turned_cell
+
+    def spy(cell, k):
+        seen.append(k.clone())
+        return real(cell, k)
+
+    monkeypatch.setattr(game, "turned_cell", spy)
+    plain = first_update(*LEARNS)
+    assert not seen  # off by default: nothing turned, nothing drawn
+    turned = first_update(*LEARNS, "algo.symmetries=true")
+    assert len(seen) == 2 and all(k.shape == (1, 64) for k in seen)  # 2 steps of 64 transitions
+    assert len(set(torch.cat(seen).reshape(-1).tolist())) == 8  # every symmetry drawn
+    assert rates(turned.last_update) == rates(plain.last_update)  # the same games: turning is learning's
+    assert not torch.equal(linears(turned.net)[0].weight, linears(plain.net)[0].weight)

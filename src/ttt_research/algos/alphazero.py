@@ -99,12 +99,6 @@ def codes_of(view: torch.Tensor) -> torch.Tensor:
     return game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8)).view(view.shape[:-1])
 
 
-def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """(..., 9) boards or per-cell policies, (...) symmetry indices in 0..7 -> each turned by
-    its symmetry (``game.symmetries``): a position and its target turn alike."""
-    return cells.gather(-1, game.symmetries().to(cells.device)[k])
-
-
 # ----------------------------------------------------------------------------- the algorithm
 
 
@@ -348,7 +342,7 @@ class AlphaZero(Algorithm):
         x = b["view"].float()  # (N, K, 9)
         if self.symmetries:  # each position turned by one of the board's 8 symmetries, at random
             k = (uniform(x.shape[:2], x.device, run.streams) * 8).long().clamp(max=7)  # (N, K)
-            x, b["policy"] = turned(x, k), turned(b["policy"], k)
+            x, b["policy"] = game.turned(x, k), game.turned(b["policy"], k)
         if self.members is None:
             x = x.squeeze(0)
         logits, v = self.heads(x)

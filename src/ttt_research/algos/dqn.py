@@ -21,6 +21,9 @@ a test on hand-built numbers:
   cells of s' (double DQN) or the target net's own (``double=false``); 0 after a terminal move.
   The legal cells of s' are its empty ones: the net masks the rest (``MASKED``), so an
   occupied cell is never the max, whatever the net says of it.
+* ``symmetries`` (off by default): each sampled transition is turned by one of the board's 8
+  symmetries at random, s, a and s' alike (``game.turned``, ``game.turned_cell``), so what is
+  learned of one corner opening is learned of all four.
 * ``huber``: the loss of Q(s, a) against the target (``huber_delta``). Beyond delta the
   gradient is clipped, so the fit leans from the mean towards the median: with a loss worth
   -5 a rare loss is then underweighted and a risky move looks better than it is.
@@ -45,8 +48,10 @@ import torch.nn.functional as F
 
 from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number
 from ttt_research.algos.replay import Ring
+from ttt_research.env import game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
+from ttt_research.env.streams import uniform
 from ttt_research.env.transitions import transitions
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
@@ -103,7 +108,7 @@ class DQN(Algorithm):
                  capacity: int, batch_size: int,
                  warmup_games: int, gradient_steps: int, target_every: int,
                  tau: float | None, double: bool, n_step: int,
-                 max_grad_norm: float, huber_delta: float):
+                 max_grad_norm: float, huber_delta: float, symmetries: bool):
         super().__init__(net, games_per_update)
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)
@@ -117,6 +122,7 @@ class DQN(Algorithm):
         self.double, self.n_step = bool(double), int(n_step)
         self.max_grad_norm = float(max_grad_norm)
         self.huber_delta = float(huber_delta)
+        self.symmetries = bool(symmetries)
         # The target starts as the online net (a copy: no random draw, so a population's
         # member starts as its single run does) and only ever moves by copying it.
         self.target_net = copy.deepcopy(net).requires_grad_(False)
@@ -186,6 +192,11 @@ class DQN(Algorithm):
     def learn(self, run: Run, opt) -> torch.Tensor:
         """One gradient step on a minibatch per member; (3, N) loss, mean |TD error|, mean Q."""
         b = self.replay.sample(self.batch_size, run.streams)
+        if self.symmetries:  # each transition turned by one of the board's 8 symmetries, at random
+            shape, device = b["action"].shape, b["action"].device  # (N, K)
+            k = (uniform(shape, device, run.streams) * 8).long().clamp(max=7)
+            b["view"], b["next_view"] = game.turned(b["view"], k), game.turned(b["next_view"], k)
+            b["action"] = game.turned_cell(b["action"], k)
         with torch.no_grad():
             nxt = b["next_view"].float()
             target = td_target(b["reward"], b["discount"], self.net(nxt) if self.double else None,

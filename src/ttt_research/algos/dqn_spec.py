@@ -78,6 +78,9 @@ class Hyper:
     huber_delta: Any = 10.0
     """Huber loss: quadratic up to this TD error, linear beyond. 10 (a squared error over this table's range)
     took seeds unbeatable from 2 to 10 of 16: delta 1 clips the gradient of rare -5 losses"""
+    symmetries: Any = False
+    """learn each sampled transition turned by one of the board's 8 symmetries, at random (a
+    corner opening teaches all four corners)"""
 
 
 SPEC = AlgoSpec(
@@ -94,7 +97,8 @@ SPEC = AlgoSpec(
           "tau": between(0, 1, "null (hard target updates) or a number in (0, 1] (Polyak averaging)",
                          low_open=True, null=True),
           "double": flag(), "max_grad_norm": WEIGHT,
-          "huber_delta": between(0, VALUE_MAX, f"a number in (0, {VALUE_MAX:g}]", low_open=True)},
+          "huber_delta": between(0, VALUE_MAX, f"a number in (0, {VALUE_MAX:g}]", low_open=True),
+          "symmetries": flag()},
     varies=("lr", "lr_final", "epsilon"),
     check=_check,
 )

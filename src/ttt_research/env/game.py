@@ -119,6 +119,19 @@ def symmetries() -> torch.Tensor:
     return torch.stack([g.reshape(-1) for g in turns + [t.t() for t in turns]])
 
 
+def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(..., 9) boards or per-cell values, (...) symmetry indices in 0..7 -> each turned by
+    its symmetry (``symmetries``): a position and its per-cell targets turn alike."""
+    return cells.gather(-1, symmetries().to(cells.device)[k])
+
+
+def turned_cell(cell: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(...) cell indices, (...) symmetry indices -> where each cell lands when its board is
+    ``turned`` by k: ``turned(board, k)[..., turned_cell(c, k)] == board[..., c]``."""
+    inverse = symmetries().argsort(-1).to(cell.device)  # (8, 9): cell -> its place after the turn
+    return inverse[k, cell.long()]
+
+
 # --------------------------------------------------------------------------- tables
 
 
