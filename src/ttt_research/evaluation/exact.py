@@ -9,7 +9,7 @@ one, in float64:
 * ``vs_random`` / ``vs_perfect``: outcome probabilities when the opponent draws uniformly
   from its legal / minimax-optimal moves (``solver.outcome_probs``: a sum over the game tree).
 * ``worst_case``: the result against a best-response opponent that knows the policy
-  (``worst_case``: min over the opponent's moves, the agent's own move at its positions).
+  (``_worst_case``: min over the opponent's moves, the agent's own move at its positions).
 * ``optimal_move_rate``: over the agent's decision points reachable from either seat
   against any opponent, the share of moves that keep the minimax value.
 
@@ -40,10 +40,7 @@ from ttt_research.contract import (
 )
 from ttt_research.env import game
 from ttt_research.env.solver import (
-    one_hot,
-    outcome_probs,
     perfect_probs,
-    plies_backwards,
     random_probs,
     solve,
 )
@@ -183,42 +180,7 @@ def check_policy(policy: PolicyFn, where: str = "", strict: bool = False) -> tor
 # --------------------------------------------------------------------------- the DPs
 
 
-def worst_case(actions: torch.Tensor, seat: int) -> int:
-    """The agent's result (+1 win, 0 draw, -1 loss) from the empty board when it plays
-    ``actions`` as ``seat`` against an opponent that knows the policy and plays its best."""
-    t = game.tables()
-    value = (t.winner * seat).long()  # from the agent's side
-    nxt = t.next2d
-    for rows in plies_backwards():
-        child = value[nxt[rows]]  # (R, 9)
-        mine = child.gather(1, actions[rows, None]).squeeze(-1)
-        theirs = torch.where(t.legal[rows], child, 2).amin(-1)
-        value[rows] = torch.where(t.mover[rows] == seat, mine, theirs)
-    return int(value[game.EMPTY_CODE])
-
-
-def decision_points(actions: torch.Tensor, seat: int) -> torch.Tensor:
-    """(N,) bool: positions where the agent (as ``seat``, playing ``actions``) is to move and
-    that some opponent can lead it to. Forward over plies from the empty board."""
-    t = game.tables()
-    reach = torch.zeros(game.N_CODES, dtype=torch.bool)
-    reach[game.EMPTY_CODE] = True
-    nxt = t.next2d
-    for ply in range(game.CELLS):
-        rows = ((t.ply == ply) & reach & ~t.done).nonzero().squeeze(-1)
-        mine = t.mover[rows] == seat
-        # The agent follows its own move; the opponent may play any legal move.
-        follow = torch.where(mine[:, None], torch.nn.functional.one_hot(actions[rows], game.CELLS)
-                             .bool(), t.legal[rows])
-        reach[nxt[rows][follow]] = True
-    return reach & ~t.done & (t.mover == seat)
-
-
 # --------------------------------------------------------------------------- the report
-
-
-def _wlt(probs: torch.Tensor, seat: int) -> dict[str, float]:
-    return _wlt_row(probs[game.EMPTY_CODE], seat)
 
 
 def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
@@ -229,26 +191,10 @@ def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
 
 
 def evaluate_actions(actions: torch.Tensor) -> dict:
-    """The ``eval.json`` report for a deterministic policy given as an (N,) action table."""
-    sol = solve()
-    agent, rnd, perfect = one_hot(actions), random_probs(), perfect_probs()
-    report: dict = {}
-    points = torch.zeros(game.N_CODES, dtype=torch.bool)
-    for side in EVAL_SEATS:
-        seat = SEAT_PIECE[side]
-        px, po = (agent, rnd) if seat == game.X else (rnd, agent)
-        qx, qo = (agent, perfect) if seat == game.X else (perfect, agent)
-        report[REPORT_KEY[side]] = {
-            "vs_random": _wlt(outcome_probs(px, po), seat),
-            "vs_perfect": _wlt(outcome_probs(qx, qo), seat),
-            "worst_case": WORST_NAME[worst_case(actions, seat)],
-        }
-        points |= decision_points(actions, seat)
-    codes = points.nonzero().squeeze(-1)
-    kept = sol.optimal[codes, actions[codes]]
-    report["optimal_move_rate"] = float(kept.double().mean()) if codes.numel() else 1.0
-    report["decision_points"] = int(codes.numel())
-    return report
+    """The ``eval.json`` report for a deterministic policy given as an (N,) action table: the
+    population's evaluation of one member (``evaluate_actions_stack``), one path for one
+    agent and many."""
+    return evaluate_actions_stack(actions[None])[0]
 
 
 def evaluate_policy(policy: PolicyFn) -> dict:
@@ -265,9 +211,10 @@ def evaluate_policy(policy: PolicyFn) -> dict:
 # only the 5,478 reachable codes (children of reachable positions are reachable, so nothing
 # else is ever read) and lay tables out as (codes, members, ...), so that following a move
 # gathers whole rows of members; members go through in chunks to bound memory. They run on
-# the device of the logits (CPU or GPU). The figures are those of ``evaluate_actions`` on
-# each member alone: the same operations per position, in the same order
-# (tests/models/test_population_core.py checks that the reports are equal dicts).
+# the device of the logits (CPU or GPU). One agent is a population of one here:
+# ``evaluate_actions`` is this evaluation of one member (tests/evaluation/test_exact.py holds
+# it to a plain recursion over the game tree, tests/models/test_population_core.py holds a
+# member's report to its single policy's).
 
 StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
 # Members per DP pass. On the CPU small chunks keep the (5,478, chunk, 3) float64 tables
