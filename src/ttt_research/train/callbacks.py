@@ -28,15 +28,18 @@ import torch
 from ttt_research.contract import (
     ELAPSED,
     JUDGED_SEATS,
+    NASHCONV,
+    TRAINED_KEY,
     VALUE_KEY,
     eval_metrics,
     exploit_metrics,
+    greedy_nashconv,
     learner_loss,
     value_metrics,
 )
 from ttt_research.errors import NonFiniteError
-from ttt_research.evaluation.exact import decision_logits
-from ttt_research.evaluation.exploit import evaluate_agent
+from ttt_research.evaluation.exact import decision_logits, evaluate_stack
+from ttt_research.evaluation.exploit import trained_blocks
 from ttt_research.evaluation.values import value_accuracy
 from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
 
@@ -52,10 +55,43 @@ def learned_values(module) -> dict | list[dict] | None:
                           JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)))
 
 
-def value_report(module) -> dict:
-    """``{"value_accuracy": block}`` for a single run's ``eval.json``, or {} without values."""
-    block = learned_values(module)
-    return {} if block is None else {VALUE_KEY: block}
+def exact_reports(module) -> list[dict]:
+    """Every member's exact report from one forward pass over the decision positions (a single
+    run is a population of one: a list of one): the greedy policy's (``evaluate_stack``), its
+    ``nashconv``, the ``as_trained`` block of the policy the algorithm plays, its learned values'
+    accuracy where it learns values, and a population's figures of the algorithm's own
+    (``Algorithm.member_reports``; a single run adds its own once, to eval.json)."""
+    acting, trained = module.algo.acting(module), {}
+
+    def each(first, logits):  # the policy as trained, from the same forward pass
+        trained.update(enumerate(trained_blocks(logits, acting, first), first))
+
+    if module.stacked:
+        reports = evaluate_stack(module.net, each=each)
+    else:
+        reports = evaluate_stack(lambda views: module.policy_logits(views[0])[None], 1, each=each)
+    for k, r in enumerate(reports):
+        r[NASHCONV] = greedy_nashconv(r)
+        r[TRAINED_KEY] = trained[k]
+    blocks = learned_values(module)  # each member's value_accuracy (a single run's: one), None without
+    if blocks is not None:
+        for r, block in zip(reports, blocks if module.stacked else [blocks], strict=True):
+            r[VALUE_KEY] = block
+    extra = module.algo.member_reports() if module.stacked else None
+    if extra is not None:
+        for r, more in zip(reports, extra, strict=True):
+            r.update(more)
+    return reports
+
+
+def final_report(module, evaluation) -> dict:
+    """A single run's report at its end: the evaluation's after the last update (it ran then:
+    ``ExactEvaluation.due``), or a new one if the history ends elsewhere (a resume with no
+    update left to play). A copy: eval.json adds to it."""
+    if evaluation.history and evaluation.history[-1][0] == module.games_played:
+        return dict(evaluation.history[-1][1])
+    (report,) = exact_reports(module)
+    return report
 
 
 class ExactEvaluation(L.Callback):
@@ -90,12 +126,10 @@ class ExactEvaluation(L.Callback):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        acting = module.algo.acting(module)
-        report = evaluate_agent(module.policy_logits, acting)  # greedy + as trained
+        (report,) = exact_reports(module)  # greedy, as trained, values
         if self.league:
-            probs = acting.probs(decision_logits(module.policy_logits)).float()
+            probs = module.algo.acting(module).probs(decision_logits(module.policy_logits)).float()
             self.snapshots.append((module.games_played, probs))
-        report.update(value_report(module))
         module.train(was_training)
         self.record(module.games_played, report, seconds)
         return report

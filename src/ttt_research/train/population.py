@@ -33,27 +33,24 @@ from ttt_research.contract import (
     EVAL_NAMES,
     EXPLOIT_NAMES,
     JUDGED_SEATS,
-    NASHCONV,
     REPORT_KEY,
     TRAINED_KEY,
-    VALUE_KEY,
     VALUE_NAMES,
     eval_metrics,
     exploit_metrics,
-    greedy_nashconv,
     learner_loss,
     policy_parts,
     unbeatable,
     value_metrics,
 )
 from ttt_research.evaluation.exact import evaluate_stack
-from ttt_research.evaluation.exploit import Acting, trained_blocks
+from ttt_research.evaluation.exploit import Acting
 from ttt_research.evaluation.objectives import meaning
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.population import results
-from ttt_research.train.callbacks import ExactEvaluation, learned_values
+from ttt_research.train.callbacks import ExactEvaluation, exact_reports
 
 
 class PopulationEvaluation(ExactEvaluation):
@@ -71,24 +68,8 @@ class PopulationEvaluation(ExactEvaluation):
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
-        acting, trained = module.algo.acting(module), {}
-
-        def each(first, logits):  # the policy as trained, from the same forward pass
-            trained.update(enumerate(trained_blocks(logits, acting, first), first))
-
-        reports = evaluate_stack(module.net, each=each)
-        for k, r in enumerate(reports):
-            r[NASHCONV] = greedy_nashconv(r)
-            r[TRAINED_KEY] = trained[k]
-        blocks = learned_values(module)  # each member's value_accuracy, None without values
-        extra = module.algo.member_reports()  # an algorithm's own figures (alphazero: its search)
+        reports = exact_reports(module)  # every member's, one path with the single run's
         module.train(was_training)
-        if blocks is not None:
-            for r, block in zip(reports, blocks, strict=True):
-                r[VALUE_KEY] = block
-        if extra is not None:
-            for r, more in zip(reports, extra, strict=True):
-                r.update(more)
         active = module.active.tolist()
         mine = [r if on else None for r, on in zip(reports, active, strict=True)]
         reports = [r for share in module.gather_objects(mine) for r in share]  # every process's

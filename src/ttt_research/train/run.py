@@ -26,8 +26,8 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves
+from ttt_research.contract import VALUE_KEY
 from ttt_research.errors import ConfigError
-from ttt_research.evaluation.exploit import evaluate_agent
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
@@ -36,7 +36,7 @@ from ttt_research.population import sharing
 from ttt_research.population import spec as population
 from ttt_research.train import population as population_run
 from ttt_research.train import runfolder, runspec
-from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, value_report
+from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
@@ -260,9 +260,11 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
             population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
             publish(cfg, loggers, run_dir, report, population=content)
         return report
-    report = evaluate_agent(module.policy_logits, module.algo.acting(module))  # greedy, and as trained
+    report = final_report(module, evaluation)
+    value = report.pop(VALUE_KEY, None)  # value_accuracy stays last, after the algorithm's own
     report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
-    report.update(value_report(module))  # value_accuracy, for an algorithm with action values
+    if value is not None:
+        report[VALUE_KEY] = value
     if trainer.is_global_zero:
         if cfg.get("league", False):  # the final policy against its earlier selves (train/league.py)
             final = evaluation.snapshots[-1][1] if evaluation.snapshots else None
