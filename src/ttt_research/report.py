@@ -49,7 +49,8 @@ from pathlib import Path
 
 from ttt_research.analysis import safety
 from ttt_research.analysis.figures import plot, plot_profiles, plot_safe
-from ttt_research.analysis.runs import ReportError, find_runs, scan_runs, skipped_markdown, warn_skipped
+from ttt_research.analysis.runs import ReportError, find_runs, scan_runs
+from ttt_research.analysis.skipped import skipped_markdown, warn_skipped
 from ttt_research.analysis.summary import (
     CONFIGURATION,
     FEW_SEEDS,
