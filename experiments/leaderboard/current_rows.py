@@ -7,7 +7,8 @@ seeds) replaces the row here, column by column by header name (a column the row'
 lacks, such as X's figures for a row trained as O, stays empty), so that the report says
 what the members' files say (``tests/test_cells.py`` checks that it does).
 
-    python experiments/leaderboard/current_rows.py reinforce experiments/reinforce_default/default_seeds_5000_5099
+    python experiments/leaderboard/current_rows.py \
+        reinforce experiments/reinforce_default/default_seeds_5000_5099
 
 The figures (``report*.png``) are not redrawn: they need the run folders.
 """
@@ -42,12 +43,11 @@ def splice_md(board: list[str], own: list[str], name: str) -> list[str]:
     out = list(board)
     for (bi, bhead), (oi, ohead) in zip(tables(board), tables(own), strict=True):
         src = dict(zip(ohead, cells(own[oi + 2]), strict=True))
-        for j in range(bi + 2, len(out)):
-            if not out[j].startswith("|"):
+        for j in range(bi + 2, len(out) + 1):
+            if j == len(out) or not out[j].startswith("|"):
                 raise SystemExit(f"error: no row {name!r} in the table at line {bi + 1}")
             if cells(out[j])[0] == name:
-                new = [name] + [src.get(h, "") for h in bhead[1:]]
-                out[j] = row_line(new)
+                out[j] = row_line([name] + [src.get(h, "") for h in bhead[1:]])
                 break
     return out
 
@@ -56,6 +56,8 @@ def splice_csv(board: str, own: str, name: str) -> str:
     rows = list(csv.DictReader(io.StringIO(board)))
     fields = list(rows[0])
     mine = next(csv.DictReader(io.StringIO(own)))
+    if name not in {r["configuration"] for r in rows}:
+        raise SystemExit(f"error: no row {name!r} in report.csv")
     for r in rows:
         if r["configuration"] == name:
             r.update({k: mine.get(k, "") for k in fields if k != "configuration"})
@@ -82,7 +84,8 @@ def main() -> None:
         new[1:1] = ["", f"{NOTE}{where}"]
     md.write_text("\n".join(new) + "\n")
     path = HERE / "report.csv"
-    path.write_bytes(splice_csv(path.read_bytes().decode(), (folder / "report.csv").read_text(), name).encode())
+    board_csv, own_csv = path.read_bytes().decode(), (folder / "report.csv").read_text()
+    path.write_bytes(splice_csv(board_csv, own_csv, name).encode())  # its line endings kept
     print(f"wrote the {name} row of {md} and {path}")
 
 

@@ -68,6 +68,9 @@ def main() -> None:
             ("    forward passes, anywhere (nets' forward)", t["forward"]),
             ("    backward", t["backward"]), ("    optimizer step", t["optimizer"]),
             ("    shell: count, guard, log (accounting)", t["shell"])]
+    if t["fit"] <= 0:
+        raise SystemExit("error: no time found in Lightning's training loop (Trainer._run_stage): "
+                         "has Lightning renamed it? PARTS names the functions read")
     for name, v in rows:
         print(f"  {name:<56} {v:8.2f} s  {100 * v / t['fit']:5.1f}%")
 

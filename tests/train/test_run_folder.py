@@ -81,6 +81,19 @@ def test_a_resume_names_each_differing_key_with_both_values(runs, tmp_path):
     assert "another hydra.run.dir" in line
 
 
+def test_a_new_option_at_its_default_is_what_an_older_run_trained_with():
+    # A DQN run started before algo.symmetries existed has no such key in its saved config or
+    # its checkpoint: resumed today (the option at its default, off) it is the same run.
+    now = runfolder.defining(OmegaConf.to_container(compose(["algo=dqn"]), resolve=False))
+    older = {k: v for k, v in now.items() if k != "algo.symmetries"}
+    assert now["algo.symmetries"] is False and runfolder.differences(now, older) == []
+    assert runfolder.differences({**now, "algo.symmetries": True}, older) == [
+        "algo.symmetries=true (the run: absent)"]
+    # Only an algorithm's own key, at its default: any other key the run lacks still differs.
+    assert runfolder.differences(now, {k: v for k, v in now.items() if k != "seat.side"}) == [
+        "seat.side=both (the run: absent)"]
+
+
 def test_a_larger_budget_for_a_finished_run_is_refused(runs, tmp_path):
     """Before: exit 0, nothing trained (Lightning's only epoch was over), and .hydra saying
     3,072 games over the results of 2,048. A stopped run is extended (test_signals.py)."""

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
                         "population_vs_parallel_singles)")
     p.add_argument("--no-parallel", action="store_true",
                    help="skip population_vs_parallel_singles (N agents as one population vs as single "
-                        "runs two at a time)")
+                        "runs two at a time; CPU only, skipped with --no-populations too)")
     p.add_argument("--parallel-sizes", default=None,
                    help="agents of population_vs_parallel_singles, comma-separated (default 16,64,100; "
                         "--quick 16)")

@@ -51,20 +51,28 @@ def singles(algo: str, n: int, games: int) -> dict:
     shares = [seeds[w::WORKERS] for w in range(WORKERS)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     procs = [subprocess.Popen([sys.executable, "-m", "ttt_research.bench.parallel", algo, str(games),
-                               *map(str, share)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=env) for share in shares if share]
-    for p in procs:  # each imports, then says so
-        if p.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"a worker of population_vs_parallel_singles failed: {p.communicate()}")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    results = []
-    for p in procs:
-        out, _ = p.communicate(timeout=3600)
-        if p.returncode != 0:
-            raise RuntimeError(f"a worker of population_vs_parallel_singles exited {p.returncode}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+                               *map(str, share)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for share in shares if share]
+    try:
+        for p in procs:  # each imports, then says so
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError("a worker of population_vs_parallel_singles failed before training "
+                                   f"(exit {p.poll()})")
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=3600)
+            if p.returncode != 0:
+                raise RuntimeError(f"a worker of population_vs_parallel_singles exited {p.returncode}: "
+                                   f"{err.strip().splitlines()[-1] if err.strip() else ''}")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:  # never leave a worker training on its own
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     done = sum(r["done"] for r in results)
     wall = max(r["wall_s"] for r in results)
     return {"done": done, "wall_s": wall, "rate": done / wall, "workers": len(procs)}
@@ -108,7 +116,8 @@ def worker(argv: list[str]) -> None:
     """Train single runs of ``seeds`` one after the other, one thread, once told to start."""
     algo, games, seeds = argv[0], int(argv[1]), [int(s) for s in argv[2:]]
     print("ready", flush=True)
-    sys.stdin.readline()
+    if sys.stdin.readline().strip() != "go":  # the bench is gone: train nothing
+        sys.exit(2)
     start, done = time.perf_counter(), 0
     for seed in seeds:
         overrides = [*ALGO_OVERRIDES[algo], f"seed={seed}", f"budget.games={games}", "trainer=cpu"]

@@ -169,8 +169,9 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         singles: bool = True, parallel_sizes: tuple[int, ...] | None = None) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
-    ``population_*`` figures too; ``singles``: ``population_vs_parallel_singles`` (``parallel.py``), of
-    ``parallel_sizes`` agents; with ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
+    ``population_*`` figures too; ``singles`` (with them, on the CPU):
+    ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
+    ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -217,7 +218,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
                 for n, v in out["population_reinforce_games_per_s"].items()})
         out["details"] = {"population_reinforce_per_run": {n: v["per_run"] for n, v in pop_rf.items()},
                           "population_ppo_per_run": {n: v["per_run"] for n, v in pop_ppo.items()}}
-    if singles:
+    if singles and populations and device == "cpu":  # a 2-core host's question; the workers run on the CPU
         _say("population_vs_parallel_singles: N agents as one population, then as single runs "
              f"{parallel.WORKERS} at a time")
         out["population_vs_parallel_singles"] = parallel.bench_parallel(

@@ -128,8 +128,14 @@ def turned(cells: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 def turned_cell(cell: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """(...) cell indices, (...) symmetry indices -> where each cell lands when its board is
     ``turned`` by k: ``turned(board, k)[..., turned_cell(c, k)] == board[..., c]``."""
-    inverse = symmetries().argsort(-1).to(cell.device)  # (8, 9): cell -> its place after the turn
-    return inverse[k, cell.long()]
+    return _inverse_symmetries(cell.device)[k, cell.long()]
+
+
+@functools.cache
+def _inverse_symmetries(device: torch.device) -> torch.Tensor:
+    """(8, 9) cell -> its place after symmetry k (``symmetries``' inverse permutations), once
+    per device (a learner turns every minibatch)."""
+    return symmetries().argsort(-1).to(device)
 
 
 # --------------------------------------------------------------------------- tables

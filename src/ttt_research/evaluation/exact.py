@@ -191,9 +191,10 @@ def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
 
 
 def evaluate_actions(actions: torch.Tensor) -> dict:
-    """The ``eval.json`` report for a deterministic policy given as an (N,) action table: the
-    population's evaluation of one member (``evaluate_actions_stack``), one path for one
-    agent and many."""
+    """The ``eval.json`` report for a deterministic policy given as an (N,) action table (a
+    cell 0..8 at every reachable code, the finished boards' included: any cell there, since
+    no move is made from them): the population's evaluation of one member
+    (``evaluate_actions_stack``), one path for one agent and many."""
     return evaluate_actions_stack(actions[None])[0]
 
 

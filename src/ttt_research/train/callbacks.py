@@ -19,6 +19,7 @@ good checkpoint with a non-finite one.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 
@@ -39,7 +40,7 @@ from ttt_research.contract import (
 )
 from ttt_research.errors import NonFiniteError
 from ttt_research.evaluation.exact import decision_logits, evaluate_stack
-from ttt_research.evaluation.exploit import trained_blocks
+from ttt_research.evaluation.exploit import evaluate_agent, trained_blocks
 from ttt_research.evaluation.values import value_accuracy
 from ttt_research.files.atomic import removed_on_error, sync_and_replace, temporary
 
@@ -56,11 +57,13 @@ def learned_values(module) -> dict | list[dict] | None:
 
 
 def exact_reports(module) -> list[dict]:
-    """Every member's exact report from one forward pass over the decision positions (a single
-    run is a population of one: a list of one): the greedy policy's (``evaluate_stack``), its
-    ``nashconv``, the ``as_trained`` block of the policy the algorithm plays, its learned values'
-    accuracy where it learns values, and a population's figures of the algorithm's own
-    (``Algorithm.member_reports``; a single run adds its own once, to eval.json)."""
+    """Every member's exact report (a single run is a population of one: a list of one): the
+    greedy policy's, its ``nashconv`` and the ``as_trained`` block of the policy the algorithm
+    plays, from one pass over the decision positions (a single run's through
+    ``exploit.evaluate_agent``, the same evaluation of one member, whose refusal of a policy
+    names no member); then the learned values' accuracy where the algorithm learns values,
+    and a population's figures of the algorithm's own (``Algorithm.member_reports``; a single
+    run adds its own once, to eval.json)."""
     acting, trained = module.algo.acting(module), {}
 
     def each(first, logits):  # the policy as trained, from the same forward pass
@@ -68,11 +71,11 @@ def exact_reports(module) -> list[dict]:
 
     if module.stacked:
         reports = evaluate_stack(module.net, each=each)
+        for k, r in enumerate(reports):
+            r[NASHCONV] = greedy_nashconv(r)
+            r[TRAINED_KEY] = trained[k]
     else:
-        reports = evaluate_stack(lambda views: module.policy_logits(views[0])[None], 1, each=each)
-    for k, r in enumerate(reports):
-        r[NASHCONV] = greedy_nashconv(r)
-        r[TRAINED_KEY] = trained[k]
+        reports = [evaluate_agent(module.policy_logits, acting)]
     blocks = learned_values(module)  # each member's value_accuracy (a single run's: one), None without
     if blocks is not None:
         for r, block in zip(reports, blocks if module.stacked else [blocks], strict=True):
@@ -87,9 +90,9 @@ def exact_reports(module) -> list[dict]:
 def final_report(module, evaluation) -> dict:
     """A single run's report at its end: the evaluation's after the last update (it ran then:
     ``ExactEvaluation.due``), or a new one if the history ends elsewhere (a resume with no
-    update left to play). A copy: eval.json adds to it."""
+    update left to play). A deep copy: eval.json adds to it, the history stays as evaluated."""
     if evaluation.history and evaluation.history[-1][0] == module.games_played:
-        return dict(evaluation.history[-1][1])
+        return copy.deepcopy(evaluation.history[-1][1])
     (report,) = exact_reports(module)
     return report
 

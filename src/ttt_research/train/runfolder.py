@@ -40,6 +40,7 @@ from pathlib import Path
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
+from ttt_research.algos.spec import spec_of
 from ttt_research.errors import ConfigError, is_int
 from ttt_research.files.atomic import describe_os_error, write_atomic
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
@@ -127,13 +128,25 @@ def identity(cfg: DictConfig) -> dict:
 
 
 def differences(now: dict, run: dict) -> list[str]:
-    """``key=now (the run: then)`` for every key whose value differs, in the run's order."""
+    """``key=now (the run: then)`` for every key whose value differs, in the run's order. An
+    algorithm's key the run predates (a new option) counts as the same when it is at its
+    default, which is what the run trained with: a run started before ``algo.symmetries``
+    existed resumes as it was."""
     out = []
     for key in [*run, *(k for k in now if k not in run)]:
         a, b = now.get(key, _ABSENT), run.get(key, _ABSENT)
-        if a != b:
+        if a != b and not (b is _ABSENT and _added_at_default(key, a, now)):
             out.append(f"{key}={_show(a)} (the run: {_show(b)})")
     return out
+
+
+def _added_at_default(key: str, value, now: dict) -> bool:
+    """Whether ``key`` is a hyperparameter of the config's algorithm left at its default."""
+    group, _, leaf = key.partition(".")
+    if group != "algo" or not isinstance(now.get("algo._target_"), str):
+        return False
+    spec = spec_of(now["algo._target_"])  # a class it cannot read: the generic spec, no defaults
+    return spec.hyper is not None and leaf in spec.defaults() and spec.defaults()[leaf] == value
 
 
 def _show(value) -> str:

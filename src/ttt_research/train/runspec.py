@@ -58,8 +58,7 @@ def shapes(cfg: DictConfig) -> pop.Shapes:
 
 def memory_estimate(cfg: DictConfig, processes: int = 1) -> pop.MemoryEstimate:
     """The peak memory of the run ``cfg`` describes (``processes``: trainer=ddp's on this machine)."""
-    n = pop.count(plan(cfg)) if OmegaConf.select(cfg, "population") is not None else 1
-    return pop.memory_estimate(shapes(cfg), n, processes)
+    return pop.memory_estimate(shapes(cfg), pop.count(plan(cfg)), processes)  # no population block: 1
 
 
 def member_config(cfg: DictConfig, member: pop.Member) -> DictConfig:

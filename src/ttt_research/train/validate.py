@@ -35,7 +35,6 @@ from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.train import runspec
 from ttt_research.train.confdir import config_dir
-from ttt_research.train.runspec import processes
 
 
 def validate(cfg: DictConfig) -> None:
@@ -261,10 +260,10 @@ def _population_setting(cfg: DictConfig, n: int) -> None:
     if value_of(cfg, "algo.optimizer") is not None:
         why = ("a population uses its algorithm's own optimiser, one learning rate per member: "
                "leave algo.optimizer null")
-    elif processes(cfg) > n:
-        why = (f"trainer=ddp gives each process its share of the members: {processes(cfg)} "
+    elif runspec.processes(cfg) > n:
+        why = (f"trainer=ddp gives each process its share of the members: {runspec.processes(cfg)} "
                "processes need at least as many members")
-    elif processes(cfg) > 1 and value_of(cfg, "trainer.strategy") not in ("ddp", None):
+    elif runspec.processes(cfg) > 1 and value_of(cfg, "trainer.strategy") not in ("ddp", None):
         why = "trainer=ddp shares the members out with strategy ddp only (each process its share)"
     if why:
         raise ConfigError(f"population of {n} agents: {why}")
@@ -359,7 +358,7 @@ def _validate_trainer(cfg: DictConfig) -> None:
               "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
               OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
     spec = spec_for(cfg)
-    if processes(cfg) > 1 and spec.one_process:
+    if runspec.processes(cfg) > 1 and spec.one_process:
         need(False, "algo", spec.one_process, spec.name)
 
 
