@@ -63,5 +63,5 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     return module, clock
 
 
-def _trainer(device: str) -> str:
+def trainer_for(device: str) -> str:
     return "gpu" if device == "cuda" else "cpu"

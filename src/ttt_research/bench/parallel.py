@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from ttt_research.bench.fitting import _trainer, fit
+from ttt_research.bench.fitting import fit, trainer_for
 
 WORKERS = 2  # the host this figure is about has two cores
 SIZES = ((16, 64, 100), (16,))  # (full, quick)
@@ -39,7 +39,7 @@ def population(device: str, algo: str, n: int, games: int, threads: int | None) 
     """N agents in one population, in this process: seeds 1000..1000+N-1."""
     start = time.perf_counter()
     module, clock = fit([*ALGO_OVERRIDES[algo], f"population.size={n}", "seed=1000", f"budget.games={games}",
-                         f"trainer={_trainer(device)}"], threads=threads)
+                         f"trainer={trainer_for(device)}"], threads=threads)
     wall = time.perf_counter() - start
     return {"done": _done(algo, module), "train_s": clock.train_s, "wall_s": wall,
             "rate": _done(algo, module) / wall}

@@ -22,7 +22,7 @@ from ttt_research.baselines import sb3
 from ttt_research.bench import floor, parallel, safe
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
-from ttt_research.bench.fitting import _trainer, fit
+from ttt_research.bench.fitting import fit, trainer_for
 from ttt_research.bench.latency import bench_latency
 from ttt_research.bench.options import ANTIREZ_GAMES, DEFAULT_GAMES, SAFE_GAMES
 from ttt_research.bench.search import bench_search
@@ -98,7 +98,7 @@ def bench_reinforce(device: str, games: int, repeats: int, threads: int | None,
     for r in range(repeats):
         for side in ("ours", "c") if r % 2 == 0 else ("c", "ours"):
             if side == "ours":
-                module, clock = fit([f"budget.games={games}", f"seed={r}", f"trainer={_trainer(device)}"],
+                module, clock = fit([f"budget.games={games}", f"seed={r}", f"trainer={trainer_for(device)}"],
                                     threads=threads)
                 used = torch.get_num_threads()
                 rates.append(module.games_played / clock.train_s)
@@ -121,7 +121,7 @@ def bench_ppo(device: str, games: int, repeats: int, threads: int | None) -> dic
     rates, times = [], []
     for r in range(repeats):
         module, clock = fit(["algo=ppo", "net=mlp128", f"budget.games={games}", f"seed={r}",
-                             f"trainer={_trainer(device)}"], watch=True, threads=threads)
+                             f"trainer={trainer_for(device)}"], watch=True, threads=threads)
         used = torch.get_num_threads()
         rates.append(module.env_steps / clock.train_s)
         times.append(clock.unbeatable_s)
@@ -150,7 +150,7 @@ def bench_population(device: str, algo: str, sizes: tuple[int, ...], games: int,
         rates = []
         for r in range(repeats):
             module, clock = fit([*algo_overrides, f"population.size={n}", f"seed={1000 * (r + 1)}",
-                                 f"budget.games={games}", f"trainer={_trainer(device)}"], threads=threads)
+                                 f"budget.games={games}", f"trainer={trainer_for(device)}"], threads=threads)
             done = module.env_steps if algo == "ppo" else module.games_played * module.n
             rates.append(done / clock.train_s)
             _say(f"population of {n} {algo}, run {r + 1}/{repeats}: {rates[-1]:,.0f} "

@@ -64,12 +64,13 @@ def exact_reports(module) -> list[dict]:
     names no member); then the learned values' accuracy where the algorithm learns values,
     and a population's figures of the algorithm's own (``Algorithm.member_reports``; a single
     run adds its own once, to eval.json)."""
-    acting, trained = module.algo.acting(module), {}
-
-    def each(first, logits):  # the policy as trained, from the same forward pass
-        trained.update(enumerate(trained_blocks(logits, acting, first), first))
-
+    acting = module.algo.acting(module)
     if module.stacked:
+        trained: dict[int, dict] = {}
+
+        def each(first, logits):  # the policy as trained, from the same forward pass
+            trained.update(enumerate(trained_blocks(logits, acting, first), first))
+
         reports = evaluate_stack(module.net, each=each)
         for k, r in enumerate(reports):
             r[NASHCONV] = greedy_nashconv(r)

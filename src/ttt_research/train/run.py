@@ -43,7 +43,6 @@ from ttt_research.train.host import run_json_host
 from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
-from ttt_research.train.runspec import processes
 from ttt_research.train.signals import StopOnSignal, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
 from ttt_research.train.validate import validate
@@ -216,7 +215,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
     many = len(members) > 1
-    world = processes(cfg)
+    world = runspec.processes(cfg)
     extra = {}
     if many and world > 1:  # trainer=ddp: each process trains its share of the members
         rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))

@@ -146,7 +146,8 @@ def _added_at_default(key: str, value, now: dict) -> bool:
     if group != "algo" or not isinstance(now.get("algo._target_"), str):
         return False
     spec = spec_of(now["algo._target_"])  # a class it cannot read: the generic spec, no defaults
-    return spec.hyper is not None and leaf in spec.defaults() and spec.defaults()[leaf] == value
+    defaults = spec.defaults() if spec.hyper is not None else {}
+    return leaf in defaults and defaults[leaf] == value
 
 
 def _show(value) -> str:
