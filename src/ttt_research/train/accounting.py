@@ -12,7 +12,7 @@ import torch
 
 from ttt_research.algos.base import Update
 from ttt_research.errors import NonFiniteError
-from ttt_research.train.guards import Verdict, check_finite, check_members, none_left, zero_members
+from ttt_research.train.guards import Verdict, check, none_left, zero_members
 
 
 def term_name(key: str) -> str:
@@ -58,8 +58,10 @@ class Accounting:
             self.env_steps += steps
             metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
             metrics["train/env_steps"] = float(self.env_steps)
-        check_finite(self, {k: v for k, v in metrics.items() if k.startswith("train/")
-                           and isinstance(v, torch.Tensor)})
+        verdict = check(self, {k: v for k, v in metrics.items() if k.startswith("train/")
+                               and isinstance(v, torch.Tensor)}, self.games_played)
+        if verdict is not None:
+            raise verdict.error()
         self._log_update(metrics, done.games)
 
     def _log_update(self, metrics: dict, games: int) -> None:
@@ -71,7 +73,7 @@ class Accounting:
 
     def stop_members(self, verdict: Verdict) -> None:
         """Stop the members the guard found non-finite, alone; none left: the run stops."""
-        self.stopped.update(verdict.why)
+        self.stopped.update(verdict.why(self.members))
         self.active &= ~verdict.bad
         zero_members(self, verdict.bad.to(self.device))
         if not bool(self.active.any()) and not self.split:  # (split: the other processes' may go on)
@@ -79,12 +81,12 @@ class Accounting:
 
     def _account_population(self, done: Update, seconds: float, now: float) -> None:
         """``account`` for a population: its numbers come per member, (N,). The guard reads
-        them per member (``check_members``: a member that fails drops out); then every
+        them per member (``guards.check``: a member that fails drops out); then every
         process's members are gathered (trainer=ddp shares them out), and the log gets the
         median over the members still training, the min and max of each rate, and the speed
         of all members together. ``games_played`` counts the games of one member."""
         self.member_games += done.games * self.active.long()  # a member that fails now played them
-        verdict = check_members(self, done.terms, self.games_played + done.games)
+        verdict = check(self, done.terms, self.games_played + done.games)
         if verdict is not None:
             self.stop_members(verdict)
 
