@@ -8,6 +8,7 @@ population of one is the plain run."""
 
 import csv
 import json
+import re
 
 import pytest
 import torch
@@ -135,6 +136,9 @@ def test_a_poisoned_member_is_stopped_alone_and_the_others_go_on(tmp_path):
     assert [r["stopped"] is None for r in rows] == [True, True, False, False]
     for r in rows[2:]:
         assert "non-finite" in r["stopped"] and "update 1 of 4" in r["stopped"]
+        # the guard is a single run's (guards.check): it names what it found as the log does
+        assert re.fullmatch(r"non-finite (train/\S+ = \S+|parameter \S+) at update 1 of 4 "
+                            r"\(after 512 games\)", r["stopped"]), r["stopped"]
         assert r["games"] == 512  # it played its first update, then stopped
     assert [r["games"] for r in rows[:2]] == [2048, 2048]
     assert report["population"]["best_member"] in (0, 1)

@@ -25,44 +25,80 @@ class Accounting:
     """``RLModule``'s part that counts, checks and logs an update."""
 
     def account(self, done: Update, seconds: float) -> None:
-        """Count, check and log an update, in that order, in every process alike.
+        """Count, check and log an update, in that order, in every process alike: one path
+        for one agent and many (a single run is a population of one).
 
-        ``games_played`` (all processes) drives the budget, the schedules and the
-        checkpoints; the numerical guard runs before the callbacks of the step (exact
-        evaluation, checkpoint) see the module, so no checkpoint stores a non-finite value.
+        The update's numbers, a column per name ((N,): one per member of this process), are
+        made one agent's (a single run: the means over the DDP processes, which all played
+        its games) or stay per member (a population); the numerical guard reads them
+        (``guards.check``) before the callbacks of the step (exact evaluation, checkpoint)
+        see the module, so no checkpoint stores a non-finite value: a single run stops, a
+        population's member that fails drops out. Then every process's members are
+        gathered (trainer=ddp shares a population out) and the log gets their median over
+        the members still training (a single run: its own numbers), a population's min and
+        max of each rate, and the speed of all members together. ``games_played`` (all
+        processes of one agent; a population: the games of one member) drives the budget,
+        the schedules and the checkpoints.
         """
         now = time.perf_counter()
-        if self.stacked:
-            return self._account_population(done, seconds, now)
-        metrics = {f"rollout/{k}": torch.as_tensor(v, dtype=torch.float32, device=self.device).reshape(())
-                   for k, v in done.rates.items()}
-        metrics.update({term_name(k): torch.as_tensor(v, dtype=torch.float32, device=self.device)
-                        .detach().reshape(()) for k, v in done.terms.items()})
+        self.member_games += done.games * self.active.long()  # a member that fails now played them
+        mine = self._columns(done)
+        if not self.stacked:  # DDP: one all-reduce, then every process holds the same numbers
+            mine = dict(zip(mine, self.mean_over_processes(torch.stack(list(mine.values()))).unbind(),
+                            strict=True))
+        games = done.games * self.budget_processes  # the games each agent played in this update
+        verdict = check(self, {term_name(k): mine[term_name(k)] for k in done.terms},
+                        self.games_played + games)
+        if verdict is not None and not self.stacked:
+            raise verdict.error()
+        if verdict is not None:
+            self.stop_members(verdict)
+        every, live = self._of_all_members(mine)
+        metrics: dict[str, float] = {}
+        for k, v in every.items():
+            if k == "moves":
+                continue
+            metrics[k] = float(v[live].quantile(0.5))  # of an even count: the middle two's mean
+            if self.stacked and k.startswith("rollout/"):  # (a single run's metrics.csv has none)
+                metrics[f"{k}_min"], metrics[f"{k}_max"] = float(v[live].min()), float(v[live].max())
         if self._last_time is not None:
-            metrics["perf/games_per_s"] = torch.tensor(
-                done.games / max(now - self._last_time, 1e-9), device=self.device)
+            metrics["perf/games_per_s"] = games * int(live.sum()) / max(now - self._last_time, 1e-9)
         self._last_time = now
-        if done.moves is not None:
-            metrics["moves"] = done.moves.detach().float().sum().reshape(()).to(self.device)
         self.games_local += done.games
-        # DDP: every process played as many games, so the global rates and loss terms are
-        # the means over processes; one all-reduce of all of them, then each process logs
-        # the same numbers (Lightning's loggers write from rank 0 only).
-        metrics = dict(zip(metrics, self.mean_over_processes(torch.stack(list(metrics.values())))
-                           .unbind(), strict=True))
-        if "perf/games_per_s" in metrics:  # the whole job's speed: the sum over processes
-            metrics["perf/games_per_s"] = metrics["perf/games_per_s"] * self.processes
-        self.games_played += done.games * self.processes
-        if "moves" in metrics:  # learner moves in all processes: their mean times their number
-            steps = round(float(metrics.pop("moves")) * self.processes)
+        self.games_played += games
+        if "moves" in every:  # learner moves: a population's members', or one agent's in all processes
+            steps = round(float(every["moves"][live].sum()) * self.budget_processes)
             self.env_steps += steps
             metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
             metrics["train/env_steps"] = float(self.env_steps)
-        verdict = check(self, {k: v for k, v in metrics.items() if k.startswith("train/")
-                               and isinstance(v, torch.Tensor)}, self.games_played)
-        if verdict is not None:
-            raise verdict.error()
         self._log_update(metrics, done.games)
+
+    def _columns(self, done: Update) -> dict[str, torch.Tensor]:
+        """The update's numbers by their logged names, a column each: (N,) float32 on the
+        module's device, one per member (a number for all is repeated)."""
+        def column(v) -> torch.Tensor:
+            return (torch.as_tensor(v, dtype=torch.float32, device=self.device).detach()
+                    .reshape(-1).expand(self.n).clone())
+
+        mine = {f"rollout/{k}": column(v) for k, v in done.rates.items()}
+        mine.update({term_name(k): column(v) for k, v in done.terms.items()})
+        if done.moves is not None:
+            mine["moves"] = column(done.moves.float().sum() if not self.stacked else done.moves)
+        return mine
+
+    def _of_all_members(self, mine: dict[str, torch.Tensor]) -> tuple[dict, torch.Tensor]:
+        """Every process's columns side by side ((population_size,), on the CPU) and which
+        members still train; a single run: its own, (1,)."""
+        if not self.stacked:
+            return mine, torch.ones(1, dtype=torch.bool, device=self.device)
+        mine = {k: v.cpu() for k, v in mine.items()} | {"active": self.active.float()}
+        shares = self.gather_objects(mine)
+        every = {k: torch.cat([s[k] for s in shares]) for k in mine}  # (population_size,)
+        self.active_all = every.pop("active").bool()
+        if not bool(self.active_all.any()):  # trainer=ddp: no process has a member left
+            raise NonFiniteError(f"every member of the population went non-finite by update "
+                                 f"{self.update_index + 1}; population.json is not written")
+        return every, self.active_all
 
     def _log_update(self, metrics: dict, games: int) -> None:
         metrics["train/games"] = float(self.games_played)
@@ -78,49 +114,3 @@ class Accounting:
         zero_members(self, verdict.bad.to(self.device))
         if not bool(self.active.any()) and not self.split:  # (split: the other processes' may go on)
             raise none_left(self.stopped, self.update_index + 1)
-
-    def _account_population(self, done: Update, seconds: float, now: float) -> None:
-        """``account`` for a population: its numbers come per member, (N,). The guard reads
-        them per member (``guards.check``: a member that fails drops out); then every
-        process's members are gathered (trainer=ddp shares them out), and the log gets the
-        median over the members still training, the min and max of each rate, and the speed
-        of all members together. ``games_played`` counts the games of one member."""
-        self.member_games += done.games * self.active.long()  # a member that fails now played them
-        verdict = check(self, done.terms, self.games_played + done.games)
-        if verdict is not None:
-            self.stop_members(verdict)
-
-        def column(v) -> torch.Tensor:  # a number for all, or (n,) per member -> (n,) on the CPU
-            return torch.as_tensor(v, dtype=torch.float32).detach().cpu().reshape(-1).expand(self.n).clone()
-
-        mine = {f"rollout/{k}": column(v) for k, v in done.rates.items()}
-        mine.update({term_name(k): column(v) for k, v in done.terms.items()})
-        if done.moves is not None:
-            mine["moves"] = column(done.moves)
-        mine["active"] = self.active.float()
-        shares = self.gather_objects(mine)
-        every = {k: torch.cat([s[k] for s in shares]) for k in mine}  # (population_size,)
-        self.active_all = every.pop("active").bool()
-        live = self.active_all
-        if not bool(live.any()):  # trainer=ddp: no process has a member left
-            raise NonFiniteError(f"every member of the population went non-finite by update "
-                                 f"{self.update_index + 1}; population.json is not written")
-        metrics: dict[str, float] = {}
-        for k, v in every.items():
-            if k == "moves":
-                continue
-            metrics[k] = float(v[live].quantile(0.5))  # of an even count: the middle two's mean
-            if k.startswith("rollout/"):
-                metrics[f"{k}_min"], metrics[f"{k}_max"] = float(v[live].min()), float(v[live].max())
-        playing = int(live.sum())
-        if self._last_time is not None:
-            metrics["perf/games_per_s"] = done.games * playing / max(now - self._last_time, 1e-9)
-        self._last_time = now
-        self.games_local += done.games
-        self.games_played += done.games
-        if "moves" in every:
-            steps = int(every["moves"][live].sum())
-            self.env_steps += steps
-            metrics["perf/steps_per_s"] = steps / max(seconds, 1e-9)
-            metrics["train/env_steps"] = float(self.env_steps)
-        self._log_update(metrics, done.games)
