@@ -79,7 +79,7 @@ def test_masked_policies_never_choose_an_occupied_cell(seed):
     codes = ev.decision_codes()
     t = game.tables()
     for algo in ("ppo", "reinforce"):
-        module = build(make_cfg(f"algo={algo}"))
+        module = build(make_cfg(f"algo={algo}", f"seed={seed}"))
         moves = module.algo.act(t.view[codes].float(), t.legal[codes], torch.Generator().manual_seed(seed))
         assert t.legal[codes, moves].all()
 

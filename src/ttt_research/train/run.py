@@ -72,31 +72,23 @@ def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: st
     return False
 
 
-def build(cfg: DictConfig) -> RLModule:
+def build(cfg: DictConfig, members: list | None = None, size: int | None = None,
+          shard_rank: int | None = None) -> RLModule:
     """The LightningModule of the config: its algorithm (``cfg.algo``'s ``_target_``) with
-    its net, and the opponent, reward and budget; one agent, or a population of them
-    (``population.size`` and friends), all in one module."""
-    members = runspec.members(cfg)
-    if len(members) > 1:
-        return build_population(cfg, members)
-    net = instantiate(cfg.net)
-    opponent = instantiate(cfg.opponent)
-    reward = instantiate(cfg.reward)
-    # A partial, called with the built net: instantiate() would turn it into a config.
-    algo = instantiate(cfg.algo, _partial_=True)(net=net)
-    return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
-                    seed=cfg.seed)
+    its net, and the opponent, reward and budget, for one agent or a population of them
+    (``population.size`` and friends; ``members``: the config's), all in one module.
 
-
-def build_population(cfg: DictConfig, members: list, size: int | None = None,
-                     shard_rank: int | None = None) -> RLModule:
-    """One module for N members: each member's networks are built under its own seed, as
-    its single run builds them (so member k starts where ``seed=<its seed>`` alone starts),
-    then stacked (``models.stacks.stack_of``: an ``MLPStack``, or a ``QTableStack`` of tables); the
+    One path for both: each member's networks are built under its own seed, as its single
+    run builds them (so member k starts where ``seed=<its seed>`` alone starts; a single run
+    is the member of ``cfg.seed``), then a population's are stacked
+    (``models.stacks.stack_of``: an ``MLPStack``, or a ``QTableStack`` of tables) and the
     values members set for themselves are passed as (N,) tensors to the algorithm, (N, 1)
     ones to the reward table (one per member, broadcast over its games) and the mixed
-    opponent's ``p_perfect``. ``size``: the members
-    of all processes; ``shard_rank``: trainer=ddp's rank whose share ``members`` is."""
+    opponent's ``p_perfect``; a single run keeps its plain networks and its config's values.
+    ``size``: the members of all processes; ``shard_rank``: trainer=ddp's rank whose share
+    ``members`` is (a population even when the share is one member)."""
+    members = members if members is not None else runspec.members(cfg)
+    many = len(members) > 1 or shard_rank is not None
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
     for m in members:
@@ -106,22 +98,23 @@ def build_population(cfg: DictConfig, members: list, size: int | None = None,
         for name, companion in companions(net).items():
             extra.setdefault(name, []).append(companion)
     L.seed_everything(cfg.seed, verbose=False)
-    stack = stack_of(nets)
-    member_nets = {name: stack_of(group) for name, group in extra.items()}
+    together = stack_of if many else (lambda group: group[0])  # a population's stack, or the one net
+    net, member_nets = together(nets), {name: together(group) for name, group in extra.items()}
 
     def values(key: str) -> torch.Tensor:  # (N,) float32: one value per member
         return torch.tensor([float(m.hparams[key]) for m in members])
 
-    keys = members[0].hparams
+    keys = members[0].hparams if many else {}  # (a single run's values are in its config)
     own = {group: {k.split(".", 1)[1]: values(k) for k in keys if k.startswith(group + ".")}
            for group in ("algo", "reward", "opponent")}
     columns = {group: {k: v[:, None] for k, v in own[group].items()} for group in ("reward", "opponent")}
     reward = instantiate(cfg.reward, _partial_=True)(**columns["reward"])
     opponent = instantiate(cfg.opponent, _partial_=True)(**columns["opponent"])
-    algo = instantiate(cfg.algo, _partial_=True)(net=stack, **member_nets, **own["algo"])
+    # A partial, called with the built nets: instantiate() would turn them into configs.
+    algo = instantiate(cfg.algo, _partial_=True)(net=net, **member_nets, **own["algo"])
     return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
-                    seed=cfg.seed, members=members, population_size=size or len(members),
-                    shard_rank=shard_rank)
+                    seed=cfg.seed, members=members if many else None,
+                    population_size=size or len(members), shard_rank=shard_rank)
 
 
 OPTIMIZER_FORM = "a partial torch optimiser, e.g. {_target_: torch.optim.Adam, _partial_: true}"
@@ -219,7 +212,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     extra = {}
     if many and world > 1:  # trainer=ddp: each process trains its share of the members
         rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
-        module = build_population(cfg, sharing.shard(members, rank, world), len(members), rank)
+        module = build(cfg, sharing.shard(members, rank, world), len(members), rank)
         extra["strategy"] = population_run.SplitMembers()
     else:
         module = build(cfg)
