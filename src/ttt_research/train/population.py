@@ -9,7 +9,7 @@ updates and after the last. It keeps every member's report (the history the plot
 logs the aggregate series: for each ``eval/*`` metric the median over the members still
 training, with ``_min`` and ``_max``, and ``population/unbeatable_fraction``.
 
-``write_outputs`` writes, besides the single-run files: ``population.json`` and
+``write_members`` writes, besides the single-run files (``train/run.write_outputs``): ``population.json`` and
 ``population.csv`` (a row per member), ``population_evals.csv`` (a row per member and
 evaluation: wide columns per member in ``metrics.csv`` would reach 13,000 at N=1,024),
 ``members/NNN/policy.onnx`` (the best member, or every member with
@@ -27,7 +27,6 @@ from pathlib import Path
 
 from lightning.pytorch.strategies import DDPStrategy
 
-from ttt_research.analysis.curves import plot_population
 from ttt_research.contract import (
     ELAPSED,
     EVAL_NAMES,
@@ -202,13 +201,13 @@ def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict
     return report, {"members": rows, "aggregate": agg}
 
 
-def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, report: dict,
-                  content: dict, describe: str) -> None:
-    """The population's run folder (``summarise`` made its numbers): the members' files,
-    ``policy.onnx`` and ``members/NNN/policy.onnx``, ``curves.png``, then ``eval.json``.
-
-    Each file is written whole or not at all (``atomic``); ``eval.json``, which marks the
-    run complete, comes last, after every other file of the run."""
+def write_members(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, content: dict):
+    """A population's own files (``summarise`` made their numbers): ``population.json``,
+    ``population.csv``, ``population_evals.csv`` and ``members/NNN/policy.onnx`` (the best
+    member's, or every member's with ``population.export=all``), each whole or not at all
+    (``atomic``). Returns what the run's own ``policy.onnx`` is: the best member's net and
+    ONNX metadata, and the largest parity difference of the members' exports
+    (``train/run.write_outputs`` writes the rest, ``eval.json`` last)."""
     rows, agg = content["members"], content["aggregate"]
     whole = module.whole
     members = whole["members"]
@@ -217,26 +216,22 @@ def write_outputs(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
     write_evals_csv(run_dir / "population_evals.csv", evaluation.history, members, evaluation.elapsed)
     best = agg["best"]
     chosen = range(len(members)) if cfg.population.export == "all" else [best]
-    parity = 0.0
+    parity, metas = 0.0, {}
     for k in chosen:
-        net = whole["net"].member(k)
         block = rows[k]["eval"].get(TRAINED_KEY) or {}
         acting = Acting(block.get("temperature", 0.0), block.get("epsilon", 0.0)).to_meta()
-        meta = {"algo": module.name, "acting": acting, "net": json.dumps(whole["net"].spec()),
-                "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
-                "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
+        metas[k] = {"algo": module.name, "acting": acting, "net": json.dumps(whole["net"].spec()),
+                    "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
+                    "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
         with atomic_path(run_dir / "members" / f"{k:03d}" / "policy.onnx") as tmp:
-            parity = max(parity, export(net, tmp, meta)["max_abs_diff"])
-        if k == best:
-            with atomic_path(run_dir / "policy.onnx") as tmp:
-                export(net, tmp, meta)
-    plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, describe)
-    write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
-    _print_summary(report, agg, members, module.games_played, describe, run_dir, parity, cfg.seat.side)
+            parity = max(parity, export(whole["net"].member(k), tmp, metas[k])["max_abs_diff"])
+    return whole["net"].member(best), metas[best], parity
 
 
-def _print_summary(report: dict, agg: dict, members: list, games: int, describe: str, run_dir: Path,
-                   parity: float, seat: str) -> None:
+def print_summary(report: dict, agg: dict, members: list, games: int, describe: str, run_dir: Path,
+                  parity: float, seat: str) -> None:
+    """A population's lines on the console: the unbeatable count, the objective's spread,
+    the best member's evaluation table, the run folder."""
     n, best = len(members), agg["best"]
     ob = agg["objective"]
     print(f"\nPopulation of {n} after {games:,} games each ({describe}):")

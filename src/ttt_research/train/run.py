@@ -25,7 +25,7 @@ import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.analysis.curves import plot_curves
+from ttt_research.analysis.curves import plot_curves, plot_population
 from ttt_research.contract import VALUE_KEY
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.onnx import export
@@ -247,16 +247,8 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
         report, content = population_run.summarise(cfg, module, evaluation)
-        if trainer.is_global_zero:
-            title = describe(cfg, module, opponent=False, members=members)
-            population_run.write_outputs(cfg, run_dir, module, evaluation, report, content, title)
-            publish(cfg, loggers, run_dir, report, population=content)
-        return report
-    report = final_report(module, evaluation)
-    value = report.pop(VALUE_KEY, None)  # value_accuracy stays last, after the algorithm's own
-    report.update(module.extra_report())  # an algorithm's own figures (PPO without masking)
-    if value is not None:
-        report[VALUE_KEY] = value
+    else:
+        report, content = single_report(module, evaluation), None
     if trainer.is_global_zero:
         if cfg.get("league", False):  # the final policy against its earlier selves (train/league.py)
             final = evaluation.snapshots[-1][1] if evaluation.snapshots else None
@@ -264,8 +256,20 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
                 else []
             write_league(run_dir / "league.csv", rows)
             print(league_text(rows))
-        write_outputs(cfg, run_dir, module, report)
-        publish(cfg, loggers, run_dir, report)  # summary + artifacts to W&B/TensorBoard, wandb.finish()
+        title = describe(cfg, module, opponent=False, members=members)
+        write_outputs(cfg, run_dir, module, report, title, evaluation, content)
+        publish(cfg, loggers, run_dir, report, population=content)  # summary + artifacts, wandb.finish()
+    return report
+
+
+def single_report(module, evaluation: ExactEvaluation) -> dict:
+    """A single run's ``eval.json`` report: its last exact evaluation, then the algorithm's
+    own figures (PPO without masking), ``value_accuracy`` staying last."""
+    report = final_report(module, evaluation)
+    value = report.pop(VALUE_KEY, None)
+    report.update(module.extra_report())
+    if value is not None:
+        report[VALUE_KEY] = value
     return report
 
 
@@ -347,20 +351,34 @@ def _checkpoint_games(checkpoint: Path) -> int:
     return int(torch.load(str(checkpoint), map_location="cpu", weights_only=True).get("games_played", 0))
 
 
-def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict) -> None:
-    """policy.onnx (with its parity check), curves.png, then eval.json, and the console table.
+def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict, title: str,
+                  evaluation=None, content: dict | None = None) -> None:
+    """The run folder's outputs, one path for one agent and many: a population's own files
+    first (``content``: ``population_run.summarise``'s; ``population_run.write_members``), then
+    ``policy.onnx`` (with its parity check: the agent's, a population's best member's),
+    ``curves.png``, then ``eval.json``, and the console's summary.
 
     Each file is written whole or not at all (a temporary file renamed, ``atomic``), and
     ``eval.json``, which marks the run complete, comes last: a kill before it leaves a run
     that ``report`` knows is unfinished, never a finished-looking one with a torn model."""
-    meta = {"algo": module.name, "acting": module.algo.acting(module).to_meta(),
-            "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
-            "games_trained": str(module.games_played), "eval": json.dumps(report)}
+    if content is not None:
+        net, meta, parity = population_run.write_members(cfg, run_dir, module, evaluation, content)
+    else:
+        net, parity = module.net, 0.0
+        meta = {"algo": module.name, "acting": module.algo.acting(module).to_meta(),
+                "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
+                "games_trained": str(module.games_played), "eval": json.dumps(report)}
     with atomic_path(run_dir / "policy.onnx") as tmp:
-        parity = export(module.net, tmp, meta)
-    title = describe(cfg, module, opponent=False)
-    plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
+        parity = max(parity, export(net, tmp, meta)["max_abs_diff"])
+    if content is not None:  # a population's curves: the members' evaluations (population_evals.csv)
+        plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
+    else:
+        plot_curves(run_dir / "metrics.csv", run_dir / "curves.png", cfg.seat.side, title)
     write_atomic(run_dir / "eval.json", json.dumps(report, indent=2) + "\n")
+    if content is not None:
+        population_run.print_summary(report, content["aggregate"], module.whole["members"],
+                                     module.games_played, title, run_dir, parity, cfg.seat.side)
+        return
     print(f"\nExact evaluation after {module.games_played:,} games ({title}):")
     print(eval_table(report, cfg.seat.side))
-    print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity['max_abs_diff']:.1e})")
+    print(f"run folder: {run_dir}  (policy.onnx parity: max |diff| {parity:.1e})")
