@@ -1,5 +1,7 @@
-"""Busy hosts: every shipped config runs one torch thread (two threads per run fight any other
-job for a 2-core host: 236k games/s alone fell to ~69k each beside a second run), and the bench
+"""Busy hosts: every shipped config runs a single run on one torch thread (two threads per run
+fight any other job for a 2-core host: 236k games/s alone fell to ~69k each beside a second run),
+a population takes a second core only while no other job uses it (tests/train/test_cores.py
+follows it through a job starting and ending), and the bench
 records the host's load before it starts, in its JSON and its table, and warns on stderr when
 the host is busy. No speed is measured here (the test host is shared)."""
 
@@ -11,7 +13,7 @@ from tests.helpers.bench_stubs import stub_figures
 from tests.helpers.configs import make_cfg
 from ttt_research.algos.spec import specs
 from ttt_research.bench import suite as bench  # the figures (the package parses the options)
-from ttt_research.train import host
+from ttt_research.train import cores, host
 from ttt_research.train.confdir import config_dir
 
 ALGOS = sorted(p.stem for p in (config_dir() / "algo").glob("*.yaml"))
@@ -22,8 +24,28 @@ EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"
                                        *([f"experiment={e}"] for e in EXPERIMENTS)])
 def test_every_shipped_config_runs_one_torch_thread(overrides):
     assert ALGOS == sorted(s.name for s in specs().values())  # every algorithm is tried
-    assert make_cfg(*overrides).threads == 1
+    assert make_cfg(*overrides).threads == "auto" and cores.starting_threads("auto") == 1
     assert make_cfg(*overrides, "threads=2").threads == 2  # the option stays
+
+
+def test_a_population_beside_another_job_stays_on_one_thread(monkeypatch):
+    """The fair share: another job holds one of the two cores, so a population's ``auto``
+    never takes it (its other job is counted from the host's busy time, less its own)."""
+    clock, busy, mine, calls = [0.0], [0.0], [0.0], []
+    share = cores.CoreShare(every_s=2.0, cpus=2, busy=lambda: busy[0], own=lambda: mine[0],
+                            clock=lambda: clock[0], set_threads=calls.append)
+
+    class Quiet:
+        def log(self, *args, **kwargs):
+            pass
+
+    share.on_train_start(None, Quiet())
+    for _ in range(10):
+        clock[0] += 3.0
+        mine[0] += 3.0  # one core ours
+        busy[0] += 6.0  # and one the other job's
+        share.on_train_batch_end(None, Quiet(), None, None, 0)
+    assert calls == [1]
 
 
 def fake_load(monkeypatch, load, cpus=2):

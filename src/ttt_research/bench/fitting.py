@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 
 from ttt_research.contract import unbeatable
 from ttt_research.evaluation.exact import evaluate_policy
+from ttt_research.train import cores
 from ttt_research.train.confdir import compose
 from ttt_research.train.run import build, quiet_lightning
 
@@ -50,14 +51,18 @@ class Clock(L.Callback):
 
 
 def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
-    """Train the config of ``overrides`` without a run folder; returns (module, clock)."""
+    """Train the config of ``overrides`` without a run folder; returns (module, clock).
+    ``threads``: torch's threads (None: the config's; ``auto``: a population takes the cores
+    nothing else uses, as ``python -m ttt_research`` does: ``train/cores.py``)."""
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
-    torch.set_num_threads(threads or cfg.threads or 1)
+    setting = threads or cfg.threads
+    torch.set_num_threads(cores.starting_threads(setting) or 1)
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
     clock = Clock(watch)
-    trainer = instantiate(cfg.trainer, logger=False, callbacks=[clock], enable_checkpointing=False,
+    callbacks = [clock, *([cores.CoreShare()] if setting == "auto" and module.stacked else [])]
+    trainer = instantiate(cfg.trainer, logger=False, callbacks=callbacks, enable_checkpointing=False,
                           enable_progress_bar=False, limit_train_batches=module.total_updates)
     trainer.fit(module)
     return module, clock

@@ -34,8 +34,8 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
+from ttt_research.train import cores, runfolder, runspec
 from ttt_research.train import population as population_run
-from ttt_research.train import runfolder, runspec
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
@@ -204,8 +204,9 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         cfg = OmegaConf.merge(cfg, {"resume": True})
     if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
         cfg = OmegaConf.merge(cfg, {"resume": False})
-    if cfg.threads is not None:
-        torch.set_num_threads(cfg.threads)
+    threads = cores.starting_threads(cfg.threads)  # auto: one; a population then takes what is free
+    if threads is not None:
+        torch.set_num_threads(threads)
     L.seed_everything(cfg.seed, verbose=False)
     many = len(members) > 1
     world = runspec.processes(cfg)
@@ -223,6 +224,8 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
                        evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
+    if many and cfg.threads == "auto":  # the cores the other processes leave free (cores.py)
+        callbacks.append(cores.CoreShare())
     callbacks.append(StopOnSignal(stop, checkpoint))  # last: after the update's evaluation and checkpoint
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     # The number of updates is the length of the module's data (train/module.py), sized from

@@ -52,7 +52,8 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("league=true plays a run against its earlier selves: one agent only "
                           "(population.size=1); for many agents, python -m ttt_research.tournament")
     v = value_of(cfg, "threads")
-    need(v is None or (is_int(v) and v > 0), "threads", "a positive integer or null", v)
+    need(v is None or v == "auto" or (is_int(v) and v > 0), "threads",
+         "auto, a positive integer or null", v)
     v = value_of(cfg, "progress")
     need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
     v = value_of(cfg, "optimized_metric")
