@@ -184,9 +184,9 @@ def test_modules_are_small():
 
 
 # Layers that get typed pieces, never the raw Hydra config (issue 47): train/runspec.py reads the
-# config once; below train/ only the algorithms' specs (which check their own block) and the
-# bottom's ``errors.value_of`` see a DictConfig.
-NO_CONFIG = {"files", "env", "search", "models", "evaluation", "analysis", "population"}
+# config once (the algorithms' specs get its settings as plain values); below train/ only the
+# bottom's ``errors.value_of`` knows a DictConfig.
+NO_CONFIG = {"files", "env", "search", "models", "evaluation", "analysis", "population", "algos"}
 
 
 def _imports_omegaconf(path: Path) -> bool:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from numbers import Real
 
 from omegaconf import DictConfig, OmegaConf
@@ -103,9 +103,17 @@ class ConfigError(ValueError):
     """A config value is out of its allowed range; the message names key and range."""
 
 
-def value_of(cfg: DictConfig, key: str):
-    """The value at dotted ``key``, None where the config has no such key."""
-    return OmegaConf.select(cfg, key, default=None)
+def value_of(cfg: DictConfig | Mapping, key: str):
+    """The value at dotted ``key``, None where the config has no such key: of a composed
+    config, or of plain settings (nested dicts: ``train/runspec.settings``)."""
+    if OmegaConf.is_config(cfg):
+        return OmegaConf.select(cfg, key, default=None)
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def is_int(v) -> bool:

@@ -4,14 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
-
 from ttt_research.algos.spec import (
     RATE,
     RATE_FINAL,
     TEMPERATURE,
     WEIGHT,
     AlgoSpec,
+    Settings,
     between,
     flag,
     games,
@@ -25,7 +24,7 @@ NUMBER = between(0, VALUE_MAX, f"a number in [0, {VALUE_MAX:g}]")
 SIMULATIONS = integer(1, 1024, "an integer in [1, 1024] (simulations per searched move)")
 
 
-def _check(cfg: DictConfig) -> None:
+def _check(cfg: Settings) -> None:
     zero_sum(cfg, "with algo=alphazero (its values are game results, +1 / 0 / -1)")
     win = value_of(cfg, "reward.win")
     need(win == 1, "reward.win", "1 with algo=alphazero (its value head is a tanh: results in [-1, 1])", win)

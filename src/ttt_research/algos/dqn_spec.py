@@ -4,8 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
-
 from ttt_research.algos.spec import (
     PROBABILITY,
     PROBABILITY_FINAL,
@@ -14,6 +12,7 @@ from ttt_research.algos.spec import (
     SHARE,
     WEIGHT,
     AlgoSpec,
+    Settings,
     between,
     flag,
     games,
@@ -25,7 +24,7 @@ from ttt_research.contract import GAMES_MAX, VALUE_MAX
 from ttt_research.errors import need, value_of
 
 
-def _check(cfg: DictConfig) -> None:
+def _check(cfg: Settings) -> None:
     capacity, batch = value_of(cfg, "algo.capacity"), value_of(cfg, "algo.batch_size")
     need(batch <= capacity, "algo.batch_size", f"at most algo.capacity ({capacity:,}): a "
          "minibatch is drawn from one member's replay", batch)

@@ -5,8 +5,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
-
 from ttt_research.algos.spec import (
     OPTIMIZER,
     RATE,
@@ -15,6 +13,7 @@ from ttt_research.algos.spec import (
     WEIGHT,
     AlgoSpec,
     Memory,
+    Settings,
     count,
     flag,
 )
@@ -26,9 +25,9 @@ KEYS = {"lr": RATE, "lr_final": RATE_FINAL, "gamma": SHARE, "gae_lambda": SHARE,
         "masking": flag(), "shared_trunk": flag(), "norm_adv": flag(), "optimizer": OPTIMIZER}
 
 
-def population(name: str) -> Callable[[DictConfig], str | None]:
+def population(name: str) -> Callable[[Settings], str | None]:
     """Why a population of the actor-critic ``algo=NAME`` cannot train (None: it can)."""
-    def why(cfg: DictConfig) -> str | None:
+    def why(cfg: Settings) -> str | None:
         if value_of(cfg, "algo.shared_trunk"):
             return f"algo={name} trains a population with algo.shared_trunk=false only"
         return None

@@ -4,8 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
-
 from ttt_research.algos.spec import (
     OPTIMIZER,
     PROBABILITY,
@@ -14,6 +12,7 @@ from ttt_research.algos.spec import (
     TEMPERATURE,
     AlgoSpec,
     Memory,
+    Settings,
     between,
     count,
     flag,
@@ -22,7 +21,7 @@ from ttt_research.algos.spec import (
 from ttt_research.errors import value_of
 
 
-def _population(cfg: DictConfig) -> str | None:
+def _population(cfg: Settings) -> str | None:
     if not value_of(cfg, "algo.position_table"):
         return "algo=reinforce trains a population with algo.position_table=true only"
     return None

@@ -1,12 +1,13 @@
 """What an algorithm declares about itself, read before any tensor exists: its keys and the
 values each may take, the keys a population member may set for itself, the networks it
 takes, whether it trains in several processes, what a population of it cannot do, and its
-memory model. Plain Python over the config (no torch), so the config check refuses a bad
-value before torch loads.
+memory model. Plain Python over the run's settings (no torch, no Hydra: ``Settings``, the
+plain values ``train/runspec.settings`` reads once from the config), so the config check
+refuses a bad value before torch loads.
 
 Each algorithm ``algos/NAME.py`` declares ``SPEC = AlgoSpec(...)`` in ``algos/NAME_spec.py``
-beside it (torch-free, unlike the algorithm). ``spec_for(cfg)`` finds the spec of the
-config's ``algo._target_``: a spec of this package by its target, else, for an algorithm of
+beside it (torch-free, unlike the algorithm). ``spec_for(settings)`` finds the spec of the
+run's ``algo._target_``: a spec of this package by its target, else, for an algorithm of
 the user's own, the ``SPEC`` of the module beside it (``mine/algo_spec.py`` for
 ``mine.algo.Mine``), else the spec of the nearest of its base classes that has one (that one
 import loads torch), else ``GENERIC`` (the keys every algorithm has). Nothing outside ``algos/``
@@ -16,16 +17,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
-
-from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.contract import GAMES_MAX, GAMES_WHY, VALUE_MAX
 from ttt_research.errors import ConfigError, bounded, is_int, need, value_of
 
 FLOAT32 = "(training runs in float32)"
+
+# What a spec reads of a run: its settings as plain values, nested by group
+# ({"algo": {...}, "reward": {...}, "opponent": {...}}: ``train/runspec.settings``), each read
+# by its dotted key with ``errors.value_of``.
+Settings = Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ WEIGHT = between(0, M, f"a number >= 0 up to {M:g}", note=FLOAT32)  # a loss ter
 PROBABILITY = between(0, 1, "a probability in [0, 1]")
 PROBABILITY_FINAL = between(0, 1, "a probability in [0, 1], or null (constant)", null=True)
 TEMPERATURE = between(0, M, f"a number >= 0 (0 = greedy) up to {M:g}")
-OPTIMIZER = Rule(lambda v: OmegaConf.is_dict(v) and "_target_" in v,
+OPTIMIZER = Rule(lambda v: isinstance(v, Mapping) and "_target_" in v,
                  "null or a partial optimizer, e.g. {_target_: torch.optim.Adam, _partial_: true}", null=True)
 
 
@@ -131,8 +135,8 @@ class AlgoSpec:
     nets: tuple[str, ...] = ("mlp",)  # the kinds of net it takes: mlp, table
     net_why: str = ""  # why, when it takes a table only
     one_process: str = ""  # why it cannot train in several processes ("" : it can)
-    check: Callable[[DictConfig], None] | None = None  # rules across keys, after each key's own
-    population: Callable[[DictConfig], str | None] | None = None  # why a population cannot train
+    check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
+    population: Callable[[Settings], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)
 
     def __post_init__(self) -> None:
@@ -148,12 +152,12 @@ class AlgoSpec:
         """The rule of ``algo.KEY`` (``key`` without the prefix)."""
         return {"games_per_update": games(), **self.keys}.get(key)
 
-    def validate(self, cfg: DictConfig) -> None:
+    def validate(self, settings: Settings) -> None:
         """Each of this algorithm's keys by its rule, then the rules across keys."""
         for key in ("games_per_update", *self.keys):
-            self.rule(key).check(f"algo.{key}", value_of(cfg, f"algo.{key}"))
+            self.rule(key).check(f"algo.{key}", value_of(settings, f"algo.{key}"))
         if self.check is not None:
-            self.check(cfg)
+            self.check(settings)
 
 
 # An algorithm of the user's own with no spec of its own or of a base class: the keys all have.
@@ -172,9 +176,9 @@ def specs() -> dict[str, AlgoSpec]:
     return out
 
 
-def spec_for(cfg: DictConfig) -> AlgoSpec:
-    """The spec of the config's algorithm (``algo._target_``)."""
-    return spec_of(str(value_of(cfg, "algo._target_") or ""))
+def spec_for(settings: Settings) -> AlgoSpec:
+    """The spec of the run's algorithm (``algo._target_``)."""
+    return spec_of(str(value_of(settings, "algo._target_") or ""))
 
 
 @cache
@@ -233,7 +237,7 @@ def named(key: str) -> list[str]:
 
 # Rules across keys that several algorithms share.
 
-def rollouts_divide(cfg: DictConfig) -> None:
+def rollouts_divide(cfg: Settings) -> None:
     """An update plays ``rollouts`` batches of equal size: anything but a multiple would play
     more games per update than counted, past the budget."""
     gpu, rollouts = value_of(cfg, "algo.games_per_update"), value_of(cfg, "algo.rollouts")
@@ -245,14 +249,14 @@ def rollouts_divide(cfg: DictConfig) -> None:
                           f"{high:,} games per update; use e.g. {nearest}")
 
 
-def zero_sum(cfg: DictConfig, why: str) -> None:
+def zero_sum(cfg: Settings, why: str) -> None:
     """The reward table must be zero-sum (win = -loss, tie = 0)."""
     win, tie, loss = (value_of(cfg, f"reward.{k}") for k in ("win", "tie", "loss"))
     need(tie == 0 and win == -loss, "reward", f"a zero-sum table {why} (win = -loss, tie = 0; "
          "e.g. reward=zero_sum)", {"win": win, "tie": tie, "loss": loss})
 
 
-def self_play(cfg: DictConfig) -> bool:
+def self_play(cfg: Settings) -> bool:
     """The run plays against itself (``opponent=self``)."""
     return str(value_of(cfg, "opponent._target_") or "").endswith(".SelfPlay")
 

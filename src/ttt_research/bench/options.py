@@ -31,7 +31,8 @@ def parser() -> argparse.ArgumentParser:
                    help="where the engine and the training runs go (cuda: trainer=gpu)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: the configs' own, 1 per run)")
+                   help="torch threads (default: the configs' own, auto: one per single run, "
+                        "a population on the cores nothing else uses)")
     p.add_argument("--repeats", type=int, default=None,
                    help="training runs per trained figure, and of antirez's program; their median "
                         "is reported (default 3, --quick 1)")

@@ -1,6 +1,7 @@
 """The typed pieces of a run, read once from its composed config: what the layers below
 ``train/`` are given instead of the raw ``DictConfig`` (a population's plan, the shapes its
-memory estimate needs, the trainer's processes), and a member's own config (the single run
+memory estimate needs, the trainer's processes, the settings an algorithm's spec checks), and
+a member's own config (the single run
 that ``python -m ttt_research seed=S algo.lr=V ...`` composes).
 
 Each reader takes a config whose values ``train/validate.py`` checks (it calls them itself,
@@ -12,7 +13,7 @@ import copy
 
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.algos.spec import spec_for
+from ttt_research.algos.spec import AlgoSpec, Settings, spec_for
 from ttt_research.errors import value_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as pop
@@ -20,6 +21,17 @@ from ttt_research.population import spec as pop
 
 def _plain(node):
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def settings(cfg: DictConfig) -> Settings:
+    """What an algorithm's spec reads of the run (``algos.spec.Settings``): its ``algo``,
+    ``reward`` and ``opponent`` blocks as plain values, interpolations resolved."""
+    return {group: _plain(cfg[group]) for group in ("algo", "reward", "opponent") if group in cfg}
+
+
+def algo_spec(cfg: DictConfig) -> AlgoSpec:
+    """The spec of the run's algorithm (``algos.spec.spec_for`` of its settings)."""
+    return spec_for(settings(cfg))
 
 
 def plan(cfg: DictConfig) -> pop.Plan:
@@ -48,7 +60,7 @@ def processes(cfg: DictConfig) -> int:
 def shapes(cfg: DictConfig) -> pop.Shapes:
     """What the run's peak memory depends on (``population.spec.memory_estimate``)."""
     return pop.Shapes(
-        model=spec_for(cfg).memory,
+        model=algo_spec(cfg).memory,
         layers=tuple(int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])),
         encoding=OmegaConf.select(cfg, "net.encoding"),
         games_per_update=int(cfg.algo.games_per_update),

@@ -20,7 +20,7 @@ import os
 
 from omegaconf import DictConfig, OmegaConf
 
-from ttt_research.algos.spec import FLOAT32, spec_for, specs
+from ttt_research.algos.spec import FLOAT32, specs
 from ttt_research.contract import (
     ENCODING_NAMES,
     GAMES_MAX,
@@ -81,7 +81,7 @@ def validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "seat.side")
     need(v in TRAINING_SEATS, "seat.side", f"one of {', '.join(TRAINING_SEATS)}", v)
 
-    spec_for(cfg).validate(cfg)  # the algorithm's keys, by its spec
+    runspec.algo_spec(cfg).validate(runspec.settings(cfg))  # the algorithm's keys, by its spec
     _validate_stages(cfg)
     validate_population(cfg)
     _validate_trainer(cfg)
@@ -95,7 +95,7 @@ def _validate_net(cfg: DictConfig) -> None:
     """An MLP's sizes and encoding, or a table's initial value; a net of a kind the
     algorithm takes (its spec's ``nets``)."""
     table = value_of(cfg, "net._target_") == TABLE_NET
-    spec = spec_for(cfg)
+    spec = runspec.algo_spec(cfg)
     if "table" in spec.nets and "mlp" not in spec.nets and not table:
         raise ConfigError(f"algo={spec.name} {spec.net_why}: use net=qtable (got {_net_named(cfg)})")
     if table:
@@ -205,7 +205,7 @@ def validate_population(cfg: DictConfig) -> None:
 
     plan = runspec.plan(cfg)
     grid, sampled = plan.vary, plan.sample
-    variable = pop.variable(spec_for(cfg))
+    variable = pop.variable(runspec.algo_spec(cfg))
     for part, spec in (("vary", grid), ("sample", sampled)):
         for key, value in spec.items():
             where = f"population.{part}.{key}"
@@ -254,8 +254,8 @@ def validate_population(cfg: DictConfig) -> None:
 
 def _population_setting(cfg: DictConfig, n: int) -> None:
     """What a population of ``n`` > 1 cannot train yet, refused in one line each."""
-    spec = spec_for(cfg)
-    why = spec.population(cfg) if spec.population is not None else None  # the algorithm's own first
+    spec = runspec.algo_spec(cfg)
+    why = spec.population(runspec.settings(cfg)) if spec.population is not None else None  # its own first
     if why is not None:
         raise ConfigError(f"population of {n} agents: {why}")
     if value_of(cfg, "algo.optimizer") is not None:
@@ -358,7 +358,7 @@ def _validate_trainer(cfg: DictConfig) -> None:
         need(isinstance(v, str) and (v == "auto" or v in StrategyRegistry.available_strategies()),
               "trainer.strategy", f"a Lightning strategy, e.g. {', '.join(names[:4])}",
               OmegaConf.to_container(v) if OmegaConf.is_config(v) else v)
-    spec = spec_for(cfg)
+    spec = runspec.algo_spec(cfg)
     if runspec.processes(cfg) > 1 and spec.one_process:
         need(False, "algo", spec.one_process, spec.name)
 
