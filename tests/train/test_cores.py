@@ -37,7 +37,7 @@ class Logged:
 def share(host: Host, cpus: int = 2, calls: list | None = None) -> cores.CoreShare:
     calls = [] if calls is None else calls
     return cores.CoreShare(every_s=2.0, cpus=cpus, busy=lambda: host.busy, own=lambda: host.mine,
-                           clock=lambda: host.t, set_threads=calls.append)
+                           clock=lambda: host.t, set_threads=calls.append, jitter=0.0)
 
 
 def test_threads_are_the_whole_cores_left_free():
@@ -61,15 +61,69 @@ def test_a_population_takes_a_free_core_gives_it_back_and_takes_it_again():
     update(1.0, 1.0, 0.05)
     assert cb.threads == 1  # under a window: nothing decided yet
     update(1.5, 1.0, 0.05)  # 2.5 s since the start: the host is idle but for daemons
-    assert cb.threads == 2 and calls == [1, 2] and cb.others == pytest.approx(0.05)
+    assert cb.threads == 1 and cb.others == pytest.approx(0.05)  # a core free: once is not enough
+    update(2.5, 1.0, 0.05)
+    assert cb.threads == 2 and calls == [1, 2]  # the second window in a row: taken
     update(2.5, 1.33, 0.67)  # a second job starts: it gets 2/3 of a core beside our two threads
-    assert cb.threads == 1 and calls == [1, 2, 1]
+    assert cb.threads == 1 and calls == [1, 2, 1]  # given back at once
     update(2.5, 1.0, 1.0)  # beside it on one thread each: the fair share, kept
+    update(2.5, 1.0, 1.0)
     assert cb.threads == 1 and calls == [1, 2, 1]
-    update(2.5, 1.0, 0.0)  # it ended
-    assert cb.threads == 2 and calls == [1, 2, 1, 2]
-    assert [v for _, v in module.values] == [1.0, 2.0, 1.0, 1.0, 2.0]  # perf/threads, every update
-    assert {name for name, _ in module.values} == {"perf/threads"}
+    windows = 0
+    while cb.threads == 1 and windows < 10:  # it ended: the core is taken again after a hold
+        update(2.5, 1.0, 0.0)  # of 1 to 4 windows (it had taken the core before the job came)
+        windows += 1
+    assert cb.threads == 2 and calls == [1, 2, 1, 2] and 2 <= windows <= 5
+    assert [v for _, v in module.values] == [1.0, 1.0, 2.0, 1.0, 1.0, 1.0] + [1.0] * (windows - 1) + [2.0]
+    assert {name for name, _ in module.values} == {"perf/threads"}  # every update logs its threads
+
+
+class Trainer:
+    def __init__(self, world_size=1, num_nodes=1):
+        self.world_size, self.num_nodes = world_size, num_nodes
+
+
+def test_the_count_the_fit_started_on_comes_back_and_ddp_takes_a_share(monkeypatch):
+    host, calls = Host(), []
+    monkeypatch.setattr(cores.torch, "get_num_threads", lambda: 7)
+    cb = share(host, cpus=4, calls=calls)
+    cb.on_train_start(Trainer(world_size=2), Logged())
+    assert cb.most == 2  # two processes on 4 usable CPUs: 2 threads each at most
+    for _ in range(6):  # an idle host: it grows one thread at a time, to its share
+        host.window(2.5, cb.threads, 0.0)
+        cb.on_train_batch_end(None, Logged(), None, None, 0)
+    assert cb.threads == 2 and calls == [1, 2]
+    cb.on_train_end(None, Logged())
+    assert calls == [1, 2, 7]  # the thread count before the fit
+
+
+def test_several_auto_populations_settle_instead_of_swinging_together():
+    """Three populations on four CPUs, each using cores in proportion to its threads: with the
+    jittered windows and the backoff after a core taken in vain, they settle near four threads
+    in all (growing and shrinking in step swung between 3 and 6 in half the windows)."""
+    import random
+
+    n, cpus, rng = 3, 4, random.Random(0)
+    t, busy, mine, calls = [0.0], [0.0], [0.0] * n, [[] for _ in range(n)]
+    shares = [cores.CoreShare(every_s=2.0, cpus=cpus, busy=lambda: busy[0], own=lambda k=k: mine[k],
+                              clock=lambda: t[0], set_threads=calls[k].append) for k in range(n)]
+    for s in shares:
+        s._draw = random.Random(rng.random())
+        s.on_train_start(Trainer(), Logged())
+    totals = []
+    for _ in range(3000):  # 0.1 s steps: each process uses min(1, cpus / all threads) per thread
+        threads = [s.threads for s in shares]
+        speed = min(1.0, cpus / sum(threads))
+        t[0] += 0.1
+        for k in range(n):
+            mine[k] += 0.1 * threads[k] * speed
+        busy[0] += 0.1 * sum(threads) * speed
+        for s in shares:
+            s.on_train_batch_end(None, Logged(), None, None, 0)
+        totals.append(sum(s.threads for s in shares))
+    last = totals[-1500:]  # the last 150 s
+    assert sum(x > cpus for x in last) / len(last) < 0.05, totals[-300:]  # seldom more threads than CPUs
+    assert sum(last) / len(last) >= cpus - 1
 
 
 def test_a_busy_host_keeps_a_population_on_one_thread():
@@ -116,3 +170,22 @@ def test_the_thread_count_changes_no_number_of_a_populations_run(tmp_path):
     one, two = (json.loads((tmp_path / str(t) / "population.json").read_text()) for t in (1, 2))
     assert one == two
     assert (tmp_path / "1" / "eval.json").read_bytes() == (tmp_path / "2" / "eval.json").read_bytes()
+
+
+def test_auto_shares_the_cores_in_a_population_only_and_run_json_says_auto(tmp_path):
+    """The shell attaches ``CoreShare`` to a population under ``auto`` (its threads in
+    metrics.csv, every update), not to a single run, nor to a population on a fixed count."""
+    import csv
+
+    def threads_column(folder):
+        with open(folder / "metrics.csv") as f:
+            return [r["perf/threads"] for r in csv.DictReader(f) if r.get("perf/threads")]
+
+    train(make_cfg("population.size=2"), tmp_path / "pop")
+    logged = threads_column(tmp_path / "pop")
+    assert len(logged) == 4 and all(float(v) >= 1 for v in logged)  # debug=tiny: 4 updates
+    session = json.loads((tmp_path / "pop" / "run.json").read_text())["sessions"][-1]
+    assert session["threads"] == "auto"
+    train(make_cfg(), tmp_path / "single")
+    train(make_cfg("population.size=2", "threads=1"), tmp_path / "fixed")
+    assert threads_column(tmp_path / "single") == [] and threads_column(tmp_path / "fixed") == []

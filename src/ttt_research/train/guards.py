@@ -43,8 +43,11 @@ class Verdict:
 def check(module, terms: dict[str, torch.Tensor], games: int) -> Verdict | None:
     """Which members still training have a non-finite loss term or parameter (None: none).
 
-    ``terms``: a number per member ((N,), or one for all); a parameter is a member's when
-    its leading axis is the members' (a stack), and every parameter is a single run's. One
+    ``terms``: each a number per member, (N,) (``accounting`` repeats a number the update
+    gives for all members, so a non-finite one stops them all; a term of another size is
+    not read); a parameter is a member's when its leading axis is the members' (a stack),
+    and every parameter is a single run's. Every term of the update is read, ``train/*`` and
+    those in their own namespace (``search/*``) alike. One
     synchronisation for all the checks (a (K, N) bool tensor read once). In a single run
     under DDP the terms are already averaged and the parameters are the same in every
     process, so all processes reach the same verdict.

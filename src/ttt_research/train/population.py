@@ -9,12 +9,13 @@ updates and after the last. It keeps every member's report (the history the plot
 logs the aggregate series: for each ``eval/*`` metric the median over the members still
 training, with ``_min`` and ``_max``, and ``population/unbeatable_fraction``.
 
-``write_members`` writes, besides the single-run files (``train/run.write_outputs``): ``population.json`` and
+``write_members`` writes a population's own files: ``population.json`` and
 ``population.csv`` (a row per member), ``population_evals.csv`` (a row per member and
-evaluation: wide columns per member in ``metrics.csv`` would reach 13,000 at N=1,024),
+evaluation: wide columns per member in ``metrics.csv`` would reach 13,000 at N=1,024) and
 ``members/NNN/policy.onnx`` (the best member, or every member with
-``population.export=all``), ``curves.png``, and ``eval.json`` / ``policy.onnx`` of the best
-member, with a ``population`` block in ``eval.json`` saying so; ``eval.json`` last, as the
+``population.export=all``); then ``train/run.write_outputs`` writes the run's own, as for a
+single run: ``policy.onnx`` of the best member, ``curves.png`` (the members' evaluations)
+and ``eval.json`` (the best member's, with a ``population`` block saying so), last, as the
 mark that the run is complete.
 """
 from __future__ import annotations

@@ -43,7 +43,7 @@ class Processes:
         return out
 
     def mean_over_processes(self, values: torch.Tensor) -> torch.Tensor:
-        """(K,) numbers of this process -> (K,) means over all processes (DDP), one all-reduce."""
+        """(K, ...) numbers of this process -> their means over all processes (DDP), one all-reduce."""
         if self.processes == 1 or self._trainer is None:
             return values
         return self.trainer.strategy.reduce(values, reduce_op="mean")

@@ -91,8 +91,8 @@ def build(cfg: DictConfig, members: list | None = None, size: int | None = None,
     many = len(members) > 1 or shard_rank is not None
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
-    for m in members:
-        L.seed_everything(m.seed, verbose=False)
+    for m in members:  # (a single run: its config's seed, which train() made its member's)
+        L.seed_everything(m.seed if many else cfg.seed, verbose=False)
         net = instantiate(cfg.net)
         nets.append(net)
         for name, companion in companions(net).items():
@@ -300,12 +300,13 @@ def _choice(group: str) -> str | None:
 
 def record_run(cfg: DictConfig, run_dir: Path, resumed: bool) -> None:
     """``run.json``: the command, the host (CPU model, SIMD level, threads, versions) and
-    when each session of the run started, so two results can be compared knowingly (float
+    when each session of the run started, with its ``threads`` setting (``auto``: the count
+    a population ran on is ``perf/threads`` in metrics.csv), so two results can be compared knowingly (float
     order, hence exact numbers, can differ between kinds of CPU)."""
     path = run_dir / "run.json"
     sessions = runfolder.sessions(path) if resumed else []  # checked by the claim, before any write
     sessions.append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "resumed": resumed,
-                     "argv": sys.argv[1:], "host": run_json_host()})
+                     "argv": sys.argv[1:], "threads": cfg.threads, "host": run_json_host()})
     write_atomic(path, json.dumps({"seed": cfg.seed, "host": sessions[-1]["host"],
                                    "sessions": sessions}, indent=2) + "\n")
 

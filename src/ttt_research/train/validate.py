@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from ttt_research.algos.spec import FLOAT32, specs
 from ttt_research.contract import (
@@ -38,7 +39,17 @@ from ttt_research.train.confdir import config_dir
 
 
 def validate(cfg: DictConfig) -> None:
-    """Raise ``ConfigError`` for the first value out of range."""
+    """Raise ``ConfigError`` for the first value out of range, or one that cannot be resolved
+    (an interpolation such as ``algo.lr='${nope}'``: one line, not OmegaConf's traceback)."""
+    try:
+        _validate(cfg)
+    except InterpolationResolutionError as e:
+        key = getattr(e, "full_key", None) or "a value"
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"{key} cannot be resolved: {reason}") from None
+
+
+def _validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "seed")
     need(is_int(v) and v >= 0, "seed", "a non-negative integer", v)
     need(v <= SEED_MAX, "seed", f"at most {SEED_MAX} (numpy's seed range: 32 bits)", v)
@@ -122,8 +133,8 @@ def _validate_tuned() -> None:
     would train without the settings it asked for."""
     from hydra.core.hydra_config import HydraConfig
 
-    try:
-        task = HydraConfig.get().overrides.task
+    try:  # the overrides as typed: an interpolation in one is the value's, resolved (or refused) later
+        task = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
     except ValueError:  # not inside a Hydra job (the compose API)
         return
     for override in task:
