@@ -12,7 +12,7 @@ the other processes use, measured, not guessed:
   CPUs this process may use (``/proc/stat``, its affinity's lines) and this process's own
   (``time.process_time``); what the others used in the window, in cores, leaves ``free``
   cores. It gives threads back at once (to the whole cores free, at least 1) and takes one
-  more only after a window or more with a whole core free; a core taken in vain (another
+  more after a window with a whole core free (the next one a window later); a core taken in vain (another
   ``auto`` process took it in the same window) makes it wait a random number of windows,
   up to twice as many each time (as Ethernet backs off), so that several of them settle
   instead of growing and shrinking together; at most ``MOST``, and at most
@@ -39,7 +39,9 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 MOST = 4  # the population's matrices are small: past a few threads the fork/join costs more
-OTHERS_SLACK = 0.25  # cores of others' use that still leave a core free (daemons, the shell)
+# Cores of others' use that still leave a core free (daemons, the shell; 0.0001 on the idle 2-core
+# host): a quarter let a process keep two threads where 5 populations held 9 threads on 8 CPUs.
+OTHERS_SLACK = 0.1
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -129,7 +131,7 @@ class CoreShare(Callback):
         self.most = MOST
         self._last: tuple[float, float, float] | None = None
         self._window = every_s
-        self._hold = 1  # windows with a core free to wait before taking it (the first: one)
+        self._hold = 0  # windows with a core free to wait before taking one (the first: none)
         self._backoff = 1  # the most windows ``_hold`` is drawn from after a core taken in vain
         self._grew = False  # the last decision took a core
         self._started_on: int | None = None
