@@ -205,7 +205,8 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
     # An interpolation that cannot be resolved is a bad value too: one line naming it, no folder.
     out = run("ttt_research", "algo.lr=${nope}", f"hydra.run.dir={runs / 'job'}")
     assert out.returncode == 2 and out.stdout == "", out.stderr
-    assert out.stderr.strip().splitlines() == ["error: algo.lr cannot be resolved: Interpolation key 'nope' not found"]
+    assert out.stderr.strip().splitlines() == [
+        "error: algo.lr cannot be resolved: Interpolation key 'nope' not found"]
     assert list(runs.iterdir()) == []
 
 
