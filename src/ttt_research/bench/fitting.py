@@ -61,7 +61,7 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
     clock = Clock(watch)
-    callbacks = [clock, *([cores.CoreShare()] if setting == "auto" and module.stacked else [])]
+    callbacks = [clock, *cores.callbacks(setting, module.stacked)]
     trainer = instantiate(cfg.trainer, logger=False, callbacks=callbacks, enable_checkpointing=False,
                           enable_progress_bar=False, limit_train_batches=module.total_updates)
     trainer.fit(module)

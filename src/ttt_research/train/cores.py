@@ -56,12 +56,11 @@ def affinity() -> set[int] | None:
 def quota_cpus() -> float | None:
     """The CPUs' worth of time the process's cgroup may use (``cpu.max``, cgroup v2, or
     ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``, v1); None without a quota."""
-    for path in ("/sys/fs/cgroup/cpu.max",):
-        try:
-            quota, period = open(path).read().split()[:2]
-            return None if quota == "max" else int(quota) / int(period)
-        except (OSError, ValueError):
-            pass
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
     try:
         quota = int(open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read())
         period = int(open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read())
@@ -107,8 +106,14 @@ def threads_for(free: float, most: int = MOST) -> int:
 
 def starting_threads(setting) -> int | None:
     """The threads a run starts on: ``setting`` when it is a number (None: torch's default);
-    ``auto``: one (a population then takes what is free: ``CoreShare``)."""
+    ``auto``: one (a population then takes what is free: ``callbacks``)."""
     return 1 if setting == "auto" else setting
+
+
+def callbacks(setting, population: bool) -> list[Callback]:
+    """What the fit of a run gets for its threads: ``CoreShare`` for a population under
+    ``auto`` (``python -m ttt_research`` and the bench alike), nothing otherwise."""
+    return [CoreShare()] if setting == "auto" and population else []
 
 
 class CoreShare(Callback):
@@ -191,7 +196,8 @@ class CoreShare(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
         if self._last is None:  # no /proc/stat: one thread, as started
             return
-        now = self.reading()  # (the window's figures; every update logs the threads it ran on)
-        if now is not None and now[0] - self._last[0] >= self._window:
-            self.decide(now)
+        if self.clock() - self._last[0] >= self._window:  # /proc/stat read once a window, not an update
+            now = self.reading()
+            if now is not None:
+                self.decide(now)
         pl_module.log("perf/threads", float(self.threads), on_step=True, on_epoch=False)

@@ -224,8 +224,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
                        evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
-    if many and cfg.threads == "auto":  # the cores the other processes leave free (cores.py)
-        callbacks.append(cores.CoreShare())
+    callbacks += cores.callbacks(cfg.threads, many)  # auto: a population on the cores left free
     callbacks.append(StopOnSignal(stop, checkpoint))  # last: after the update's evaluation and checkpoint
     loggers = make_loggers(cfg, run_dir)  # CSV always, + logger=wandb / tensorboard (tracking.py)
     # The number of updates is the length of the module's data (train/module.py), sized from
