@@ -5,19 +5,21 @@ from functools import partial
 import pytest
 import torch
 
+from ttt_research.algos.reached import ReachedTable
 from ttt_research.algos.reinforce import (
     Reinforce,
     antirez_loss,
     antirez_targets,
     learner_moves,
     position_targets,
+    summed_loss,
 )
 from ttt_research.algos.reinforce_spec import SPEC
 from ttt_research.env.game import view_code
 from ttt_research.env.opponents import RandomOpponent, SelfPlay
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
-from ttt_research.models.nets import MLP
+from ttt_research.models.nets import MLP, MLPStack
 from ttt_research.train.module import RLModule
 
 ANTIREZ = Reward(win=1.0, tie=0.3, loss=-2.0, illegal=-2.0)
@@ -91,6 +93,71 @@ def test_targets_summed_from_numbers_equal_the_per_move_rows_summed():
     poisoned = scaled.clone()
     poisoned[0] = float("nan")
     assert position_targets(rows, action, poisoned, views == 0)[rows[0]].isnan().any()
+
+
+
+def reached_loss(forward, views, row_of, ep_view, learner, rows, action, scaled, members, games):
+    """The loss over the rows a ``ReachedTable`` computes, reading ``ep_view`` (T, [N,] B, 9)
+    at the plies the ``learner`` (T, [N,] B) moved, as a batch does, and its rows per ply."""
+    reached = ReachedTable(forward, views, row_of)
+    widths = []
+    for t in range(ep_view.shape[0]):
+        if not learner[t].any():
+            continue
+        before = reached.width
+        reached.read(ep_view[t].float())
+        widths.append(reached.width - before)
+    logits, at, owner = reached.gathered()
+    targets = position_targets(reached.place_of(rows), action, scaled, at == 0)
+    return summed_loss(logits, targets, games, members, owner if members > 1 else None), widths
+
+
+def test_the_reached_rows_give_the_whole_tables_loss_and_gradient():
+    """One pass per ply over the positions the games are at (``algos/reached.py``): the same
+    loss and gradient as the pass over every position, for one agent and for a population
+    (each member's rows through its own layers: its numbers are those it has alone)."""
+    m = module(temperature=0.3)
+    views, row_of = m.positions()
+    P = views.shape[0]
+    table = m.algo.logits(views).detach()
+    act = partial(m.algo.act_from_table, table=table, row_of=row_of, streams=m.streams,
+                  cdf=m.algo.table_cdf(table))
+    ep = play_batch(300, act, m.opponent, m.seat, "cpu", m.streams)
+    _, _, action, scaled, _ = learner_moves(ep, m.reward)
+    rows = row_of[view_code(learner_moves(ep, m.reward)[0])]
+    whole = summed_loss(m.algo.logits(views), position_targets(rows, action, scaled, views == 0), 300)
+    part, widths = reached_loss(lambda v, _: m.algo.logits(v), views, row_of, ep.view, ep.learner, rows,
+                                action, scaled, 1, 300)
+    assert torch.allclose(whole, part, rtol=1e-6)
+    single = grads(m, part)
+    for a, b in zip(grads(m, whole), single, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+    # O moves at plies 1, 3, 5, 7: 9 positions after X's first move, then at most what was reached.
+    assert len(widths) == 4 and widths[0] == 9 and sum(widths) < P
+    # A population of 3 whose member 1 is that network and plays those games: its gradient is the
+    # single run's, bit for bit, whatever its neighbours reach.
+    others = [MLP([25], "planes18") for _ in range(2)]
+    stack = MLPStack.from_members([others[0], m.net, others[1]])
+    eps = [play_batch(300, partial(m.algo.act_from_table, table=table, row_of=row_of, streams=m.streams),
+                      m.opponent, m.seat, "cpu", m.streams) for _ in range(2)]
+    eps.insert(1, ep)
+    moves = [learner_moves(e, m.reward) for e in eps]
+    rows = torch.cat([row_of[view_code(mv[0])] + k * P for k, mv in enumerate(moves)])
+    action, scaled = torch.cat([mv[2] for mv in moves]), torch.cat([mv[3] for mv in moves])
+    whole = summed_loss(stack(views).reshape(-1, 9),
+                        position_targets(rows, action, scaled, (views == 0).repeat(3, 1)), 300, 3)
+    part, _ = reached_loss(stack.by_member, views, row_of, torch.stack([e.view for e in eps], 1),
+                           torch.stack([e.learner for e in eps], 1), rows, action, scaled, 3, 300)
+    assert whole.shape == part.shape == (3,)
+    assert torch.allclose(whole, part, rtol=1e-6)
+    params = [*stack.weights, *stack.biases]
+    g_whole = torch.autograd.grad(whole.sum(), params)
+    g_part = torch.autograd.grad(part.sum(), params)
+    for a, b in zip(g_whole, g_part, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+    n = len(stack.weights)
+    member_1 = [g[1] for pair in zip(g_part[:n], g_part[n:], strict=True) for g in pair]  # MLP's order
+    assert all(torch.equal(a, b) for a, b in zip(member_1, single, strict=True))
 
 
 def test_acting_from_the_table_equals_acting_with_the_network():

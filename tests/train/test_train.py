@@ -217,7 +217,7 @@ def test_one_game_batch_equals_antirez_manual_backprop(tmp_path):
     views, row_of = module.positions()  # the update acts from the position table's distributions
     table = module.net(views).detach()  # masked: acting always is
     act = partial(module.algo.act_from_table, table=table, row_of=row_of, streams=module.streams,
-                  cdf=module.algo.table_cdf(table, 1))
+                  cdf=module.algo.table_cdf(table))
     ep = play_batch(1, act, module.opponent, "o", "cpu", module.streams)
     view, legal, action, scaled, _ = learner_moves(ep, module.reward)
     targets = antirez_targets(action, legal, scaled)

@@ -30,17 +30,18 @@ Two ways to run it, one loss (``antirez_loss``):
     experiments/reinforce_default) gets most of both. Per move, small batches (a few
     hundred games) learned best; the position table below lifts that limit.
 * **position table** (``position_table=true``, the default): the same loss, computed per
-  *distinct position* rather than per move. Before each batch of games the network runs
-  once on every position where the learner can be to move (4,520; 2,097 as O), each
-  position's sampling distribution is computed once (``table_cdf``) and the batch draws
-  its moves from those (``act_from_table``); afterwards the moves' weighted targets are
-  summed per position (``position_targets``, from (M,) numbers), so one forward and one
-  backward pass over that table give exactly the gradient of the per-move loss, whatever
-  the number of games. The cost of an update stops growing with the batch, which is why
-  the default plays 2 batches of 8,192 games an update with one SGD step each (momentum
-  0.9, the learning rate annealed with ``lr_final``) on two layers of 128: on a 2-core
-  Intel Xeon host one agent trains at ~360,000 games per second, 3.5x antirez's C program
-  timed in the same run (BENCHMARKS.md), and is unbeatable as O in 99 of 100 fresh seeds.
+  *distinct position* rather than per move. At each ply of a batch the network runs once
+  on the positions the live games are at (``algos/reached.py``: of the 2,097 where O
+  moves, all at first, a few hundred once the policy is sharp), each position's sampling
+  distribution is computed once (``table_cdf``) and the games draw their moves from those;
+  afterwards the moves' weighted targets are summed per position (``position_targets``,
+  from (M,) numbers), so one backward pass over those rows gives exactly the gradient of
+  the per-move loss, whatever the number of games. The cost of an update stops growing
+  with the batch, which is why the default plays 2 batches of 8,192 games an update with
+  one SGD step each (momentum 0.9, the learning rate annealed with ``lr_final``) on two
+  layers of 128: on a 2-core Intel Xeon host one agent trains at ~360,000 games per
+  second, 3.5x antirez's C program timed in the same run (BENCHMARKS.md), and is
+  unbeatable as O in 99 of 100 fresh seeds.
 
 The seed's own loop, one game and one SGD step per move, is ``algo=reinforce_faithful``
 (``algos/reinforce_faithful.py``); it uses the targets and the loss defined here.
@@ -63,6 +64,7 @@ from ttt_research.algos.base import (
     per_member,
     table_rows,
 )
+from ttt_research.algos.reached import ReachedTable
 from ttt_research.env import game
 from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
@@ -70,7 +72,7 @@ from ttt_research.env.rollout import Episodes, play_batch, rates
 from ttt_research.env.streams import inverse_cdf, sample, uniform
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
-from ttt_research.models.nets import MASKED
+from ttt_research.models.nets import MASKED, MLPStack
 
 
 def move_importance(ply: torch.Tensor, plies: torch.Tensor) -> torch.Tensor:
@@ -114,10 +116,14 @@ def antirez_loss(logits: torch.Tensor, targets: torch.Tensor, weight: torch.Tens
     return summed_loss(logits, weighted, games, members)
 
 
-def summed_loss(logits: torch.Tensor, weighted: torch.Tensor, games: float, members: int = 1) -> torch.Tensor:
+def summed_loss(logits: torch.Tensor, weighted: torch.Tensor, games: float, members: int = 1,
+                member: torch.Tensor | None = None) -> torch.Tensor:
     """``antirez_loss`` from targets already weighted (and summed per row): (R, 9) logits and
-    (R, 9) weighted targets -> the loss, or a population's (N,) over its N blocks of rows."""
+    (R, 9) weighted targets -> the loss, or a population's (N,) over its N blocks of rows
+    (with ``member``, (R,) each row's member: the rows of the N members in any order)."""
     terms = weighted * F.log_softmax(logits, -1)
+    if member is not None:
+        return -terms.new_zeros(members).index_add_(0, member, terms.sum(-1)) / games  # (N,)
     if members > 1:
         return -terms.view(members, -1).sum(-1) / games  # (N,)
     return -terms.sum() / games
@@ -238,25 +244,33 @@ class Reinforce(Algorithm):
         ``cdf`` (``table_cdf``: the table's sampling distributions), moves drawn from it."""
         if cdf is None:
             return self._draw(lookup(table, view, row_of), streams)
-        rows = table_rows(view, row_of, table.shape[0])
-        greedy, some = self._greedy_members()  # cdf is None when every member is greedy
-        u = uniform(tuple(view.shape[:-1]), view.device, streams, None if some is None else ~some)
-        moves = inverse_cdf(cdf.index_select(0, rows).view(view.shape), u)
+        return self._act_from_rows(table, table_rows(view, row_of, table.shape[0]), legal, streams, cdf)
+
+    def _act_from_rows(self, table: torch.Tensor, rows: torch.Tensor, legal: torch.Tensor, streams,
+                       cdf: torch.Tensor | None) -> torch.Tensor:
+        """Moves of the games whose (..., 9) ``legal`` cells are given, each reading its row
+        of ``rows`` (N B,) in the (R, 9) masked logits ``table`` and their ``cdf``
+        (``table_cdf``; None: every member greedy)."""
+        if cdf is None:
+            return self._draw(table.index_select(0, rows).view(legal.shape), streams)
+        greedy, some = self._greedy_members()
+        u = uniform(tuple(legal.shape[:-1]), legal.device, streams, None if some is None else ~some)
+        moves = inverse_cdf(cdf.index_select(0, rows).view(legal.shape), u)
         if some is not None:
-            best = table.index_select(0, rows).view(view.shape).argmax(-1)
+            best = table.index_select(0, rows).view(legal.shape).argmax(-1)
             moves = torch.where(per_member(greedy, moves), best, moves)
         return self._explore(moves, legal, streams)
 
-    def table_cdf(self, table: torch.Tensor, members: int) -> torch.Tensor | None:
-        """(N P, 9) masked logits -> (N P, 9) running sums of their softmax at each member's
-        temperature, computed once per batch for ``act_from_table``; None when every member
-        is greedy (nothing to draw)."""
+    def table_cdf(self, table: torch.Tensor, member: torch.Tensor | None = None) -> torch.Tensor | None:
+        """(R, 9) masked logits -> (R, 9) running sums of their softmax at the temperature,
+        computed once per batch for ``act_from_table``; None when every member is greedy
+        (nothing to draw). With members' own temperatures, ``member`` (R,) says whose each row is."""
         t = self.temperature
         if isinstance(t, torch.Tensor):
             if bool((t <= 0).all()):
                 return None
-            scale = per_member(torch.where(t > 0, t, 1.0), table.view(members, -1, 9))
-            return torch.softmax(table.view(members, -1, 9) / scale, -1).cumsum(-1).view(-1, 9)
+            scale = torch.where(t > 0, t, 1.0).index_select(0, member)[:, None]  # (R, 1)
+            return torch.softmax(table / scale, -1).cumsum(-1)
         return None if t <= 0 else torch.softmax(table / t, -1).cumsum(-1)
 
     def _draw(self, logits: torch.Tensor, streams) -> torch.Tensor:
@@ -372,22 +386,32 @@ class Reinforce(Algorithm):
 
     def _learn_by_position(self, run: Run, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
-        per-move loss summed per position. Returns the loss (mean per game; a stack's (N,))."""
+        per-move loss summed per position. Returns the loss (mean per game; a stack's (N,)).
+
+        The table is the positions the games reach, computed ply by ply as they are reached
+        (``algos/reached.py``): the rows no game reaches add nothing to the gradient."""
         views, row_of = run.positions()
-        P = views.shape[0]
-        logits = self.logits(views)  # (P, 9), or a stack's (N, P, 9): with autograd
-        members = logits.shape[0] if logits.dim() == 3 else 1
-        logits = logits.reshape(-1, 9)  # a stack's: N blocks of the P positions
-        # Acting is always masked; without the masked softmax, mask the same logits here.
-        table = logits.detach()
-        if not self.masked_softmax:
-            table = table.view(-1, P, 9).masked_fill(views != 0, MASKED).view(-1, 9)
-        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams,
-                      cdf=self.table_cdf(table, members))
+        reached = ReachedTable(self._logits_by_member, views, row_of)
+
+        def act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+            logits, at, owner, rows = reached.read(view)  # (R, 9): with autograd
+            # Acting is always masked; without the masked softmax, mask the same logits here.
+            table = logits.detach() if self.masked_softmax else logits.detach().masked_fill(at != 0, MASKED)
+            with torch.no_grad():
+                return self._act_from_rows(table, rows, legal, run.streams, self.table_cdf(table, owner))
+
         ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
         results.append(ep)
-        rows, action, scaled = self._moves_by_row(ep, run, row_of, P)
-        legal = (views == 0).repeat(members, 1)  # (N P, 9) each row's empty cells
-        loss = summed_loss(logits, position_targets(rows, action, scaled, legal), games, members)
+        rows, action, scaled = self._moves_by_row(ep, run, row_of, views.shape[0])
+        logits, at, owner = reached.gathered()  # (W, 9) every member's reached rows
+        targets = position_targets(reached.place_of(rows), action, scaled, at == 0)
+        members = run.streams.n if reached.stacked else 1
+        loss = summed_loss(logits, targets, games, members, owner if members > 1 else None)
         self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()
+
+    def _logits_by_member(self, views: torch.Tensor, counts: list[int] | None) -> torch.Tensor:
+        """(R, 9) views (a population's: member by member, ``counts`` rows each) -> (R, 9) logits."""
+        if isinstance(self.net, MLPStack):
+            return self.net.by_member(views, counts or [views.shape[0]], masked=self.masked_softmax)
+        return self.logits(views)

@@ -15,6 +15,7 @@ algorithms that learn which cells are occupied (antirez's seed, PPO with masking
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ttt_research.models import encodings
@@ -193,3 +194,24 @@ class MLPStack(nn.Module):
     def forward(self, view: torch.Tensor, members: slice | None = None) -> torch.Tensor:
         """(N, B, 9) (or shared (B, 9)) mover's views -> (N, B, 9) logits, occupied cells masked."""
         return self.raw_logits(view, members).masked_fill(view != 0, MASKED)
+
+    def by_member(self, view: torch.Tensor, counts: list[int], masked: bool = True) -> torch.Tensor:
+        """(R, 9) views, member k's ``counts[k]`` rows after member k - 1's -> (R, 9) logits
+        (occupied cells masked, unless ``masked`` is false), each member's rows through its
+        own layers: a matmul per member and layer, ``MLP``'s own (``F.linear``).
+
+        Why not one batched matmul: members with different numbers of rows would be padded
+        to the most, and a weight's gradient is a sum over the rows whose float result
+        changes with the padded length: a member's numbers would depend on its neighbours'.
+        (On the CPU these matmuls were as fast as the padded batched one, or faster.)"""
+        weights = [w.unbind(0) for w in self.weights]  # views; their backward stacks the grads once
+        biases = [b.unbind(0) for b in self.biases]
+        last = len(weights) - 1
+        out = []
+        for k, h in enumerate(self.encode(view).split(counts)):
+            for i in range(last + 1):
+                h = F.linear(h, weights[i][k], biases[i][k])
+                h = torch.relu(h) if i < last else h
+            out.append(h)
+        logits = torch.cat(out)
+        return logits.masked_fill(view != 0, MASKED) if masked else logits

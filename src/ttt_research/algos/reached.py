@@ -1,0 +1,96 @@
+"""The table of decision positions a batch of games reaches, computed ply by ply
+(``ReachedTable``): what REINFORCE's position-table update reads and learns from.
+
+Why: a batch's games reach only some of the learner's decision positions. Early in training
+nearly all 2,097 of O's; once the policy is sharp, a few hundred (the default REINFORCE's
+population of 8: 2,094 in its first batch, 770 a third of the way, 302 at the end). A
+network pass over every position, kept for the backward pass, spends most of its work on
+rows whose gradient is exactly zero. Here each ply's pass covers the positions the live
+games are at when the learner is to move, and nothing else; as a position's ply is its
+number of pieces, no position is computed twice in a batch. The passes keep their autograd
+graphs, and the loss over the reached rows (``gathered``, ``place_of``) gives the gradient
+of the whole table's loss: the rows left out would have added zeros.
+
+A population's members reach different positions: the rows are member k's, then member
+k + 1's, each member's through its own layers (``forward`` gets the counts). Nothing pads a
+member's rows to its neighbours', so no member's numbers depend on the others' (a batched
+matmul padded to the most any member reaches would sum each weight's gradient over a
+length set by the neighbours, and float sums change with their length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ttt_research.env import game
+
+
+class ReachedTable:
+    """The logits of the positions the games reach, one network pass per ply.
+
+    Args:
+        forward: (R, 9) views and each member's number of rows (None for a single run) ->
+            (R, 9) logits; called once per ply with the positions reached, its autograd
+            graph kept.
+        views: (P, 9) float views of the decision positions (``Run.positions``).
+        row_of: (3^9,) map from a view's code to its row of ``views`` (-1: none).
+    """
+
+    def __init__(self, forward: Callable[[torch.Tensor, list[int] | None], torch.Tensor],
+                 views: torch.Tensor, row_of: torch.Tensor):
+        self.forward = forward
+        self.views, self.row_of = views, row_of
+        self.P = views.shape[0]
+        self.stacked = False  # a population's games: (N, B, 9)
+        self.logits: list[torch.Tensor] = []  # per ply: (R, 9) logits with autograd
+        self.at: list[torch.Tensor] = []  # per ply: (R,) flat rows (member k's positions + k P)
+        self.width = 0  # rows over the plies so far
+        self.column = None  # (N P + 1,) each reached flat row's row of ``gathered``
+
+    def read(self, view: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B, 9) (a population's (N, B, 9)) views of one ply's games -> this ply's (R, 9)
+        logits (with autograd), the (R, 9) views of their positions, the (R,) member of each
+        row and the (N B,) row each game reads. A finished game (no decision position) reads
+        row 0: it rides along in lockstep and what is drawn for it is ignored."""
+        self.stacked = view.dim() == 3
+        N = view.shape[0] if self.stacked else 1
+        P = self.P
+        if self.column is None:
+            self.column = torch.full((N * P + 1,), -1, dtype=torch.long, device=view.device)
+        code = game.view_code(view).reshape(-1)  # (N B,)
+        B = code.numel() // N
+        row = self.row_of.index_select(0, code)  # (N B,) -1 where the game is over
+        member = torch.arange(N, device=row.device).repeat_interleave(B) if N > 1 else 0
+        flat = torch.where(row >= 0, row + member * P, N * P)  # (N B,) finished: a spare row
+        hit = torch.zeros(N * P + 1, dtype=torch.bool, device=row.device).index_fill_(0, flat, True)
+        hit[-1] = False
+        at = hit.nonzero().squeeze(1)  # (R,) flat rows reached, member by member
+        if at.numel() == 0:  # every game is over: nothing to learn, one row of zeros to read
+            zero = torch.zeros(1, dtype=torch.long, device=row.device)
+            return self.views.new_zeros(1, 9), self.views[:1], zero, zero.expand(flat.numel())
+        views = self.views.index_select(0, at % P)  # (R, 9)
+        owner = torch.div(at, P, rounding_mode="floor")  # (R,)
+        counts = torch.bincount(owner, minlength=N).tolist() if self.stacked else None
+        logits = self.forward(views, counts)
+        here = torch.arange(at.numel(), device=row.device)
+        self.column[at] = self.width + here
+        self.width += at.numel()
+        self.logits.append(logits)
+        self.at.append(at)
+        rows = torch.zeros(N * P + 1, dtype=torch.long, device=row.device)
+        rows[at] = here
+        return logits, views, owner, rows.index_select(0, flat)
+
+    def gathered(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every ply's rows one after another: (W, 9) logits with autograd, the (W, 9) views of
+        their positions and the (W,) member of each row."""
+        at = torch.cat(self.at)
+        return (torch.cat(self.logits), self.views.index_select(0, at % self.P),
+                torch.div(at, self.P, rounding_mode="floor"))
+
+    def place_of(self, rows: torch.Tensor) -> torch.Tensor:
+        """(M,) rows of the whole table (member k's positions in block k of P) -> (M,) rows of
+        ``gathered``; every row given was reached in this batch."""
+        return self.column.index_select(0, rows)
