@@ -95,7 +95,6 @@ def test_targets_summed_from_numbers_equal_the_per_move_rows_summed():
     assert position_targets(rows, action, poisoned, views == 0)[rows[0]].isnan().any()
 
 
-
 def reached_loss(forward, views, row_of, ep_view, learner, rows, action, scaled, members, games):
     """The loss over the rows a ``ReachedTable`` computes, reading ``ep_view`` (T, [N,] B, 9)
     at the plies the ``learner`` (T, [N,] B) moved, as a batch does, and its rows per ply."""
@@ -202,3 +201,21 @@ def test_epsilon_replaces_that_share_of_moves_by_uniform_legal_ones():
         k = cells.numel()
         assert counts[top] == pytest.approx(1 - eps + eps / k, abs=0.01)
         assert torch.allclose(counts[cells[1:]], torch.full((k - 1,), eps / k), atol=0.01)
+
+
+def test_the_reached_table_reads_finished_games_and_members_that_reach_nothing():
+    """A finished game has no row (it reads row 0, ignored); a member whose games are all over
+    at a ply gets no row and no pass; a ply where every game is over computes nothing."""
+    views, row_of = module().positions()  # O's 2,097 positions
+    stack = MLPStack.from_members([MLP([25], "planes18") for _ in range(2)])
+    o_to_move = views[5]  # one piece of X's: O to move
+    won = torch.tensor([1., 1, 1, -1, -1, 0, 0, 0, 0])  # the mover's view of a finished game
+    games = torch.stack([torch.stack([o_to_move, won, o_to_move]), torch.stack([won, won, won])])  # (2, 3, 9)
+    reached = ReachedTable(stack.by_member, views, row_of)
+    logits, boards, owner, rows = reached.read(games)
+    assert logits.shape == (1, 9) and owner.tolist() == [0]  # member 0's one position, once
+    assert torch.equal(boards[0], o_to_move) and rows.tolist() == [0, 0, 0, 0, 0, 0]
+    assert torch.equal(logits, stack.member(0)(o_to_move[None]))
+    assert reached.place_of(torch.tensor([5])).tolist() == [0]  # member 0's position 5: row 0
+    over = reached.read(torch.stack([won.expand(3, 9), won.expand(3, 9)]))
+    assert over[0].shape == (1, 9) and not over[0].requires_grad and reached.width == 1  # nothing kept

@@ -31,7 +31,7 @@ class ReachedTable:
     """The logits of the positions the games reach, one network pass per ply.
 
     Args:
-        forward: (R, 9) views and each member's number of rows (None for a single run) ->
+        forward: (R, 9) views and each member's number of rows (None when the games are (B, 9)) ->
             (R, 9) logits; called once per ply with the positions reached, its autograd
             graph kept.
         views: (P, 9) float views of the decision positions (``Run.positions``).

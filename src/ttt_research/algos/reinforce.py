@@ -263,8 +263,9 @@ class Reinforce(Algorithm):
 
     def table_cdf(self, table: torch.Tensor, member: torch.Tensor | None = None) -> torch.Tensor | None:
         """(R, 9) masked logits -> (R, 9) running sums of their softmax at the temperature,
-        computed once per batch for ``act_from_table``; None when every member is greedy
-        (nothing to draw). With members' own temperatures, ``member`` (R,) says whose each row is."""
+        computed once per table (``act_from_table``, each ply's reached rows); None when every
+        member is greedy (nothing to draw). With members' own temperatures, ``member`` (R,) says
+        whose each row is (required then)."""
         t = self.temperature
         if isinstance(t, torch.Tensor):
             if bool((t <= 0).all()):
@@ -394,19 +395,24 @@ class Reinforce(Algorithm):
         reached = ReachedTable(self._logits_by_member, views, row_of)
 
         def act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-            logits, at, owner, rows = reached.read(view)  # (R, 9): with autograd
+            logits, boards, owner, rows = reached.read(view)  # (R, 9): with autograd
             # Acting is always masked; without the masked softmax, mask the same logits here.
-            table = logits.detach() if self.masked_softmax else logits.detach().masked_fill(at != 0, MASKED)
+            table = logits.detach()
+            if not self.masked_softmax:
+                table = table.masked_fill(boards != 0, MASKED)
             with torch.no_grad():
                 return self._act_from_rows(table, rows, legal, run.streams, self.table_cdf(table, owner))
 
         ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
         results.append(ep)
         rows, action, scaled = self._moves_by_row(ep, run, row_of, views.shape[0])
-        logits, at, owner = reached.gathered()  # (W, 9) every member's reached rows
-        targets = position_targets(reached.place_of(rows), action, scaled, at == 0)
-        members = run.streams.n if reached.stacked else 1
-        loss = summed_loss(logits, targets, games, members, owner if members > 1 else None)
+        logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows
+        targets = position_targets(reached.place_of(rows), action, scaled, boards == 0)
+        if reached.stacked:  # summed per member, as a member's loss is whatever shares its process
+            loss = summed_loss(logits, targets, games, run.streams.n, owner)
+            loss = loss if loss.numel() > 1 else loss[0]
+        else:
+            loss = summed_loss(logits, targets, games)
         self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()
 

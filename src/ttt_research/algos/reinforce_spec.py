@@ -36,8 +36,8 @@ class Hyper:
     games_per_update: Any = 16384
     """games per training step (one Lightning step, one log row)"""
     rollouts: Any = 2
-    """... played as 2 batches of 8,192, each learned from before the next (one pass over the positions per
-    batch: larger batches, fewer passes)"""
+    """... played as 2 batches of 8,192, each learned from before the next (one pass over the positions
+    reached per ply of a batch: larger batches, fewer passes)"""
     minibatches: Any = 1
     """SGD steps per batch (only without the position table)"""
     lr: Any = 2.0

@@ -76,7 +76,8 @@ class MLPStack(nn.Module):
     A population of agents runs as one network: each layer's weights are stacked into an
     (N, out, in) tensor and its biases into (N, out), and a layer is one batched matmul
     (``torch.baddbmm``: bias + x @ W^T for every member at once), not a Python loop over
-    members. Member k only ever touches slice k of every tensor, so its output and its
+    members; ``by_member`` is the exception, for rows of different lengths per member.
+    Member k only ever touches slice k of every tensor, so its output and its
     gradients do not depend on its neighbours. (``torch.func.vmap`` over ``functional_call``
     computes the same thing; on the CPU at N=64, B=2048 the plain batched matmuls were
     about as fast or faster, with no functional indirection, so we keep them.)
