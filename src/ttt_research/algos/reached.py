@@ -31,34 +31,32 @@ class ReachedTable:
     """The logits of the positions the games reach, one network pass per ply.
 
     Args:
-        forward: (R, 9) views and each member's number of rows (None when the games are (B, 9)) ->
-            (R, 9) logits; called once per ply with the positions reached, its autograd
-            graph kept.
+        forward: (R, 9) views and each member's number of rows -> (R, 9) logits; called once
+            per ply with the positions reached, its autograd graph kept.
         views: (P, 9) float views of the decision positions (``Run.positions``).
         row_of: (3^9,) map from a view's code to its row of ``views`` (-1: none).
     """
 
-    def __init__(self, forward: Callable[[torch.Tensor, list[int] | None], torch.Tensor],
+    def __init__(self, forward: Callable[[torch.Tensor, list[int]], torch.Tensor],
                  views: torch.Tensor, row_of: torch.Tensor):
         self.forward = forward
         self.views, self.row_of = views, row_of
         self.P = views.shape[0]
-        self.stacked = False  # a population's games: (N, B, 9)
+        self.members = 1  # N: the games' leading axis, (N, B, 9) (a (B, 9) batch: one)
         self.logits: list[torch.Tensor] = []  # per ply: (R, 9) logits with autograd
         self.at: list[torch.Tensor] = []  # per ply: (R,) flat rows (member k's positions + k P)
         self.width = 0  # rows over the plies so far
-        self.column = None  # (N P + 1,) each reached flat row's row of ``gathered``
+        self.column = None  # (N P,) each reached flat row's row of ``gathered``
 
     def read(self, view: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B, 9) (a population's (N, B, 9)) views of one ply's games -> this ply's (R, 9)
         logits (with autograd), the (R, 9) views of their positions, the (R,) member of each
         row and the (N B,) row each game reads. A finished game (no decision position) reads
         row 0: it rides along in lockstep and what is drawn for it is ignored."""
-        self.stacked = view.dim() == 3
-        N = view.shape[0] if self.stacked else 1
+        N = self.members = view.shape[0] if view.dim() == 3 else 1
         P = self.P
         if self.column is None:
-            self.column = torch.full((N * P + 1,), -1, dtype=torch.long, device=view.device)
+            self.column = torch.full((N * P,), -1, dtype=torch.long, device=view.device)
         code = game.view_code(view).reshape(-1)  # (N B,)
         B = code.numel() // N
         row = self.row_of.index_select(0, code)  # (N B,) -1 where the game is over
@@ -72,8 +70,7 @@ class ReachedTable:
             return self.views.new_zeros(1, 9), self.views[:1], zero, zero.expand(flat.numel())
         views = self.views.index_select(0, at % P)  # (R, 9)
         owner = torch.div(at, P, rounding_mode="floor")  # (R,)
-        counts = torch.bincount(owner, minlength=N).tolist() if self.stacked else None
-        logits = self.forward(views, counts)
+        logits = self.forward(views, torch.bincount(owner, minlength=N).tolist())
         here = torch.arange(at.numel(), device=row.device)
         self.column[at] = self.width + here
         self.width += at.numel()

@@ -408,16 +408,14 @@ class Reinforce(Algorithm):
         rows, action, scaled = self._moves_by_row(ep, run, row_of, views.shape[0])
         logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows
         targets = position_targets(reached.place_of(rows), action, scaled, boards == 0)
-        if reached.stacked:  # summed per member, as a member's loss is whatever shares its process
-            loss = summed_loss(logits, targets, games, run.streams.n, owner)
-            loss = loss if loss.numel() > 1 else loss[0]
-        else:
-            loss = summed_loss(logits, targets, games)
+        # Summed per member: a member's loss is the same number whatever shares its process.
+        loss = summed_loss(logits, targets, games, reached.members, owner)
+        loss = loss if reached.members > 1 else loss[0]
         self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()
 
-    def _logits_by_member(self, views: torch.Tensor, counts: list[int] | None) -> torch.Tensor:
-        """(R, 9) views (a population's: member by member, ``counts`` rows each) -> (R, 9) logits."""
+    def _logits_by_member(self, views: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        """(R, 9) views, member by member (``counts`` rows each) -> (R, 9) logits."""
         if isinstance(self.net, MLPStack):
-            return self.net.by_member(views, counts or [views.shape[0]], masked=self.masked_softmax)
+            return self.net.by_member(views, counts, masked=self.masked_softmax)
         return self.logits(views)
