@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 
 from ttt_research.contract import unbeatable
 from ttt_research.evaluation.exact import evaluate_policy
-from ttt_research.train import cores
+from ttt_research.train import allocator, cores
 from ttt_research.train.confdir import compose
 from ttt_research.train.run import build, quiet_lightning
 
@@ -57,6 +57,7 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
     setting = threads or cfg.threads
+    allocator.keep_freed_memory()  # as python -m ttt_research's training does
     torch.set_num_threads(cores.starting_threads(setting) or 1)
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)

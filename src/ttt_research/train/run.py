@@ -34,7 +34,7 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
-from ttt_research.train import cores, runfolder, runspec
+from ttt_research.train import allocator, cores, runfolder, runspec
 from ttt_research.train import population as population_run
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
@@ -204,6 +204,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         cfg = OmegaConf.merge(cfg, {"resume": True})
     if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
         cfg = OmegaConf.merge(cfg, {"resume": False})
+    allocator.keep_freed_memory()  # a population's large tensors: no page faults each minibatch
     threads = cores.starting_threads(cfg.threads)  # auto: one; a population then takes what is free
     if threads is not None:
         torch.set_num_threads(threads)
