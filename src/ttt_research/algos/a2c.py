@@ -25,7 +25,6 @@ import torch
 
 from ttt_research.algos.base import Run, Update, per_member
 from ttt_research.algos.ppo import PPO, explained_variance, mean_last, normalise, take_rows, value_loss
-from ttt_research.env import game
 from ttt_research.env.rollout import play_batch
 from ttt_research.models import member_optim
 
@@ -65,9 +64,7 @@ class A2C(PPO):
         act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
         ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
         mv = self.trajectories(ep, run.reward)  # (N, M) moves, their advantages and returns
-        legal = mv.legal if self.masking else torch.ones_like(mv.legal)
-        view, action = mv.view.float(), mv.action
-        code = game.view_code(view)  # (N, M)
+        view, code, action, legal = mv.x, mv.code, mv.action, mv.choices
         N = mv.take.shape[0]
         sums = torch.zeros(3, N, device=run.device)  # policy loss, value loss, entropy
         n = torch.zeros(N, device=run.device)  # (N,) steps each member took
