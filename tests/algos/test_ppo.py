@@ -10,9 +10,11 @@ from ttt_research.algos.ppo import (
     PPO,
     explained_variance,
     gae,
+    log_softmax9,
     masked_entropy,
     normalise,
     policy_loss,
+    take_rows,
     value_loss,
 )
 from ttt_research.algos.ppo_spec import SPEC
@@ -21,7 +23,7 @@ from ttt_research.env.opponents import Curriculum, MixedOpponent, PoolOpponent, 
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import Streams
-from ttt_research.models.nets import MASKED, MLP
+from ttt_research.models.nets import MASKED, MLP, MLPStack
 
 
 def test_gae_over_one_sides_moves_by_hand():
@@ -72,6 +74,72 @@ def test_value_loss_entropy_and_diagnostics_by_hand():
 def _greedy_net(seed=0):
     torch.manual_seed(seed)
     return MLP([16], "signed9")
+
+
+def test_log_softmax_over_a_middle_axis_is_torchs_over_the_last():
+    """log_softmax9 computes over a middle axis (torch's kernel for a last axis of 9 is slow):
+    the same log-probabilities and gradients up to float rounding, masked cells included."""
+    logits = torch.randn(3, 50, 9, generator=torch.Generator().manual_seed(0))
+    occupied = torch.rand(3, 50, 9, generator=torch.Generator().manual_seed(1)) < 0.4
+    logits = logits.masked_fill(occupied, MASKED)
+    weight = torch.randn(3, 50, 9)
+    mine, theirs = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    a, b = log_softmax9(mine), torch.log_softmax(theirs, -1)
+    assert a.shape == b.shape == (3, 50, 9)
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+    (a.where(a > -1e8, 0.0) * weight).sum().backward()
+    (b.where(b > -1e8, 0.0) * weight).sum().backward()
+    torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(log_softmax9(logits[0]), torch.log_softmax(logits[0], -1), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8, torch.bool])
+def test_take_rows_copies_each_members_rows(dtype):
+    """take_rows (rows copied whole) picks what a gather along the moves' axis picks."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(-1, 2, (4, 30, 9), generator=g).to(dtype)
+    index = torch.randint(0, 30, (4, 7), generator=g)
+    assert torch.equal(take_rows(x, index), x.gather(1, index[..., None].expand(-1, -1, 9)))
+    assert torch.equal(take_rows(x[..., 0], index), x[..., 0].gather(1, index))  # (N, M) values
+    assert take_rows(x, index[:, :0]).shape == (4, 0, 9)  # a member's empty minibatch
+
+
+@pytest.mark.parametrize("options", [{}, {"masking": False}], ids=["masked", "unmasked"])
+def test_trajectories_read_the_batchs_networks_once_per_position(options):
+    """A population of 3 (padded moves): trajectories' logp_old and value_old, computed once per
+    distinct position, are the networks' on every move, and GAE's advantages and returns are
+    those of the critic run on every move."""
+    torch.manual_seed(0)
+    m = PPO(net=MLPStack(3, [16], "signed9"), value_net=MLPStack(3, [16], "signed9", outputs=1),
+            **(SPEC.defaults() | options))
+    streams = Streams([1, 2, 3])
+    ep = play_batch(64, partial(m.act, streams=streams), RandomOpponent(), "both", "cpu", streams)
+    reward = Reward(1.0, 0.3, -5.0, -5.0)
+    mv = m.trajectories(ep, reward)
+    assert mv.valid is not None and not bool(mv.valid.all())  # members made different numbers of moves
+    ok = mv.valid
+    with torch.no_grad():
+        view = mv.view.float()
+        logits = m.net(view) if m.masking else m.net.raw_logits(view)
+        logp = torch.log_softmax(logits, -1).gather(2, mv.action[..., None]).squeeze(2)
+        value = m.value(view)
+    torch.testing.assert_close(mv.logp_old[ok], logp[ok], rtol=0, atol=1e-5)
+    torch.testing.assert_close(mv.value_old[ok], value[ok], rtol=0, atol=1e-6)
+    # GAE from the critic on every move: the same advantages and returns
+    T, N, B = ep.learner.shape
+    grid = torch.zeros(N, T * B).scatter_(1, mv.take, value.masked_fill(~ok, 0)).view(N, T, B).transpose(0, 1)
+    side = torch.where(torch.arange(T) % 2 == 0, game.X, game.O).view(T, 1, 1).expand(T, N, B)
+    adv = torch.zeros(T, N, B)
+    for s in (game.X, game.O):
+        mask = ep.learner & (side == s)
+        later = mask.flip(0).long().cumsum(0).flip(0) - mask.long()
+        last = mask & (later == 0)
+        result = (ep.outcome * ep.seat * s).to(torch.int8)
+        at_last = torch.where(last, reward.of(result, ep.forfeit & (result < 0))[None], 0.0)
+        a, _ = gae(*(x.reshape(T, N * B) for x in (at_last, grid, mask, last)), m.gamma, m.gae_lambda)
+        adv = adv + a.view(T, N, B)
+    torch.testing.assert_close(mv.adv[ok], mv.gather(adv)[ok], rtol=0, atol=1e-5)
+    torch.testing.assert_close(mv.ret[ok], (mv.gather(adv) + value)[ok], rtol=0, atol=1e-5)
 
 
 def test_self_play_lets_the_learner_move_for_both_sides():

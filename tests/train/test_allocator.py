@@ -1,23 +1,28 @@
-"""train/allocator.py: a training process keeps the large blocks it frees, so torch's next
-tensor of that size reuses their pages instead of faulting in fresh zeroed ones."""
+"""train/allocator.py: while a population trains, its process keeps the large blocks it
+frees, so torch's next tensor of that size reuses their pages instead of faulting in fresh
+zeroed ones; afterwards glibc's defaults are back."""
 
 import subprocess
 import sys
 
 import pytest
 
-# Allocate, touch and free a 64 MiB tensor 10 times, then 10 more, counted: print the minor
-# page faults those took. (The heap settles in the first few: glibc still gives back some.)
+# Allocate, touch and free a 64 MiB tensor 10 times, then 10 more, counted; in "keep" mode
+# inside kept_freed_memory, in "after" mode after it: print the minor page faults counted.
+# (The first ones warm up: the heap grows to the block's size.)
 SCRIPT = """
-import resource, sys, torch
-from ttt_research.train.allocator import keep_freed_memory
-kept = keep_freed_memory() if sys.argv[1] == "keep" else False
-for _ in range(10):  # before counting: the heap grows to the size
-    torch.empty(16 * 2**20).fill_(1.0)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(10):
-    torch.empty(16 * 2**20).fill_(1.0)  # 64 MiB, 16,384 pages of 4 KiB
-print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+import contextlib, resource, sys, torch
+from ttt_research.train.allocator import kept_freed_memory
+mode = sys.argv[1]
+with kept_freed_memory(population=mode != "plain") as kept:
+    pass
+with kept_freed_memory() if mode == "keep" else contextlib.nullcontext(kept):
+    for _ in range(10):
+        torch.empty(16 * 2**20).fill_(1.0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(10):
+        torch.empty(16 * 2**20).fill_(1.0)  # 64 MiB, 16,384 pages of 4 KiB
+    print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 PAGES = 16 * 2**20 * 4 // 4096  # one allocation's pages
 
@@ -29,10 +34,11 @@ def faults(mode: str) -> tuple[bool, int]:
     return kept == "True", int(n)
 
 
-def test_freed_blocks_are_reused_instead_of_faulted_in_again():
-    kept, with_keep = faults("keep")
+def test_a_population_reuses_freed_blocks_and_the_defaults_come_back_after():
+    kept, keeping = faults("keep")
     if not kept:
-        pytest.skip("this C library has no mallopt (not glibc)")
-    _, plain = faults("plain")
-    assert plain > 10 * PAGES  # glibc by default: each 64 MiB block mapped anew, every page faulted
-    assert with_keep < PAGES  # kept: the 10 allocations reuse the same pages
+        pytest.skip("this C library has no mallopt (not glibc on Linux)")
+    _, plain = faults("plain")  # never kept (a single run)
+    _, after = faults("after")  # kept once, then given back
+    assert keeping * 10 < plain  # kept: the allocations reuse the same pages
+    assert after * 10 > plain  # glibc's defaults again: as if never kept

@@ -105,9 +105,12 @@ def value_loss(v: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor | None = 
 
 
 def log_softmax9(logits: torch.Tensor) -> torch.Tensor:
-    """``F.log_softmax(logits, -1)`` of (..., 9) logits, computed over a middle axis: torch's
-    CPU kernel for so short a last axis is several times slower (forward and backward of
-    (64, 1,000, 9) on one thread: 14.3 -> 2.4 ms). The same numbers up to float rounding."""
+    """``F.log_softmax(logits, -1)`` of (B, 9) or (N, B, 9) logits, on the CPU computed over a
+    middle axis: torch's CPU kernel for so short a last axis is several times slower (forward
+    and backward of (64, 1,000, 9) on one thread: 14.3 -> 2.4 ms). The same numbers up to float
+    rounding; the result is a transposed view (``reshape``, not ``view``)."""
+    if logits.is_cuda:  # CUDA's last-axis kernel is its fast one: no transposes
+        return F.log_softmax(logits, -1)
     return F.log_softmax(logits.transpose(-1, -2), -2).transpose(-1, -2)
 
 
@@ -153,7 +156,8 @@ def take_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
     A (N, M, 9) tensor's rows are copied whole (``index_select`` of the (N M, 9) rows): a
     ``gather`` with the index spread over the 9 cells reads it cell by cell, several times
-    slower (64 members, 1,900 of 7,600 rows: 13 -> 1.6 ms on one thread)."""
+    slower (64 members, 1,900 of 7,600 rows: 13 -> 1.6 ms on one thread). An index past M
+    would read the next member's rows, not fail: the callers' indices are below M."""
     if x.dim() == 2:
         return x.gather(1, index)
     N, M = x.shape[:2]
@@ -178,7 +182,11 @@ class Moves:
         # Set by ``PPO.trajectories``: the networks' input and position codes (N, M, 9) and
         # (N, M), the cells the policy picks among, what the batch's policy and critic said
         # of each move, the advantages and the returns.
-        self.x = self.code = self.choices = self.logp_old = self.value_old = None
+        self.x: torch.Tensor | None = None  # (N, M, 9) float views
+        self.code: torch.Tensor | None = None  # (N, M) position codes
+        self.choices: torch.Tensor | None = None  # (N, M, 9) bool
+        self.logp_old: torch.Tensor | None = None  # (N, M)
+        self.value_old: torch.Tensor | None = None  # (N, M)
         self.adv: torch.Tensor | None = None
         self.ret: torch.Tensor | None = None
 

@@ -57,7 +57,6 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
     setting = threads or cfg.threads
-    allocator.keep_freed_memory()  # as python -m ttt_research's training does
     torch.set_num_threads(cores.starting_threads(setting) or 1)
     L.seed_everything(cfg.seed, verbose=False)
     module = build(cfg)
@@ -65,7 +64,8 @@ def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     callbacks = [clock, *cores.callbacks(setting, module.stacked)]
     trainer = instantiate(cfg.trainer, logger=False, callbacks=callbacks, enable_checkpointing=False,
                           enable_progress_bar=False, limit_train_batches=module.total_updates)
-    trainer.fit(module)
+    with allocator.kept_freed_memory(population=module.stacked):  # as python -m ttt_research does
+        trainer.fit(module)
     return module, clock
 
 

@@ -190,7 +190,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    with runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop:
+    with (runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop,
+          allocator.kept_freed_memory(population=len(members) > 1)):  # no page faults each minibatch
         report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
         if stop.signum:  # noted while the outputs were written: they are whole, the run is done
             raise stop.stopped(stop.games, complete=True)
@@ -204,7 +205,6 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         cfg = OmegaConf.merge(cfg, {"resume": True})
     if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
         cfg = OmegaConf.merge(cfg, {"resume": False})
-    allocator.keep_freed_memory()  # a population's large tensors: no page faults each minibatch
     threads = cores.starting_threads(cfg.threads)  # auto: one; a population then takes what is free
     if threads is not None:
         torch.set_num_threads(threads)
