@@ -179,11 +179,10 @@ class Moves:
         self.view = take_rows(grid_view, take)  # (N, M, 9) int8
         self.legal = take_rows(grid_legal, take)  # (N, M, 9)
         self.action = grid_action.gather(1, take)  # (N, M)
-        # Set by ``PPO.trajectories``: the networks' input and position codes (N, M, 9) and
-        # (N, M), the cells the policy picks among, what the batch's policy and critic said
-        # of each move, the advantages and the returns.
-        self.x: torch.Tensor | None = None  # (N, M, 9) float views
-        self.code: torch.Tensor | None = None  # (N, M) position codes
+        self.x = self.view.float()  # (N, M, 9) the networks' input
+        self.code = game.view_code(self.x)  # (N, M) equal codes, equal positions
+        # Set by ``PPO.trajectories``: the cells the policy picks among, what the batch's policy
+        # and critic said of each move, the advantages and the returns.
         self.choices: torch.Tensor | None = None  # (N, M, 9) bool
         self.logp_old: torch.Tensor | None = None  # (N, M)
         self.value_old: torch.Tensor | None = None  # (N, M)
@@ -288,8 +287,6 @@ class PPO(Algorithm):
         T, N, B = ep.learner.shape
         device = ep.learner.device
         moves = Moves.of(ep)
-        moves.x = moves.view.float()  # (N, M, 9) the networks' input
-        moves.code = game.view_code(moves.x)  # (N, M) equal codes, equal positions
         # the cells the policy picks among (masking=false: every cell)
         moves.choices = moves.legal if self.masking else torch.ones_like(moves.legal)
         with torch.no_grad():  # the batch's policy and critic, once per distinct position
