@@ -58,10 +58,13 @@ def test_a_population_takes_a_free_core_gives_it_back_and_takes_it_again():
         host.window(seconds, ours, others)
         cb.on_train_batch_end(None, module, None, None, 0)
 
-    update(1.0, 1.0, 0.05)
-    assert cb.threads == 1  # under a window: nothing decided yet
-    update(1.5, 1.0, 0.05)  # 2.5 s since the start: the host is idle but for daemons
+    update(0.2, 1.0, 0.05)
+    assert cb.threads == 1  # under the first window (0.3 s): nothing decided yet
+    update(0.2, 1.0, 0.05)  # 0.4 s since the start: the host is idle but for daemons
     assert cb.threads == 2 and calls == [1, 2] and cb.others == pytest.approx(0.05)  # taken
+    update(1.0, 2.0, 0.05)
+    assert cb.threads == 2 and calls == [1, 2]  # the windows after the first: 2 s, nothing read yet
+    update(1.5, 2.0, 0.05)
     update(2.5, 1.33, 0.67)  # a second job starts: it gets 2/3 of a core beside our two threads
     assert cb.threads == 1 and calls == [1, 2, 1]  # given back at once
     update(2.5, 1.0, 1.0)  # beside it on one thread each: the fair share, kept
@@ -72,7 +75,8 @@ def test_a_population_takes_a_free_core_gives_it_back_and_takes_it_again():
         update(2.5, 1.0, 0.0)  # of 1 to 4 windows (it had taken the core before the job came)
         windows += 1
     assert cb.threads == 2 and calls == [1, 2, 1, 2] and 2 <= windows <= 5
-    assert [v for _, v in module.values] == [1.0, 2.0, 1.0, 1.0, 1.0] + [1.0] * (windows - 1) + [2.0]
+    logged = [v for _, v in module.values]
+    assert logged == [1.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0] + [1.0] * (windows - 1) + [2.0]
     assert {name for name, _ in module.values} == {"perf/threads"}  # every update logs its threads
 
 

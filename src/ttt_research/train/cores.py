@@ -7,7 +7,9 @@ runs of two threads each kept under a third of their speed). So ``auto`` decides
 the other processes use, measured, not guessed:
 
 * a single run: one thread (its matrices are too small for a second to pay);
-* a population: one thread to start, then every ``every_s`` seconds (give or take a tenth,
+* a population: one thread to start, then after a first short window (``first_s``: a
+  population of 16 trained for two or three seconds spent most of them on one thread while it
+  waited for a whole window) and every ``every_s`` seconds after it (give or take a tenth,
   so that several of them do not decide in step) ``CoreShare`` reads the busy CPU time of the
   CPUs this process may use (``/proc/stat``, its affinity's lines) and this process's own
   (``time.process_time``); what the others used in the window, in cores, leaves ``free``
@@ -122,14 +124,18 @@ class CoreShare(Callback):
     window with a core free, later after a core taken in vain); logged as ``perf/threads``.
 
     ``busy``, ``own`` and ``clock``: the usable CPUs' busy seconds, this process's and the wall
-    clock; ``jitter``: the share of ``every_s`` a window may be longer by (tests pass their own)."""
+    clock; ``jitter``: the share of ``every_s`` a window may be longer by (tests pass their own);
+    ``first_s``: the first window, from the start of training (``/proc/stat`` counts in
+    hundredths of a second per CPU: 0.3 s on two CPUs reads the others' use to within
+    about 0.07 of a core, inside ``OTHERS_SLACK``)."""
 
     def __init__(self, every_s: float = 2.0, cpus: int | None = None,
                  busy: Callable[[], float | None] = host_busy_seconds,
                  own: Callable[[], float] = time.process_time,
                  clock: Callable[[], float] = time.monotonic,
-                 set_threads: Callable[[int], None] = torch.set_num_threads, jitter: float = 0.1):
-        self.every_s, self.jitter = every_s, jitter
+                 set_threads: Callable[[int], None] = torch.set_num_threads, jitter: float = 0.1,
+                 first_s: float = 0.3):
+        self.every_s, self.jitter, self.first_s = every_s, jitter, min(first_s, every_s)
         self.cpus = cpus or usable_cpus()
         self.busy, self.own, self.clock, self.set_threads = busy, own, clock, set_threads
         self.threads = 1
@@ -180,6 +186,7 @@ class CoreShare(Callback):
         self.threads = 1
         self.set_threads(1)
         self._last = self.reading()
+        self._window = self.first_s  # the first decision soon: a short run gets its cores too
 
     def on_train_end(self, trainer, pl_module) -> None:
         self._restore()
