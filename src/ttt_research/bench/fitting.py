@@ -15,7 +15,7 @@ from ttt_research.contract import unbeatable
 from ttt_research.evaluation.exact import evaluate_policy
 from ttt_research.train import allocator, cores
 from ttt_research.train.confdir import compose
-from ttt_research.train.run import build, quiet_lightning
+from ttt_research.train.run import build_process, quiet_lightning
 
 
 class Clock(L.Callback):
@@ -53,17 +53,20 @@ class Clock(L.Callback):
 def fit(overrides: list[str], watch: bool = False, threads: int | None = None):
     """Train the config of ``overrides`` without a run folder; returns (module, clock).
     ``threads``: torch's threads (None: the config's; ``auto``: a population takes the cores
-    nothing else uses, as ``python -m ttt_research`` does: ``train/cores.py``)."""
+    nothing else uses, as ``python -m ttt_research`` does: ``train/cores.py``). With
+    ``trainer=ddp`` a population's members are shared out as the command shares them; Lightning
+    starts the other processes by running the calling script again, so call it from a script
+    that does the same in every process (the module returned holds this process's share)."""
     cfg = compose(overrides)  # confdir.compose: python -m ttt_research OVERRIDES
     quiet_lightning()
     setting = threads or cfg.threads
     torch.set_num_threads(cores.starting_threads(setting) or 1)
     L.seed_everything(cfg.seed, verbose=False)
-    module = build(cfg)
+    module, extra = build_process(cfg)  # trainer=ddp: this process's share of a population
     clock = Clock(watch)
     callbacks = [clock, *cores.callbacks(setting, module.stacked)]
     trainer = instantiate(cfg.trainer, logger=False, callbacks=callbacks, enable_checkpointing=False,
-                          enable_progress_bar=False, limit_train_batches=module.total_updates)
+                          enable_progress_bar=False, limit_train_batches=module.total_updates, **extra)
     with allocator.kept_freed_memory(population=module.stacked):  # as python -m ttt_research does
         trainer.fit(module)
     return module, clock

@@ -72,6 +72,20 @@ def progress_bar(setting, callbacks: list, evaluation: ExactEvaluation, seat: st
     return False
 
 
+def build_process(cfg: DictConfig, members: list | None = None) -> tuple[RLModule, dict]:
+    """The module this process trains and what its Trainer needs besides the config: with
+    ``trainer=ddp`` a population's share of the members (``population.sharing.shard``, this
+    process's rank read from the environment) and the strategy that keeps them apart;
+    otherwise ``build(cfg)`` and nothing. ``members``: the config's (``runspec.members``)."""
+    members = members if members is not None else runspec.members(cfg)
+    world = runspec.processes(cfg)
+    if len(members) > 1 and world > 1:  # trainer=ddp: each process trains its share of the members
+        rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
+        module = build(cfg, sharing.shard(members, rank, world), len(members), rank)
+        return module, {"strategy": population_run.SplitMembers()}
+    return build(cfg), {}
+
+
 def build(cfg: DictConfig, members: list | None = None, size: int | None = None,
           shard_rank: int | None = None) -> RLModule:
     """The LightningModule of the config: its algorithm (``cfg.algo``'s ``_target_``) with
@@ -210,14 +224,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         torch.set_num_threads(threads)
     L.seed_everything(cfg.seed, verbose=False)
     many = len(members) > 1
-    world = runspec.processes(cfg)
-    extra = {}
-    if many and world > 1:  # trainer=ddp: each process trains its share of the members
-        rank = sharing.rank_from_environment(world // (OmegaConf.select(cfg, "trainer.num_nodes") or 1))
-        module = build(cfg, sharing.shard(members, rank, world), len(members), rank)
-        extra["strategy"] = population_run.SplitMembers()
-    else:
-        module = build(cfg)
+    module, extra = build_process(cfg, members)
     folder.check_fits(module)  # the last check: the checkpoint's tensors against the module's
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
                   else ExactEvaluation(cfg.eval_every, league=bool(cfg.get("league", False))))
