@@ -47,6 +47,7 @@ class ReachedTable:
         self.at: list[torch.Tensor] = []  # per ply: (R,) flat rows (member k's positions + k P)
         self.width = 0  # rows over the plies so far
         self.column = None  # (N P,) each reached flat row's row of ``gathered``
+        self.games_rows: list[torch.Tensor] = []  # per call: (N B,) each game's flat row (``read``)
 
     def read(self, view: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B, 9) (a population's (N, B, 9)) views of one ply's games -> this ply's (R, 9)
@@ -62,6 +63,7 @@ class ReachedTable:
         row = self.row_of.index_select(0, code)  # (N B,) -1 where the game is over
         member = torch.arange(N, device=row.device).repeat_interleave(B) if N > 1 else 0
         flat = torch.where(row >= 0, row + member * P, N * P)  # (N B,) finished: a spare row
+        self.games_rows.append(flat)
         hit = torch.zeros(N * P + 1, dtype=torch.bool, device=row.device).index_fill_(0, flat, True)
         hit[-1] = False
         at = hit.nonzero().squeeze(1)  # (R,) flat rows reached, member by member

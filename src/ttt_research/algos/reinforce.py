@@ -66,9 +66,8 @@ from ttt_research.algos.base import (
 )
 from ttt_research.algos.reached import ReachedTable
 from ttt_research.env import game
-from ttt_research.env.game import view_code
 from ttt_research.env.reward import Reward
-from ttt_research.env.rollout import Episodes, play_batch, rates
+from ttt_research.env.rollout import Episodes, learner_plies, play_batch, rates
 from ttt_research.env.streams import inverse_cdf, sample, uniform
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.models import member_optim
@@ -378,12 +377,16 @@ class Reinforce(Algorithm):
             total += loss.detach()
         return total
 
-    def _moves_by_row(self, ep: Episodes, run: Run, row_of: torch.Tensor, P: int):
+    def _moves_by_row(self, ep: Episodes, run: Run, reached: ReachedTable):
         """The learner's moves of ``ep`` as (M,) rows of the position table (member k's in
-        block k), (M,) moves and (M,) scaled rewards."""
-        at, scaled, member = _flat_moves(ep, run.reward, self.baseline)
-        code = view_code(ep.view.reshape(-1, 9).index_select(0, at))  # (M,)
-        return row_of.index_select(0, code) + member * P, ep.action.reshape(-1).index_select(0, at), scaled
+        block k), (M,) moves and (M,) scaled rewards. The rows are those the games read while
+        they played (``ReachedTable.games_rows``, one (N B,) per ply the learner was asked at),
+        not found again from the moves' views (an (M, 9) gather and a code per move)."""
+        at, scaled, _ = _flat_moves(ep, run.reward, self.baseline)
+        by_ply = torch.empty((game.CELLS, ep.outcome.numel()), dtype=torch.long, device=at.device)
+        for ply, rows in zip(learner_plies(run.seat, run.opponent), reached.games_rows, strict=True):
+            by_ply[ply] = rows  # (T, N B): the plies the learner was not asked at hold no move of its
+        return by_ply.view(-1).index_select(0, at), ep.action.reshape(-1).index_select(0, at), scaled
 
     def _learn_by_position(self, run: Run, opt, games: int, results: list) -> torch.Tensor:
         """Play ``games`` games from the position table, then one optimiser step on the
@@ -405,7 +408,7 @@ class Reinforce(Algorithm):
 
         ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
         results.append(ep)
-        rows, action, scaled = self._moves_by_row(ep, run, row_of, views.shape[0])
+        rows, action, scaled = self._moves_by_row(ep, run, reached)
         logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows
         targets = position_targets(reached.place_of(rows), action, scaled, boards == 0)
         # Summed per member: a member's loss is the same number whatever shares its process.

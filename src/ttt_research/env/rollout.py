@@ -73,6 +73,14 @@ def draw_seats(shape: tuple[int, ...] | int, seat: str, device: torch.device,
     raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
 
 
+def learner_plies(seat: str, opponent: Opponent) -> list[int]:
+    """The plies at which ``play_batch`` asks the learner for moves (every live game has that
+    many pieces): each ply for ``both`` seats or self-play, else the seat's own (X: 0, 2, ..)."""
+    if isinstance(opponent, SelfPlay) or seat == "both":
+        return list(range(game.CELLS))
+    return [ply for ply in range(game.CELLS) if (seat == "x") == (ply % 2 == 0)]
+
+
 def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
                device: torch.device | str = "cpu", generator=None) -> Episodes:
     """Play ``batch`` complete games of the learner against ``opponent``.
@@ -100,6 +108,7 @@ def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
     actives = torch.empty((T, G), dtype=torch.bool, device=device)
     learners = torch.empty((T, G), dtype=torch.bool, device=device)
     opponent.reset(torch.ones(shape, dtype=torch.bool, device=device), generator)
+    asked = learner_plies(seat, opponent)
 
     def learner_act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         return learner(view.float().view(*shape, 9), legal.view(*shape, 9)).reshape(G)
@@ -112,7 +121,7 @@ def play_batch(batch: int, learner: LearnerAct, opponent: Opponent, seat: str,
         view, legal = game.at(t.view, code), game.at(t.legal, code)  # (G, 9)
         mine = (seats == mover) | self_play
         # With a fixed seat only one side moves at this ply: skip the other's computation.
-        learner_moves = self_play or seat == "both" or (seat == "x") == (mover == game.X)
+        learner_moves = ply in asked
         opponent_moves = not self_play and (seat == "both" or not learner_moves)
         if learner_moves and opponent_moves:
             action = torch.where(mine, learner_act(view, legal), opponent_act(code))
