@@ -72,10 +72,15 @@ def main(argv: list[str] | None = None) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         loop(todo, running, args, overrides, scratch, env)
+    except KeyboardInterrupt:  # Ctrl-C, or a run stopped by a signal: what is done stays done
+        done = len(list(args.out.glob("seed_*.json")))
+        sys.exit(f"stopped: {done} seeds have their rows in {args.out}; the same command continues "
+                 "with the others")
     finally:  # stopped (Ctrl-C, a failed seed): no run goes on alone
         for proc, _, _ in running.values():
             proc.kill()
             proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     loop_s = time.perf_counter() - start
     rows = [json.loads(p.read_text()) for p in sorted(args.out.glob("seed_*.json"))]
     if not rows:
@@ -110,6 +115,8 @@ def loop(todo: list[int], running: dict, args, overrides: list[str], scratch: Pa
         for seed, (proc, began, folder) in list(running.items()):
             if proc.poll() is None:
                 continue
+            if proc.returncode in (130, 143):  # the run was stopped by SIGINT / SIGTERM (Ctrl-C)
+                raise KeyboardInterrupt
             if proc.returncode != 0:
                 del running[seed]
                 err = (scratch / f"{seed}.err").read_text().strip().splitlines()
