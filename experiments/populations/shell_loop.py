@@ -122,7 +122,10 @@ def loop(todo: list[int], running: dict, args, overrides: list[str], scratch: Pa
                 err = (scratch / f"{seed}.err").read_text().strip().splitlines()
                 sys.exit(f"seed {seed} exited {proc.returncode}: {err[-1] if err else ''}")
             row = row_of(seed, time.perf_counter() - began, folder, proc.returncode)
-            (args.out / f"seed_{seed}.json").write_text(json.dumps(row) + "\n")
+            # Whole or absent: a Ctrl-C while it is written leaves no half row behind.
+            part = args.out / f"seed_{seed}.json.part"
+            part.write_text(json.dumps(row) + "\n")
+            os.replace(part, args.out / f"seed_{seed}.json")
             print(json.dumps(row), flush=True)
             shutil.rmtree(folder, ignore_errors=True)  # the row is what the study keeps
             del running[seed]

@@ -47,7 +47,8 @@ class ReachedTable:
         self.at: list[torch.Tensor] = []  # per ply: (R,) flat rows (member k's positions + k P)
         self.width = 0  # rows over the plies so far
         self.column = None  # (N P,) each reached flat row's row of ``gathered``
-        self.games_rows: list[torch.Tensor] = []  # per call: (N B,) each game's flat row (``read``)
+        # per call: (N B,) each game's flat row (N P, a spare row, for a finished game)
+        self.games_rows: list[torch.Tensor] = []
 
     def read(self, view: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B, 9) (a population's (N, B, 9)) views of one ply's games -> this ply's (R, 9)

@@ -383,7 +383,8 @@ class Reinforce(Algorithm):
         they played (``ReachedTable.games_rows``, one (N B,) per ply the learner was asked at),
         not found again from the moves' views (an (M, 9) gather and a code per move)."""
         at, scaled, _ = _flat_moves(ep, run.reward, self.baseline)
-        by_ply = torch.empty((game.CELLS, ep.outcome.numel()), dtype=torch.long, device=at.device)
+        # -1 where the learner was not asked: a move read from there would fail loudly in ``place_of``.
+        by_ply = torch.full((game.CELLS, ep.outcome.numel()), -1, dtype=torch.long, device=at.device)
         for ply, rows in zip(learner_plies(run.seat, run.opponent), reached.games_rows, strict=True):
             by_ply[ply] = rows  # (T, N B): the plies the learner was not asked at hold no move of its
         return by_ply.view(-1).index_select(0, at), ep.action.reshape(-1).index_select(0, at), scaled

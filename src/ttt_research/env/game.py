@@ -157,7 +157,8 @@ class Tables:
     kth_legal: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + k] is the k-th legal cell
     next: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + cell] is the code after the move
     reachable: torch.Tensor  # (N,) bool, reachable from the empty board by legal play
-    # What a move in 0..8 does, flat like ``next`` (``step`` reads these: 3 gathers, not 5 + 14 ops):
+    # What a move in 0..8 does, flat like ``next`` (``step`` reads these and ``next``: 4 gathers for
+    # the 6 gathers and 14 operations of the rules' long way):
     ends: torch.Tensor  # (N * 9,) bool, the move ends the game (a win, the last cell, a forfeit)
     forfeits: torch.Tensor  # (N * 9,) bool, the cell is occupied on an unfinished board
     wins: torch.Tensor  # (N * 9,) int8, the winner when the move ends the game (-mover on a forfeit), else 0

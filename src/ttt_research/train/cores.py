@@ -119,15 +119,17 @@ def callbacks(setting, population: bool) -> list[Callback]:
 
 
 class CoreShare(Callback):
-    """``threads=auto`` for a population: every ``every_s`` seconds of training, as many torch
-    threads as the cores others leave free (``threads_for``: fewer at once, one more after a
-    window with a core free, later after a core taken in vain); logged as ``perf/threads``.
+    """``threads=auto`` for a population: after ``first_s`` and then every ``every_s`` seconds of
+    training, as many torch threads as the cores others leave free (``threads_for``: fewer at
+    once, one more after a window with a core free, later after a core taken in vain); logged as
+    ``perf/threads``.
 
     ``busy``, ``own`` and ``clock``: the usable CPUs' busy seconds, this process's and the wall
     clock; ``jitter``: the share of ``every_s`` a window may be longer by (tests pass their own);
     ``first_s``: the first window, from the start of training (``/proc/stat`` counts in
-    hundredths of a second per CPU: 0.3 s on two CPUs reads the others' use to within
-    about 0.07 of a core, inside ``OTHERS_SLACK``)."""
+    hundredths of a second per CPU: 0.3 s on two CPUs reads the others' use to within about
+    0.07 of a core, inside ``OTHERS_SLACK``; on many CPUs the error grows, up to about half a
+    core on 16, and a misread first window only delays a thread by one window)."""
 
     def __init__(self, every_s: float = 2.0, cpus: int | None = None,
                  busy: Callable[[], float | None] = host_busy_seconds,
@@ -141,7 +143,7 @@ class CoreShare(Callback):
         self.threads = 1
         self.most = MOST
         self._last: tuple[float, float, float] | None = None
-        self._window = every_s
+        self._window = self.first_s  # set again, jittered, when training starts
         self._hold = 0  # windows with a core free to wait before taking one (the first: none)
         self._backoff = 1  # the most windows ``_hold`` is drawn from after a core taken in vain
         self._grew = False  # the last decision took a core
@@ -186,7 +188,8 @@ class CoreShare(Callback):
         self.threads = 1
         self.set_threads(1)
         self._last = self.reading()
-        self._window = self.first_s  # the first decision soon: a short run gets its cores too
+        # The first decision soon (a short run gets its cores too), jittered as every window is.
+        self._window = self.first_s * (1 + self.jitter * self._draw.random())
 
     def on_train_end(self, trainer, pl_module) -> None:
         self._restore()
