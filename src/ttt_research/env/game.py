@@ -157,8 +157,8 @@ class Tables:
     kth_legal: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + k] is the k-th legal cell
     next: torch.Tensor  # (N * 9,) int64, flat: [code * 9 + cell] is the code after the move
     reachable: torch.Tensor  # (N,) bool, reachable from the empty board by legal play
-    # What a move in 0..8 does, flat like ``next`` (``step`` reads these and ``next``: 4 gathers for
-    # the 6 gathers and 14 operations of the rules' long way):
+    # What a move in 0..8 does, flat like ``next`` (``step`` reads these and ``next``: 4 gathers
+    # where the rules took 6 gathers and 14 operations each move):
     ends: torch.Tensor  # (N * 9,) bool, the move ends the game (a win, the last cell, a forfeit)
     forfeits: torch.Tensor  # (N * 9,) bool, the cell is occupied on an unfinished board
     wins: torch.Tensor  # (N * 9,) int8, the winner when the move ends the game (-mover on a forfeit), else 0
@@ -262,20 +262,17 @@ def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> S
     finished board is left alone.
     """
     t = t or tables(code.device)
-    if action.device.type == "cpu" and action.numel() and _in_cells(action):
-        # Every cell in 0..8 (learners and opponents choose among them): the tables hold the
-        # rest, 4 gathers for the 6 gathers and 14 operations below (a GPU keeps those: the
-        # check here would wait for the device every move).
-        flat = torch.add(action, code, alpha=CELLS)  # code * 9 + cell, one operation
-        return Step(at(t.next, flat), at(t.ends, flat), at(t.wins, flat), at(t.forfeits, flat))
-    cell = action.clamp(0, CELLS - 1)
-    flat = code * CELLS + cell
-    was_done = at(t.done, code)
-    illegal = ~(at(t.legal.view(-1), flat) | was_done) | (cell != action) & ~was_done
-    new = torch.where(illegal, code, at(t.next, flat))  # the table already keeps occupied cells
-    ended = (at(t.done, new) & ~was_done) | illegal
-    won = torch.where(illegal, -at(t.mover, code), at(t.winner, new))
-    return Step(new, ended, torch.where(ended, won, 0).to(torch.int8), illegal)
+    # The usual case, every move in 0..8, checked on the CPU only (a GPU would wait for it).
+    inside = action.device.type == "cpu" and action.numel() > 0 and _in_cells(action)
+    cell = action if inside else action.clamp(0, CELLS - 1)
+    flat = torch.add(cell, code, alpha=CELLS)  # code * 9 + cell, one operation
+    s = Step(at(t.next, flat), at(t.ends, flat), at(t.wins, flat), at(t.forfeits, flat))
+    if inside:
+        return s
+    # A move outside 0..8 (the tables hold 0..8) forfeits, unless the board is finished.
+    outside = (cell != action) & ~at(t.done, code)
+    return Step(torch.where(outside, code, s.code), s.ended | outside,
+                torch.where(outside, -at(t.mover, code), s.winner), s.illegal | outside)
 
 
 def _in_cells(action: torch.Tensor) -> bool:
