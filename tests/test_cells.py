@@ -5,19 +5,16 @@ experiments/cells/README.md is the one its rows give."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.experiments import REPO, load_script
+
 SCRIPT = REPO / "experiments" / "cells" / "study.py"
-spec = importlib.util.spec_from_file_location("cells_study", SCRIPT)
-study = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(study)
+study = load_script("experiments/cells/study.py", "cells_study")
 
 
 def test_the_three_tables_agree_with_the_rows():

@@ -4,20 +4,17 @@ in one line; and the README's projected figures are the committed rows'."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.experiments import REPO, load_script
+
 SCRIPT = REPO / "experiments" / "populations" / "shell_loop.py"
-spec = importlib.util.spec_from_file_location("shell_loop", SCRIPT)
-shell_loop = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(shell_loop)
+shell_loop = load_script("experiments/populations/shell_loop.py", "shell_loop")
 
 
 def test_seeds_are_read_as_written():
