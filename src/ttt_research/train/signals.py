@@ -148,3 +148,15 @@ class StopOnSignal(L.Callback):
         self.checkpoint.take(trainer, batch_idx + 1)
         self.stop.signum = signum
         trainer.should_stop = True
+
+
+def part_ways() -> None:
+    """Several processes that stopped together leave their process group together, before
+    the command exits: each waits for the others, then closes its connections. Left to the
+    exit (Lightning's ``atexit``), a process now and then closed its group while its peer
+    was exiting, and gloo's C++ runtime ended it with "terminate called without an active
+    exception", printed after the one line that says how to resume."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
