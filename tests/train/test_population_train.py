@@ -194,3 +194,31 @@ def test_a_population_with_antirez_softmax_over_all_cells_trains():
     pop = first_update("population.size=2", "algo.masked_softmax=false")
     one = first_update("seed=1", "algo.masked_softmax=false")
     assert rates(pop.last_update, 1) == rates(one.last_update)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["population.vary.algo.temperature=[0.5,1]", "population.vary.algo.epsilon=[0,0.1]",
+     "population.vary.algo.lr=[1,2]"],
+    ["algo=ppo", "population.vary.algo.ent_coef=[0,0.01]", "population.vary.algo.lr_final=[0.0001,0.001]"],
+])
+def test_the_members_own_values_go_where_the_games_are(overrides):
+    """A population's (N,) values are plain attributes of its algorithm, which ``Module.to``
+    does not move: ``values_to`` (called as the fit starts) moves every one (a GPU run would
+    otherwise mix a CPU (N,) into the games' tensors) and nothing else."""
+    from ttt_research.train.run import build
+
+    algo = build(make_cfg(*overrides)).algo
+    own = {k for k, v in vars(algo).items() if isinstance(v, torch.Tensor)}
+    assert len(own) >= 2
+    algo.values_to(torch.device("meta"))
+    assert all(getattr(algo, k).device.type == "meta" for k in own)
+    assert all(p.device.type == "cpu" for p in algo.parameters())
+
+
+def test_the_fit_moves_the_members_values_as_it_starts(tmp_path, monkeypatch):
+    from ttt_research.algos.base import Algorithm
+
+    moved = []
+    monkeypatch.setattr(Algorithm, "values_to", lambda self, device: moved.append(torch.device(device)))
+    train(make_cfg("population.vary.algo.temperature=[0.5,1]"), tmp_path)
+    assert moved == [torch.device("cpu")]

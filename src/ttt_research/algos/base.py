@@ -139,6 +139,15 @@ class Algorithm(torch.nn.Module):
         the member's seed, and passes them stacked."""
         return {}
 
+    def values_to(self, device: torch.device) -> None:
+        """A population's own values per member ((N,) tensors: ``lr``, ``temperature``,
+        ``epsilon``, ``ent_coef``, ...; a single run's are numbers) onto ``device``. They are
+        plain attributes, not buffers, which ``Module.to`` leaves where they are: on a GPU a
+        CPU (N,) against the games' tensors fails."""
+        for name, value in list(vars(self).items()):
+            if isinstance(value, torch.Tensor):
+                setattr(self, name, value.to(device))
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """The optimiser of the algorithm's parameters (``models.member_optim`` picks a
         single run's torch optimiser or a stack's per-member one from the net)."""

@@ -99,7 +99,14 @@ def view_code(view: torch.Tensor) -> torch.Tensor:
     equal codes, equal views. Not ``encode``'s digits (those are X/O, not own/opponent).
     ``sum((v + 1) 3^i) = v . 3^i + sum(3^i)``: one matrix-vector product (exact in float32:
     |v . 3^i| <= 9,841) instead of four (B, 9) operations."""
-    return (view.float() @ POW3.to(view.device, torch.float32)).long() + _EMPTY_VIEW_CODE
+    return (view.float() @ _pow3_float(view.device)).long() + _EMPTY_VIEW_CODE
+
+
+@functools.cache
+def _pow3_float(device: torch.device) -> torch.Tensor:
+    """``POW3`` as float32 on ``device``, once per device (a GPU would otherwise wait for a copy
+    at every learner ply)."""
+    return POW3.to(device, torch.float32)
 
 
 def decode(codes: torch.Tensor) -> torch.Tensor:

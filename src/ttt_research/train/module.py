@@ -187,6 +187,7 @@ class RLModule(Offered, Accounting, CheckpointState, Processes, L.LightningModul
             states = None
         self.streams = Streams(streams, self.device)
         self.reward = self.reward.to(self.device)  # a population's per-member values, if any
+        self.algo.values_to(self.device)  # and the algorithm's
         if states is not None:
             self.streams.set_state(states[rank])
         self._stream_states = None
