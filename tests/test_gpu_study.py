@@ -23,7 +23,8 @@ def _study(tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow  # a population's whole command in a subprocess, twice
 def test_a_part_becomes_one_row_and_a_second_run_skips_it(tmp_path):
-    first = _study(tmp_path, "--parts", "ppo1024", "debug=tiny", "population.size=3")
+    first = _study(tmp_path, "--parts", "ppo1024", "--mirror", str(tmp_path / "out"), "debug=tiny",
+                   "population.size=3")
     assert first.returncode == 0, first.stderr[-2000:]
     row = json.loads((tmp_path / "rows" / "ppo1024.json").read_text())
     assert row["finished"] is True and row["members"] == 3 and 0 <= row["unbeatable"] <= 3
@@ -34,6 +35,7 @@ def test_a_part_becomes_one_row_and_a_second_run_skips_it(tmp_path):
     assert "population.size=3" in row["command"] and "experiment=flagship" in row["command"]
     assert not (tmp_path / "rows" / "ppo1024.err").exists()  # kept only for a part that failed
     before = (tmp_path / "rows" / "ppo1024.json").read_bytes()
+    assert (tmp_path / "out" / "ppo1024.json").read_bytes() == before
     again = _study(tmp_path, "--parts", "ppo1024", "debug=tiny", "population.size=3")
     assert again.returncode == 0 and "ppo1024: finished before, skipped" in again.stdout
     assert (tmp_path / "rows" / "ppo1024.json").read_bytes() == before

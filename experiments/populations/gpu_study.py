@@ -11,7 +11,7 @@ its update) and its row says so (``finished: false``); the same command later re
 (``resume=true`` in its run folder, ``--runs/PART``) and adds the session to its row. A finished
 part is skipped.
 
-    python experiments/populations/gpu_study.py --out experiments/populations/gpu --limit-s 480
+    python experiments/populations/gpu_study.py --out outputs/gpu_rows --mirror "$OUT/gpu" --limit-s 120
     python experiments/populations/gpu_study.py --out /tmp/g --trainer cpu --parts reinforce100 \\
         debug=tiny population.size=4       # the pipeline on a CPU, in seconds
 
@@ -168,8 +168,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=Path, default=Path("outputs/gpu_study"),
                     help="the parts' run folders, kept for resuming (default outputs/gpu_study)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
-    ap.add_argument("--limit-s", type=float, default=480, help="seconds a part trains in one invocation")
+    ap.add_argument("--limit-s", type=float, default=480,
+                    help="seconds a part runs in one invocation (its start-up included)")
     ap.add_argument("--trainer", default="gpu", help="the trainer option (cpu: the pipeline on a CPU host)")
+    ap.add_argument("--mirror", type=Path, help="a second folder each row is written to as it is written "
+                    "(the device machine's $OUT, which comes back even when the call runs out of time)")
     args, overrides = ap.parse_known_args(argv)
     parts = args.parts.split(",")
     if unknown := [p for p in parts if p not in PARTS]:
@@ -201,6 +204,9 @@ def main(argv: list[str] | None = None) -> None:
         row.update(results(folder), finished=code == 0)
         row["wall_s"] = round(sum(s["wall_s"] for s in row["sessions"]), 1)
         write_row(path, row)
+        if args.mirror:
+            args.mirror.mkdir(parents=True, exist_ok=True)
+            write_row(args.mirror / path.name, row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("command", "sessions")}), flush=True)
         if code == 0:
             (args.out / f"{name}.err").unlink()
