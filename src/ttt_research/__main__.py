@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
 from ttt_research.evaluation.objectives import objective
-from ttt_research.train import hydra_errors
+from ttt_research.train import early_stop, hydra_errors
 from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides
 from ttt_research.train.refusal import discard_run_dir, validate_added
 from ttt_research.train.validate import validate
@@ -30,16 +30,22 @@ from ttt_research.train.validate import validate
 def refuse(error: Exception, discard: bool = True) -> None:
     """One line on stderr, exit 2, and no run folder (nor a sweep folder) left behind that
     holds nothing. ``discard=False``: a folder refused as it is (another run's) stays untouched."""
-    hc = HydraConfig.get()
     if discard:
-        multirun = hc.mode == RunMode.MULTIRUN
-        if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
-                               sweep_dir=hc.sweep.dir if multirun else None, existed=existed_before):
-            log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
-            if made_by_this_run(log):  # the empty log Hydra opened in a folder kept as it was
-                log.unlink()
+        leave_nothing()
     print(f"error: {error}", file=sys.stderr)
     sys.exit(2)
+
+
+def leave_nothing() -> None:
+    """The job's run folder (and a sweep folder) removed if it holds nothing but what Hydra
+    wrote for it; in a folder kept, the empty log Hydra opened goes."""
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
+                           sweep_dir=hc.sweep.dir if multirun else None, existed=existed_before):
+        log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
+        if made_by_this_run(log):  # the empty log Hydra opened in a folder kept as it was
+            log.unlink()
 
 
 def resume_command(hc) -> str:
@@ -60,6 +66,19 @@ def resume_command(hc) -> str:
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def app(cfg: DictConfig) -> float:
     try:
+        early_stop.check()  # a stop before training starts is one line (train/early_stop.py)
+        return job(cfg)
+    except early_stop.StoppedEarly as e:  # torch was loading, or the folder was being checked
+        leave_nothing()
+        print(e, file=sys.stderr)
+        sys.exit(e.code)
+    finally:
+        early_stop.rearm()
+
+
+def job(cfg: DictConfig) -> float:
+    """One training job: its config checked, then trained (``train.run.train``)."""
+    try:
         hc = HydraConfig.get()
         validate_added(cfg, hc.overrides.task, hc.runtime.choices)
         validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
@@ -71,6 +90,8 @@ def app(cfg: DictConfig) -> float:
     from ttt_research.train.runfolder import FolderInUse, secondary
     from ttt_research.train.signals import Stopped
     from ttt_research.train.tracking import finish
+
+    early_stop.check()  # torch and Lightning are loaded: a safe point
 
     # What those imports made lives as long as the process: moved out of the collector's sight,
     # it is not traversed by every full collection, nor once more at exit (a process that
@@ -100,6 +121,7 @@ def app(cfg: DictConfig) -> float:
     except BrokenPipeError:  # `... | head`: the reader left, as a shell's SIGPIPE would end us;
         sys.exit(reader_gone())  # the last checkpoint stays, resume=true goes on from it
     finally:
+        early_stop.release()  # training began (and ended): a signal from here is no early stop
         finish()  # a W&B run never outlives its job, even a failed one (multiruns: one run per job)
     # What sweepers (Optuna, W&B) optimise: `optimized_metric` of the exact evaluation.
     return objective(report, cfg.seat.side, cfg.optimized_metric)
@@ -116,10 +138,15 @@ def main() -> None:
         except BrokenPipeError:  # `--help | head`
             sys.exit(reader_gone())
         return
+    early_stop.install()  # from here, not only once a job starts: composing takes a second
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
     except BrokenPipeError:  # `--help | head`
         sys.exit(reader_gone())
+    finally:
+        early_stop.uninstall()
+    if early_stop.noted:  # as the last job ended: what it made is whole
+        sys.exit(128 + early_stop.noted)
     gc.freeze()  # every job is done: what the runs left dies with the process, uncollected at exit
 
 

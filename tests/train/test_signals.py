@@ -172,3 +172,51 @@ def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
                               "resume=true"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert games_in(tmp_path / "checkpoints" / "last.ckpt") == games + 4096
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_while_the_command_starts_is_one_line_and_leaves_no_folder(tmp_path, signum):
+    """Ctrl-C or kill while torch and Lightning load (Hydra has made the run folder, training
+    has not started): one line, exit 128 + the signal, the folder gone. Before: a
+    KeyboardInterrupt traceback from inside an import (SIGINT) or a silent exit (SIGTERM), and
+    the folder with its log left behind."""
+    run = tmp_path / "outputs" / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "budget.games=4000000",
+                             f"hydra.run.dir={run}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not run.exists():  # Hydra made the job's folder: the job started, torch loads
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum, err[-2000:]
+    assert err == f"stopped by {name} before training started: nothing was trained\n"
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_a_signal_noted_as_the_folder_is_claimed_stops_after_the_first_update(tmp_path, monkeypatch):
+    """Past the start's last check (``early_stop.check``), a noted signal is the run's to act on:
+    it stops after its first update with a checkpoint, as a signal during training does."""
+    from ttt_research.train import early_stop, runfolder
+
+    claim = runfolder.claim
+
+    def noting_claim(*args, **kwargs):
+        monkeypatch.setattr(early_stop, "noted", int(signal.SIGTERM))  # the note the handler makes
+        return claim(*args, **kwargs)
+
+    monkeypatch.setattr(runfolder, "claim", noting_claim)
+    with pytest.raises(Stopped, match="stopped by SIGTERM after 512 games: resume=true continues"):
+        train(make_cfg(*FAST), tmp_path)
+    assert early_stop.noted == 0  # handed over to the run's own handling
+    assert games_in(tmp_path / "checkpoints" / "last.ckpt") == 512
+    monkeypatch.setattr(early_stop, "noted", int(signal.SIGINT))  # before the start's last check
+    with pytest.raises(early_stop.StoppedEarly, match="stopped by SIGINT before training started"):
+        train(make_cfg(*FAST), tmp_path / "other")
+    assert not (tmp_path / "other").exists()

@@ -34,7 +34,7 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
-from ttt_research.train import allocator, cores, runfolder, runspec
+from ttt_research.train import allocator, cores, early_stop, runfolder, runspec
 from ttt_research.train import population as population_run
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
@@ -197,6 +197,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     if not validated:
         validate(cfg)
     check_optimizer(cfg)
+    early_stop.check()  # a stop signal while the command started: nothing claimed, nothing trained
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = runspec.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator
 import lightning as L
 import torch
 
+from ttt_research.train import early_stop
+
 
 def stop_signals() -> list[int]:
     """The signals that stop a run cleanly (those this platform has)."""
@@ -103,7 +105,7 @@ class Stop:
     def stopped(self, games: int, signum: int | None = None, complete: bool = False) -> Stopped:
         signum = signum or self.signum
         chain = self.previous.get(signum)
-        if not callable(chain) or chain is signal.default_int_handler:
+        if not callable(chain) or chain is signal.default_int_handler or early_stop.is_ours(chain):
             chain = None  # nothing of anyone else's to call (the defaults are ours to replace)
         return Stopped(signum, games, complete, chain)
 
@@ -117,6 +119,7 @@ def stop_on_signals() -> Iterator[Stop]:
         yield stop
         return
     stop.install()
+    stop.signum = early_stop.pending()  # noted as the folder was claimed: stop after the first update
     try:
         yield stop
     finally:

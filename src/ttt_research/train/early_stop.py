@@ -1,0 +1,106 @@
+"""Ctrl-C or ``kill`` while a command starts: one line and no run folder, not a traceback.
+
+Importing torch and Lightning takes seconds before ``train`` installs its own handlers
+(``signals.py``: a stop after the current update, with a checkpoint). A SIGINT there used to
+end in a ``KeyboardInterrupt`` traceback from inside an import, and a SIGTERM ended the process
+silently; both left the run folder Hydra had just made.
+
+From the command's start (``install``) SIGINT and SIGTERM are only noted: an exception raised
+inside an import leaves a library half-loaded (numpy then recursed without end), and inside
+Hydra's job set-up it loses the folder. The job looks at what was noted at safe points
+(``check``: as it starts, once torch and Lightning are loaded, before the run folder is
+claimed) and ends with ``StoppedEarly``, which ``__main__`` turns into ``stopped by SIGINT
+before training started: nothing was trained`` (exit 130 / 143) after removing the job's
+folder if it holds nothing else (``refusal.discard_run_dir``: a resumed run's folder stays as
+it was). A signal noted after the last check is ``signals``' to act on (``pending``): the run
+stops after its first update, with a checkpoint. A second signal of the same kind ends the
+process at once, as an unhandled one would. Once training has begun and ended (``release``)
+the handlers found before are back, so that Ctrl-C still ends a slow upload (W&B's ``finish``).
+Light on purpose: it loads before torch.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_found: dict[int, object] = {}  # the handlers before ``install``
+noted = 0  # the stop signal noted, 0 if none
+
+
+class StoppedEarly(BaseException):
+    """A stop signal before training started. A ``BaseException``, as ``KeyboardInterrupt``
+    is: the ``except Exception`` of a library it passes through lets it by."""
+
+    def __init__(self, signum: int):
+        self.signum, self.code = signum, 128 + signum
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"stopped by {signal.Signals(self.signum).name} before training started: nothing was trained"
+
+
+def _note(signum: int, frame) -> None:
+    global noted
+    if noted == signum:  # the second of a kind: the user insists; as if we had no handler
+        signal.signal(signum, _found.get(signum, signal.SIG_DFL))
+        if signum == signal.SIGINT and _found.get(signum) is signal.default_int_handler:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signum)
+        return
+    noted = noted or signum
+
+
+def _set(handler) -> None:
+    if threading.current_thread() is threading.main_thread():  # Python delivers signals there only
+        for signum in SIGNALS:
+            signal.signal(signum, handler if handler is not None else _found.get(signum, signal.SIG_DFL))
+
+
+def install() -> None:
+    """The command's start: stop signals noted from here."""
+    global noted
+    if threading.current_thread() is not threading.main_thread():
+        return
+    noted = 0
+    for signum in SIGNALS:
+        found = signal.getsignal(signum)
+        if not is_ours(found):
+            _found[signum] = found if found is not None else signal.SIG_DFL
+    _set(_note)
+
+
+def check() -> None:
+    """A safe point before training: a stop signal noted ends the job here."""
+    if noted:
+        raise StoppedEarly(noted)
+
+
+def pending() -> int:
+    """The signal noted since the last ``check`` (0 if none), handed over: ``signals`` acts on it."""
+    global noted
+    signum, noted = noted, 0
+    return signum
+
+
+def release() -> None:
+    """Training began (``signals`` had its turn) and ended: the handlers found before."""
+    _set(None)
+
+
+def rearm() -> None:
+    """Between the jobs of a multirun: noted again."""
+    _set(_note)
+
+
+def uninstall() -> None:
+    """The command's end: the handlers found before, for good."""
+    _set(None)
+    _found.clear()
+
+
+def is_ours(handler: object) -> bool:
+    """Whether ``handler`` is this module's (``signals.Stop`` must not chain to it)."""
+    return handler is _note
