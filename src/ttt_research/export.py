@@ -43,10 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError("--temperature, --epsilon and --as-trained apply to --table (an ONNX "
                           "export holds the logits: its reader chooses how to act)")
     checkpoint = Path(args.checkpoint)
+    require_path(checkpoint)
+    if checkpoint.is_dir() or checkpoint.suffix.lower() == ".onnx":  # what --table takes, not this
+        what = "a folder" if checkpoint.is_dir() else "an ONNX model already"
+        raise UserError(f"{checkpoint}: {what}; export takes a checkpoint (.ckpt, e.g. "
+                        "RUN/checkpoints/last.ckpt), --table also a policy.onnx or a run folder")
     out = Path(args.output) if args.output else checkpoint.with_suffix(".onnx")
     if out.resolve() == checkpoint.resolve():
         raise UserError(f"{out}: that is the checkpoint itself; choose another -o")
-    require_path(checkpoint)
     from ttt_research.evaluation.exact import evaluate_policy
     from ttt_research.evaluation.onnx import export
     from ttt_research.evaluation.policy_file import load_checkpoint

@@ -318,6 +318,19 @@ def test_export_refuses_to_overwrite_its_own_checkpoint(good_checkpoint, capsys)
     assert good_checkpoint.read_bytes() == before
 
 
+def test_export_says_what_it_was_given_when_that_is_no_checkpoint(tmp_path, capsys):
+    """An ONNX file (even a missing or broken one) and a folder used to be refused as "that is the
+    checkpoint itself" (the default output, its name with .onnx, is the file itself)."""
+    assert export_main([str(tmp_path / "nope.onnx")]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"error: {tmp_path / 'nope.onnx'}: no such file"
+    (tmp_path / "broken.onnx").write_bytes(b"\x08\x07" * 50)
+    for given, what in ((tmp_path / "broken.onnx", "an ONNX model already"), (tmp_path, "a folder")):
+        assert export_main([str(given)]) == 2
+        assert one_error_line(capsys.readouterr().err).startswith(
+            f"error: {given}: {what}; export takes a checkpoint (.ckpt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.onnx"]
+
+
 def test_a_refused_export_leaves_the_old_file_as_it_was(tmp_path):
     # export() itself (as training calls it): the parity check refuses logits below the
     # mask, and the previous file stays byte for byte, with no temporary file beside it.
