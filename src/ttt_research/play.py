@@ -189,10 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--web", action="store_true", help="serve the browser game on localhost instead")
     p.add_argument("--port", default="8000", help="port for --web, 0 to 65535 (0: any free port)")
     args = p.parse_args(argv)
-    if args.web:
-        port = port_number(args.port)
-    else:
-        require_path(args.path)  # the browser game shows a missing file on its page instead
+    port = port_number(args.port) if args.web else None
+    require_path(args.path)
     try:
         if args.web:
             from ttt_research.web.server import serve

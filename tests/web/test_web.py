@@ -141,11 +141,16 @@ def test_a_bad_board_gets_a_400_that_says_why(run, body, needle):
 
 
 @pytest.mark.slow  # over 3 s on the 2-core host: the fast subset (-m "not slow") skips it
-def test_web_cli_prints_the_url_and_says_why_a_model_is_bad(tmp_path):
+def test_web_cli_refuses_a_missing_or_broken_model_in_one_line(tmp_path):
+    """As the terminal game does: before, it printed the error and served a page without a model."""
     (tmp_path / "cut.onnx").write_bytes(b"\x08\x07garbage")
-    with served(tmp_path / "cut.onnx") as url:
-        info = json.loads(get(url + "model.json")[2])
-    assert "not a valid ONNX model" in info["error"]
+    for path, needle in ((tmp_path / "cut.onnx", "not a valid ONNX model"),
+                         (tmp_path / "missing.onnx", "missing.onnx: no such file")):
+        done = subprocess.run([sys.executable, "-m", "ttt_research.play", str(path), "--web", "--port", "0"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith("error: ") and needle in line
 
 
 # --------------------------------------------------------------------------- the browser

@@ -329,8 +329,9 @@ def make_server(path: str | Path, port: int = 0,
 
 
 def serve(path: str | Path, port: int = 8000) -> int:
-    """``play PATH --web``: serve until Ctrl-C; exit code 0, or 2 if nothing can be served
-    (a bad ``port`` raises ``UserError``: one line, exit 2, from ``play``'s ``command``)."""
+    """``play PATH --web``: serve until Ctrl-C; exit code 0, or 2 if nothing can be served: a
+    missing or broken model (one line; the page explains one that breaks while it is served) or
+    a port taken (a bad ``port`` raises ``UserError``: one line, exit 2, from ``play``'s ``command``)."""
     port = port_number(port)
     if not (PAGE_DIR / "index.html").is_file():
         print(f"error: the page is missing from the package ({PAGE_DIR}); reinstall ttt_research",
@@ -341,8 +342,10 @@ def serve(path: str | Path, port: int = 8000) -> int:
     except OSError as e:
         print(f"error: cannot listen on port {port} ({e.strerror or e})", file=sys.stderr)
         return 2
-    if server.info["error"]:
-        print(f"error: {server.info['error']} (the page will say so too)", file=sys.stderr)
+    if server.info["error"]:  # a mistyped path or a broken file: refused, as `play` refuses it
+        server.server_close()
+        print(f"error: {server.info['error']}", file=sys.stderr)
+        return 2
     if server.info["engine"] == "server":
         print("note: onnxruntime-web is not installed (`npm ci` in a checkout's web/), so the page "
               "asks this server for each move (onnxruntime in Python)", file=sys.stderr)
