@@ -80,6 +80,10 @@ def job(cfg: DictConfig) -> float:
     """One training job: its config checked, then trained (``train.run.train``)."""
     try:
         hc = HydraConfig.get()
+        if Path(hc.runtime.output_dir).resolve() == Path(hc.runtime.cwd).resolve():  # hydra.run.dir= or .
+            raise ConfigError("hydra.run.dir names the current folder, where a run would spread its files "
+                              "(eval.json, checkpoints/, ...); name a folder of its own, e.g. "
+                              "hydra.run.dir=runs/NAME")
         validate_added(cfg, hc.overrides.task, hc.runtime.choices)
         validate(cfg)  # the run's one validation, before torch and Lightning load: ~1 s, not ~9
     except ConfigError as e:

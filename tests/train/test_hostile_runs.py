@@ -208,3 +208,14 @@ def test_a_refusal_removes_only_the_folders_the_run_made(tmp_path, monkeypatch):
     assert code == 2
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert left == ["cwd", "mine", "mine/run", "sweep"]  # the user's, empty as they were
+
+
+@pytest.mark.parametrize("folder", ["", "."])
+def test_the_current_folder_as_the_run_folder_is_refused(tmp_path, monkeypatch, folder):
+    """``hydra.run.dir=`` (empty) made Hydra's run folder the working folder: a run spread
+    eval.json, checkpoints/, .hydra/ ... among the user's files (a checkout's root)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.txt").write_text("the user's")
+    code, _, err = cli(f"hydra.run.dir={folder}")
+    assert code == 2 and one_error_line(err).startswith("error: hydra.run.dir names the current folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
