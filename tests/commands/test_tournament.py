@@ -209,3 +209,17 @@ def test_folder_without_a_policy_and_foreign_files_are_refused(tmp_path, capsys)
     preference_model(CENTRE_FIRST, tmp_path / "run" / "policy.onnx")
     assert main([str(tmp_path / "run"), str(tmp_path / "run") + "/", "--json"]) == 2  # same name
     assert "named twice" in capsys.readouterr().err
+
+
+def test_a_population_with_its_best_member_only_says_how_to_enter_every_member(tmp_path, capsys):
+    """``population.export=best`` (the default) writes one member's policy: a tournament of that
+    folder alone has one participant, and the refusal says which setting exports them all."""
+    pop = tmp_path / "pop"
+    (pop / "members" / "001").mkdir(parents=True)
+    preference_model(CENTRE_FIRST, pop / "members" / "001" / "policy.onnx")
+    preference_model(CENTRE_FIRST, pop / "policy.onnx")
+    (pop / "population.json").write_text(json.dumps({"members": [{}, {}, {}, {}], "aggregate": {}}))
+    assert main([str(pop)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: a tournament needs at least 2 participants, got 1 ({pop} exported 1 of its 4 "
+                   "members' policies: train it with population.export=all to enter every member)\n")

@@ -19,6 +19,7 @@ says so. Anything wrong is a ``UserError``: one line, exit 2.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,5 +123,21 @@ def gather(args: list[str], as_trained: bool = False, fill: str = "refuse",
             raise UserError(f"{p.name}: named twice; each participant plays once")
         seen.add(p.name)
     if len(players) < 2:
-        raise UserError(f"a tournament needs at least 2 participants, got {len(players)}")
+        raise UserError(f"a tournament needs at least 2 participants, got {len(players)}"
+                        + "".join(_unexported(arg) for arg in args))
     return players
+
+
+def _unexported(arg: str) -> str:
+    """A hint for a population folder whose members were not all exported (``population.export``
+    is ``best`` by default: only the best member's policy.onnx), else ''."""
+    record = Path(arg) / "population.json"
+    try:
+        members = len(json.loads(record.read_text())["members"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    exported = len(_members(Path(arg)))
+    if exported >= members:
+        return ""
+    return (f" ({arg} exported {exported} of its {members} members' policies: train it with "
+            "population.export=all to enter every member)")
