@@ -225,10 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         if p.note:
             print(f"note: {p.note}")
     print(ratings_table(r))
-    if len(players) <= SHOW_MATRIX:
+    if len(players) <= SHOW_MATRIX:  # in the ratings' order: row k is rank k above
+        order = r.order()
         print("\nexpected result of the row player as X against the column player as O (+1 X wins, "
-              "-1 O wins):")
-        print(matrix_text(names, expected_result(results)))
+              "-1 O wins), by rank:")
+        print(matrix_text([names[k] for k in order], expected_result(results)[order][:, order]))
     n = len(players)
     print(f"\n{n} participants, {n * n} ordered pairs: exact cross-play {seconds['cross_play']:.2f} s, "
           f"ratings {seconds['ratings']:.2f} s" + (f"; files in {args.out}" if args.out else ""))
