@@ -87,7 +87,7 @@ def test_the_tournament_example_is_what_the_command_prints(capsys):
     timed = "exact cross-play"  # the last line: seconds, which vary
     assert [s for s in printed if timed not in s] == [s for s in block[1:] if timed not in s]
     # The prose under it quotes the matrix: perfect as X against rules as O, and the reverse.
-    order = ["random", "rules", "perfect"]
+    order = ["perfect", "rules", "random"]  # by rank
     matrix = {line.split()[1]: line.split()[2:] for line in printed
               if re.match(r"\s*\d+\s+\w+\s+[+-]\d", line)}
     example = (DOCS / "tournament.md").read_text().split(block[0])[1]
