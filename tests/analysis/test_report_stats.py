@@ -116,7 +116,7 @@ def test_a_population_is_a_configuration_per_grid_point_with_the_contract_statis
     # (it said "objective (score)"), the time column its unit (it said "job s": "2 x 1").
     head = next(line for line in md.splitlines() if line.startswith("| algo.lr"))
     assert "objective: score (worst trained seat's win - loss vs random, minus 1 if beatable), IQM" in head
-    assert "| seconds per job (jobs x mean) |" in head and "job s" not in head
+    assert "| training seconds per job (jobs x mean) |" in head and "job s" not in head
     per_seed = rows_of(files["runs"])
     assert [int(r["seed"]) for r in per_seed] == list(range(100, 108)) * 2
     assert [int(r["member"]) for r in per_seed] == list(range(16))
@@ -199,3 +199,21 @@ def test_a_member_stopped_before_any_evaluation_counts_as_a_seed_that_is_not_unb
     assert (row["seeds"], row["unbeatable"]) == ("3", "2")  # 2 of 3, not 2 of 2
     assert float(row["unbeatable_ci_low"]) == pytest.approx(wilson_by_hand(2, 3)[0], abs=1e-9)
     assert float(row["o_random_win_mean"]) == pytest.approx((0.91 + 0.90) / 2)  # values: the two reports
+
+
+def test_a_jobs_seconds_are_its_training_seconds_across_a_resume(tmp_path):
+    """A resume rewrites .hydra/config.yaml, from whose time the job's seconds were measured: a
+    resumed run read 0 s. ``elapsed_s`` at the last evaluation continues across the resume."""
+    import os
+
+    from ttt_research.analysis.runs import ELAPSED, RunRecord
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / "eval.json").write_text("{}")
+    (tmp_path / ".hydra" / "config.yaml").write_text("seed: 0\n")  # rewritten by the resume, last
+    os.utime(tmp_path / "eval.json", (1000, 1000))
+    os.utime(tmp_path / ".hydra" / "config.yaml", (1000, 1000))
+    rec = RunRecord(tmp_path, {}, 0, "o", "score", {}, series={ELAPSED: [(2048, 3.5), (8192, 12.25),
+                                                                         (4096, 7.0)]})
+    assert rec.seconds == 12.25
+    assert RunRecord(tmp_path, {}, 0, "o", "score", {}).seconds == 0  # the file times' reading

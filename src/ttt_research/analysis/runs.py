@@ -103,7 +103,12 @@ class RunRecord:
 
     @property
     def seconds(self) -> float | None:
-        """The job's wall time: from Hydra's record of its config to its last output file."""
+        """The job's training wall seconds: ``elapsed_s`` at its last exact evaluation (continued
+        across a resume); without it, from Hydra's record of its config to its last output file
+        (which a resume, rewriting the record, would cut short)."""
+        elapsed = self.series.get(ELAPSED)
+        if elapsed:
+            return max(elapsed)[1]  # at the most games
         start = self.path / ".hydra" / "config.yaml"
         ends = [p.stat().st_mtime for p in (self.path / n for n in ("eval.json", "policy.onnx", "curves.png"))
                 if p.is_file()]

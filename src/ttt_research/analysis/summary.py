@@ -233,7 +233,7 @@ def markdown(keys: list[str], rows: list[dict]) -> str:
     metrics = [m for m in rows[0]["metrics"] if any(r["summary"][m] for r in rows)]
     head = [*(keys or ["runs"]), "seeds", *(metric_title(m) for m in metrics)]
     head += ["unbeatable (Wilson 95%)", "first unbeatable (median games)", "unbeatable for good from",
-             objective_title(rows[0]["metric"]), "seconds per job (jobs x mean)"]
+             objective_title(rows[0]["metric"]), "training seconds per job (jobs x mean)"]
     values = [v for v in VALUE_KEYS if any(r["value"][v] for r in rows)]
     head += [VALUE_TITLES[v] for v in values]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
