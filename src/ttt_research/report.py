@@ -63,6 +63,7 @@ from ttt_research.analysis.summary import (
     label_folders,
     label_text,
     markdown,
+    missing_jobs,
     records,
     summarise,
     summarise_one,
@@ -120,10 +121,13 @@ def _folders(roots: list[Path], names: list[str] | None) -> tuple[list, list[tup
 def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str, Path], list[dict]]:
     """``report``, also returning report.csv's rows (for ``--json``, so nothing is computed twice)."""
     roots = [Path(r) for r in root] if isinstance(root, (list, tuple)) else [Path(root)]
+    partial = ""
     if len(roots) == 1 and names is None:
         runs, skipped = scan_runs(roots[0])
         warn_skipped(skipped, roots[0])
         skipped, keys = [(roots[0], skipped)], None
+        if partial := missing_jobs(roots[0], runs):
+            print(f"warning: {partial}", file=sys.stderr)
     else:
         if out is None and len(roots) > 1:
             raise ReportError("several folders: say where the report goes with --out DIR")
@@ -144,7 +148,8 @@ def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str,
     where = ", ".join(str(r) for r, _ in skipped)
     intro = (f"{len(runs)} seeds under {where}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
-             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n")
+             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n"
+             + (f"**Incomplete:** {partial}.\n\n" if partial else ""))
     tables = markdown(keys, rows) + safety.markdown([label_text(r["label"]) for r in rows],
                                                      [r["runs"] for r in rows])
     write_atomic(files["md"], intro + tables + "".join(skipped_markdown(s, r) for r, s in skipped)

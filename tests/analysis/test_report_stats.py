@@ -217,3 +217,30 @@ def test_a_jobs_seconds_are_its_training_seconds_across_a_resume(tmp_path):
                                                                          (4096, 7.0)]})
     assert rec.seconds == 12.25
     assert RunRecord(tmp_path, {}, 0, "o", "score", {}).seconds == 0  # the file times' reading
+
+
+def test_a_sweep_with_jobs_missing_says_so(tmp_path):
+    """A sweep stopped by a signal ends with its stopped job; the jobs after it never ran, and a
+    report of the folder said nothing of them."""
+    from ttt_research.analysis.runs import RunRecord
+    from ttt_research.analysis.summary import missing_jobs
+
+    def record(text: str) -> None:
+        (tmp_path / "multirun.yaml").write_text(text)
+
+    runs = [RunRecord(tmp_path / str(k), {}, k, "o", "score", {}) for k in range(2)]
+    record("hydra:\n  sweeper: {_target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper}\n"
+           "  overrides: {task: ['seed=0,1,2', 'net=mlp25,mlp100', budget.games=1000]}\n")
+    assert missing_jobs(tmp_path, runs).startswith(f"{tmp_path / 'multirun.yaml'} names 6 jobs and 2 "
+                                                   "finished")
+    assert missing_jobs(tmp_path, runs * 3 + [RunRecord(tmp_path / str(k), {}, k, "o", "score", {})
+                                              for k in range(2, 6)]) == ""
+    record("hydra:\n  sweeper: {_target_: hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper,"
+           " n_trials: 3}\n")
+    assert "names 3 jobs and 2 finished" in missing_jobs(tmp_path, runs)
+    for foreign in ("[1, 2", "hydra: 7\n", "hydra:\n  overrides: {task: ['seed=range(0,10**9']}\n",
+                    "hydra:\n  overrides: {task: ['seed=range(0,1000000000000)']}\n"):
+        record(foreign)
+        assert missing_jobs(tmp_path, runs) == ""
+    (tmp_path / "multirun.yaml").unlink()
+    assert missing_jobs(tmp_path, runs) == ""

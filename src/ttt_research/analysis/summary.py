@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import statistics
 import sys
@@ -341,6 +342,42 @@ def best_trial(root: Path) -> str:
         return ""
     shown = ", ".join(f"{k}={fmt(v)}" for k, v in params.items() if not isinstance(v, (dict, list)))
     return f"\nOptuna best: {best} with {shown}\n"
+
+
+SWEEP_MAX = 100_000  # jobs a sweep record may name for missing_jobs to count them
+
+
+def missing_jobs(root: Path, runs: list[RunRecord]) -> str:
+    """A line for a sweep folder whose ``multirun.yaml`` names more jobs than ``runs`` finished
+    (a stopped sweep: the jobs after the stopped one never ran), else ''. The jobs are counted as
+    Hydra's basic sweeper makes them (the product of the swept overrides' values) or Optuna's
+    ``n_trials``; anything else, or a record that does not read, says nothing."""
+    path = root / "multirun.yaml"
+    if not path.is_file():
+        return ""
+    try:
+        record = untrusted.mapping(untrusted.load_yaml(path), path.name)
+        sweeper = untrusted.select(record, "hydra.sweeper") or {}
+        if "optuna" in str(sweeper.get("_target_", "")).lower():
+            expected = untrusted.integer(sweeper.get("n_trials"), "n_trials")
+        else:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            task = untrusted.select(record, "hydra.overrides.task") or []
+            expected = 1
+            for o in OverridesParser.create().parse_overrides([str(t) for t in task]):
+                if o.is_sweep_override():  # counted up to a bound: a foreign range(0, 10**12) is no list
+                    expected *= sum(1 for _ in itertools.islice(o.sweep_string_iterator(), SWEEP_MAX + 1))
+            if expected > SWEEP_MAX:
+                return ""
+    except Exception:  # a hand-made or foreign record: no count, no claim
+        return ""
+    finished = len({r.path for r in runs})  # a population's members are one job
+    if finished >= expected:
+        return ""
+    return (f"{path} names {expected} jobs and {finished} finished: the sweep was stopped or is still "
+            "running (a stopped job continues with hydra.run.dir=ITS_FOLDER resume=true; the jobs "
+            "after it never started)")
 
 
 def summarise_one(runs: list[RunRecord], metrics: list[str], name: str) -> dict:
