@@ -182,7 +182,7 @@ CLIS = {"evaluate": evaluate_cli.main, "export": export.main, "play": play.main}
     *[("evaluate", n, m) for n, m in CKPT_CASES + ONNX_CASES],
     *[("play", n, m) for n, m in CKPT_CASES + ONNX_CASES],
     *[("export", n, m) for n, m in CKPT_CASES],
-    ("export", "good.onnx", "not a readable checkpoint (not a PyTorch checkpoint)"),
+    ("export", "good.onnx", "an ONNX model already; export takes a checkpoint (.ckpt"),
 ])
 def test_bad_files_get_one_line_and_exit_2(files, capsys, monkeypatch, cli, name, needle):
     monkeypatch.setattr("sys.stdin", open(os.devnull))  # play must not wait for a person
