@@ -148,9 +148,9 @@ def main() -> None:
     except BrokenPipeError:  # `--help | head`
         sys.exit(reader_gone())
     finally:
-        early_stop.uninstall()
-    if early_stop.noted:  # as the last job ended: what it made is whole
-        sys.exit(128 + early_stop.noted)
+        signum = early_stop.uninstall()
+    if signum:  # as the last job ended: what it made is whole
+        sys.exit(128 + signum)
     gc.freeze()  # every job is done: what the runs left dies with the process, uncollected at exit
 
 

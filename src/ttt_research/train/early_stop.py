@@ -13,9 +13,14 @@ claimed) and ends with ``StoppedEarly``, which ``__main__`` turns into ``stopped
 before training started: nothing was trained`` (exit 130 / 143) after removing the job's
 folder if it holds nothing else (``refusal.discard_run_dir``: a resumed run's folder stays as
 it was). A signal noted after the last check is ``signals``' to act on (``pending``): the run
-stops after its first update, with a checkpoint. A second signal of the same kind ends the
-process at once, as an unhandled one would. Once training has begun and ended (``release``)
-the handlers found before are back, so that Ctrl-C still ends a slow upload (W&B's ``finish``).
+stops after its first update, with a checkpoint; so is one a DDP process of rank > 0 notes
+(Lightning starts it once rank 0 trains: the processes decide together, after the first update).
+A second signal of the same kind ends the process at once, as an unhandled one would. Once a job's
+training has ended (``release``) the handlers found before are back, so that Ctrl-C still ends a
+slow upload (W&B's ``finish``), and between the jobs of a multirun signals are noted again
+(``rearm``). A signal that was ignored (SIGINT in a job a shell started in the background) stays
+ignored. Under another launcher than Hydra's basic one (joblib, submitit) the jobs run elsewhere
+and never look: ``OtherLaunchers`` gives the signals back to the command as the sweep starts.
 Light on purpose: it loads before torch.
 """
 
@@ -24,6 +29,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+
+from hydra.experimental.callback import Callback
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _found: dict[int, object] = {}  # the handlers before ``install``
@@ -54,9 +61,10 @@ def _note(signum: int, frame) -> None:
 
 
 def _set(handler) -> None:
+    """``handler`` (None: the one found) on the signals ``install`` took; none taken: nothing."""
     if threading.current_thread() is threading.main_thread():  # Python delivers signals there only
-        for signum in SIGNALS:
-            signal.signal(signum, handler if handler is not None else _found.get(signum, signal.SIG_DFL))
+        for signum, found in _found.items():
+            signal.signal(signum, handler if handler is not None else found)
 
 
 def install() -> None:
@@ -67,15 +75,23 @@ def install() -> None:
     noted = 0
     for signum in SIGNALS:
         found = signal.getsignal(signum)
-        if not is_ours(found):
-            _found[signum] = found if found is not None else signal.SIG_DFL
+        if found is signal.SIG_IGN or is_ours(found):  # ignored by whoever started us: it stays so
+            continue
+        _found[signum] = found if found is not None else signal.SIG_DFL
     _set(_note)
 
 
 def check() -> None:
-    """A safe point before training: a stop signal noted ends the job here."""
-    if noted:
+    """A safe point before training: a stop signal noted ends the job here (a DDP process of rank
+    > 0 leaves it to ``pending``: rank 0 trains already, and they stop together)."""
+    if noted and not _secondary():
         raise StoppedEarly(noted)
+
+
+def _secondary() -> bool:
+    """A process of rank > 0 (Lightning sets ``LOCAL_RANK`` for the processes it starts,
+    torchrun ``RANK``)."""
+    return any(os.environ.get(var, "0") not in ("", "0") for var in ("LOCAL_RANK", "RANK"))
 
 
 def pending() -> int:
@@ -95,10 +111,25 @@ def rearm() -> None:
     _set(_note)
 
 
-def uninstall() -> None:
-    """The command's end: the handlers found before, for good."""
+def uninstall() -> int:
+    """The command's end: the handlers found before, for good. Returns the signal noted and not
+    acted on (0 if none), forgotten: a later command in this process starts afresh."""
+    global noted
     _set(None)
     _found.clear()
+    signum, noted = noted, 0
+    return signum
+
+
+class OtherLaunchers(Callback):
+    """A Hydra callback: a sweep under a launcher other than the basic one (joblib, submitit)
+    runs its jobs in other processes, where nothing looks at what this one noted; the signals go
+    back to their handlers as the sweep starts, and one noted already is delivered again."""
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        launcher = str(getattr(getattr(config.hydra, "launcher", None), "_target_", ""))
+        if not launcher.endswith("BasicLauncher") and (signum := uninstall()):
+            signal.raise_signal(signum)
 
 
 def is_ours(handler: object) -> bool:

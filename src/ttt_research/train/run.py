@@ -43,7 +43,7 @@ from ttt_research.train.host import run_json_host
 from ttt_research.train.league import league_rows, league_text, write_league
 from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
-from ttt_research.train.signals import StopOnSignal, part_ways, stop_on_signals
+from ttt_research.train.signals import StopOnSignal, agreed, part_ways, stop_on_signals
 from ttt_research.train.tracking import make_loggers, publish, replay
 from ttt_research.train.validate import validate
 
@@ -253,6 +253,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
         resume_metrics(run_dir, resume_from, loggers)  # metrics.csv back to the checkpoint's rows
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     stop.games = module.games_played
+    stop.signum = agreed(trainer, stop.signum)  # trainer=ddp: every process decides the same
     if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
         part_ways()  # trainer=ddp: every process stopped after this update; they leave together
         raise stop.stopped(stop.games)

@@ -153,6 +153,18 @@ class StopOnSignal(L.Callback):
         trainer.should_stop = True
 
 
+def agreed(trainer, signum: int) -> int:
+    """The stop signal every process acts on once the fit ended: the largest any of them noted
+    (0: none). A signal can reach one process after the last update's vote (``StopOnSignal``),
+    and the processes must go on together: both to their outputs, or both to ``part_ways``."""
+    dist = torch.distributed
+    if trainer.world_size > 1 and dist.is_available() and dist.is_initialized():
+        noted = torch.tensor([signum], dtype=torch.int64, device=trainer.strategy.root_device)
+        dist.all_reduce(noted, op=dist.ReduceOp.MAX)
+        return int(noted.item())
+    return signum
+
+
 def part_ways() -> None:
     """Several processes that stopped together leave their process group together, before
     the command exits: each waits for the others, then closes its connections. Left to the
