@@ -185,19 +185,16 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name}: finished before, skipped ({path})")
             continue
         folder = args.runs / name
-        resume = (folder / "checkpoints" / "last.ckpt").exists()
-        if row is None and folder.exists():  # a folder without a row: a previous study's, not ours
-            sys.exit(f"error: {folder} exists but {path} does not; remove the folder or choose --runs")
+        # A run that passed its checks (its .hydra/ is written then) is resumed, with a checkpoint
+        # or without one yet (it starts again), even without a row: a call killed mid-part (the
+        # device's 10-minute limit) writes none. Another config's run there is refused by the resume.
+        resume = (folder / ".hydra").is_dir()
         cmd = [sys.executable, "-m", "ttt_research", *PARTS[name], f"trainer={args.trainer}", *overrides,
                "logger=csv", "progress=lines", f"hydra.run.dir={folder}", *["resume=true"][:resume]]
         print(f"{name}: {'resuming' if resume else 'starting'}, at most {args.limit_s:.0f} s: "
               f"{' '.join(cmd[1:])}", flush=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         code, wall, rss, gpu, interrupted = run_part(cmd, args.limit_s, args.out / f"{name}.err")
-        if code not in (0, 130, 143):
-            err = args.out / f"{name}.err"
-            lines = err.read_text().strip().splitlines()
-            sys.exit(f"{name} exited {code}: {lines[-1] if lines else ''} (all of it: {err})")
         row = row or {"part": name, "device": device_name(), "command": cmd[1:], "sessions": []}
         row["sessions"].append({"wall_s": round(wall, 1), "exit": code, "peak_rss_mib": round(rss),
                                 "peak_gpu_mib": gpu})
@@ -210,6 +207,10 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({k: v for k, v in row.items() if k not in ("command", "sessions")}), flush=True)
         if code == 0:
             (args.out / f"{name}.err").unlink()
+        elif code not in (130, 143):  # its row says so too: the next call tries it again
+            err = args.out / f"{name}.err"
+            lines = err.read_text().strip().splitlines()
+            sys.exit(f"{name} exited {code}: {lines[-1] if lines else ''} (all of it: {err})")
         if interrupted:
             sys.exit(f"stopped: {name} has its row in {path}; the same command resumes it")
 

@@ -235,6 +235,13 @@ def test_a_sweep_with_jobs_missing_says_so(tmp_path):
                                                    "finished")
     assert missing_jobs(tmp_path, runs * 3 + [RunRecord(tmp_path / str(k), {}, k, "o", "score", {})
                                               for k in range(2, 6)]) == ""
+    record("hydra:\n  sweeper: {_target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper,\n"
+           "            params: {seed: '0,1,2,3', net: 'mlp25,mlp100'}}\n"
+           "  overrides: {task: ['seed=0,1,2']}\n")  # a preset's sweep, the command's seeds winning
+    assert "names 6 jobs and 2 finished" in missing_jobs(tmp_path, runs)
+    record("hydra:\n  sweeper: {_target_: hydra_plugins.hydra_nevergrad_sweeper.NevergradSweeper}\n"
+           "  overrides: {task: ['seed=0,1,2']}\n")
+    assert missing_jobs(tmp_path, runs) == ""  # another sweeper: no count of ours
     record("hydra:\n  sweeper: {_target_: hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper,"
            " n_trials: 3}\n")
     assert "names 3 jobs and 2 finished" in missing_jobs(tmp_path, runs)

@@ -350,26 +350,32 @@ SWEEP_MAX = 100_000  # jobs a sweep record may name for missing_jobs to count th
 def missing_jobs(root: Path, runs: list[RunRecord]) -> str:
     """A line for a sweep folder whose ``multirun.yaml`` names more jobs than ``runs`` finished
     (a stopped sweep: the jobs after the stopped one never ran), else ''. The jobs are counted as
-    Hydra's basic sweeper makes them (the product of the swept overrides' values) or Optuna's
-    ``n_trials``; anything else, or a record that does not read, says nothing."""
+    Hydra's basic sweeper makes them (the product of the swept values of the command's overrides
+    and of its ``params``, the command's winning) or Optuna's ``n_trials``; another sweeper, or a
+    record that does not read, says nothing."""
     path = root / "multirun.yaml"
     if not path.is_file():
         return ""
     try:
         record = untrusted.mapping(untrusted.load_yaml(path), path.name)
         sweeper = untrusted.select(record, "hydra.sweeper") or {}
-        if "optuna" in str(sweeper.get("_target_", "")).lower():
+        target = str(sweeper.get("_target_", ""))
+        if "optuna" in target.lower():
             expected = untrusted.integer(sweeper.get("n_trials"), "n_trials")
-        else:
+        elif target.endswith("BasicSweeper"):
             from hydra.core.override_parser.overrides_parser import OverridesParser
 
-            task = untrusted.select(record, "hydra.overrides.task") or []
+            # the command's overrides, and the sweeper's params (a preset's sweep) under them
+            params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+            task = [*params, *(str(t) for t in untrusted.select(record, "hydra.overrides.task") or [])]
             expected = 1
-            for o in OverridesParser.create().parse_overrides([str(t) for t in task]):
+            for o in {o.key_or_group: o for o in OverridesParser.create().parse_overrides(task)}.values():
                 if o.is_sweep_override():  # counted up to a bound: a foreign range(0, 10**12) is no list
                     expected *= sum(1 for _ in itertools.islice(o.sweep_string_iterator(), SWEEP_MAX + 1))
             if expected > SWEEP_MAX:
                 return ""
+        else:  # another sweeper (nevergrad, Ax): its own count, not a grid
+            return ""
     except Exception:  # a hand-made or foreign record: no count, no claim
         return ""
     finished = len({r.path for r in runs})  # a population's members are one job
