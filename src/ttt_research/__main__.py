@@ -14,17 +14,22 @@ import gc
 import sys
 from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+from ttt_research.train import early_stop
 
-from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone
-from ttt_research.evaluation.objectives import objective
-from ttt_research.train import early_stop, hydra_errors
-from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides
-from ttt_research.train.refusal import discard_run_dir, validate_added
-from ttt_research.train.validate import validate
+if __name__ == "__main__":  # python -m ttt_research: stop signals noted before anything loads
+    early_stop.install()
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone  # noqa: E402
+from ttt_research.evaluation.objectives import objective  # noqa: E402
+from ttt_research.train import hydra_errors  # noqa: E402
+from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides  # noqa: E402
+from ttt_research.train.refusal import discard_run_dir, validate_added  # noqa: E402
+from ttt_research.train.validate import validate  # noqa: E402
 
 
 def refuse(error: Exception, discard: bool = True) -> None:

@@ -64,3 +64,12 @@ def test_another_launcher_gives_the_signals_back(handlers, launcher, back):
     early_stop.OtherLaunchers().on_multirun_start(config)
     assert handlers == ([signal.SIGTERM] if back else [])  # delivered again to the handler found
     assert early_stop.is_ours(signal.getsignal(signal.SIGTERM)) is not back
+
+
+def test_a_second_install_keeps_the_note(handlers):
+    """``python -m ttt_research`` installs as its module loads, then ``main`` again: a signal
+    noted in between must not be forgotten."""
+    early_stop.install()
+    signal.raise_signal(signal.SIGTERM)
+    early_stop.install()
+    assert early_stop.noted == signal.SIGTERM

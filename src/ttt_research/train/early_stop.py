@@ -21,7 +21,8 @@ slow upload (W&B's ``finish``), and between the jobs of a multirun signals are n
 (``rearm``). A signal that was ignored (SIGINT in a job a shell started in the background) stays
 ignored. Under another launcher than Hydra's basic one (joblib, submitit) the jobs run elsewhere
 and never look: ``OtherLaunchers`` gives the signals back to the command as the sweep starts.
-Light on purpose: it loads before torch.
+The standard library only: ``python -m
+ttt_research`` sets the note before it imports anything else.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-
-from hydra.experimental.callback import Callback
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _found: dict[int, object] = {}  # the handlers before ``install``
@@ -68,9 +67,9 @@ def _set(handler) -> None:
 
 
 def install() -> None:
-    """The command's start: stop signals noted from here."""
+    """The command's start: stop signals noted from here (again: nothing changes)."""
     global noted
-    if threading.current_thread() is not threading.main_thread():
+    if _found or threading.current_thread() is not threading.main_thread():
         return
     noted = 0
     for signum in SIGNALS:
@@ -121,15 +120,32 @@ def uninstall() -> int:
     return signum
 
 
-class OtherLaunchers(Callback):
-    """A Hydra callback: a sweep under a launcher other than the basic one (joblib, submitit)
-    runs its jobs in other processes, where nothing looks at what this one noted; the signals go
-    back to their handlers as the sweep starts, and one noted already is delivered again."""
+class OtherLaunchers:
+    """A Hydra callback (``hydra.callbacks`` in ``config.yaml``; duck-typed as
+    ``hydra.experimental.callback.Callback``, which would load Hydra before the note is set): a
+    sweep under a launcher other than the basic one (joblib, submitit) runs its jobs in other
+    processes, where nothing looks at what this one noted; the signals go back to their handlers
+    as the sweep starts, and one noted already is delivered again."""
 
     def on_multirun_start(self, config, **kwargs) -> None:
         launcher = str(getattr(getattr(config.hydra, "launcher", None), "_target_", ""))
         if not launcher.endswith("BasicLauncher") and (signum := uninstall()):
             signal.raise_signal(signum)
+
+    def on_run_start(self, config, **kwargs) -> None:
+        pass
+
+    def on_job_start(self, config, **kwargs) -> None:
+        pass
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        pass
+
+    def on_run_end(self, config, **kwargs) -> None:
+        pass
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        pass
 
 
 def is_ours(handler: object) -> bool:
