@@ -28,6 +28,7 @@ from omegaconf import OmegaConf
 
 from ttt_research.algos.spec import register as register_schemas
 from ttt_research.evaluation.objectives import direction
+from ttt_research.train.hydra_hooks import Hooks
 
 NULL_DEFAULT_GROUPS = ("experiment", "hparams_search")
 
@@ -65,14 +66,13 @@ def fresh_folder(path: str) -> str:
     raise AssertionError("unreachable")
 
 
-class LogsBefore:
+class LogsBefore(Hooks):
     """A Hydra callback (``hydra.callbacks`` in ``config.yaml``): Hydra opens the job's log
     (``train.log``) in the run folder before the job runs, so a refused job would leave an
     empty log in a folder it must leave as it found it. This notes, before Hydra makes
     anything, which logs were there already; ``made_by_this_run`` tells the others.
 
-    (Duck-typed as ``hydra.experimental.callback.Callback``, and importable without torch:
-    Hydra builds it at every start.)
+    (``hydra_hooks.Hooks``, importable without torch: Hydra builds it at every start.)
 
     It also notes which folders on the way to the run's folder were there before the run
     (``existed_before``): a refusal removes the folders the run made, never the user's own,
@@ -88,17 +88,6 @@ class LogsBefore:
         _note_logs(folder, config.hydra.job.name, "*/")
         _note_folders(folder, children=True)
 
-    def on_job_start(self, config, **kwargs) -> None:
-        pass
-
-    def on_job_end(self, config, job_return, **kwargs) -> None:
-        pass
-
-    def on_run_end(self, config, **kwargs) -> None:
-        pass
-
-    def on_multirun_end(self, config, **kwargs) -> None:
-        pass
 
 
 _logs_before: set[str] = set()

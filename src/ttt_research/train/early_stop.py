@@ -21,8 +21,8 @@ slow upload (W&B's ``finish``), and between the jobs of a multirun signals are n
 (``rearm``). A signal that was ignored (SIGINT in a job a shell started in the background) stays
 ignored. Under another launcher than Hydra's basic one (joblib, submitit) the jobs run elsewhere
 and never look: ``OtherLaunchers`` gives the signals back to the command as the sweep starts.
-The standard library only: ``python -m
-ttt_research`` sets the note before it imports anything else.
+Nothing but the standard library (``hydra_hooks`` is too): ``python -m ttt_research`` sets the
+note before it imports anything else.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+
+from ttt_research.train.hydra_hooks import Hooks
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _found: dict[int, object] = {}  # the handlers before ``install``
@@ -120,8 +122,8 @@ def uninstall() -> int:
     return signum
 
 
-class OtherLaunchers:
-    """A Hydra callback (``hydra.callbacks`` in ``config.yaml``; duck-typed as
+class OtherLaunchers(Hooks):
+    """A Hydra callback (``hydra.callbacks`` in ``config.yaml``; ``hydra_hooks.Hooks``, not
     ``hydra.experimental.callback.Callback``, which would load Hydra before the note is set): a
     sweep under a launcher other than the basic one (joblib, submitit) runs its jobs in other
     processes, where nothing looks at what this one noted; the signals go back to their handlers
@@ -131,21 +133,6 @@ class OtherLaunchers:
         launcher = str(getattr(getattr(config.hydra, "launcher", None), "_target_", ""))
         if not launcher.endswith("BasicLauncher") and (signum := uninstall()):
             signal.raise_signal(signum)
-
-    def on_run_start(self, config, **kwargs) -> None:
-        pass
-
-    def on_job_start(self, config, **kwargs) -> None:
-        pass
-
-    def on_job_end(self, config, job_return, **kwargs) -> None:
-        pass
-
-    def on_run_end(self, config, **kwargs) -> None:
-        pass
-
-    def on_multirun_end(self, config, **kwargs) -> None:
-        pass
 
 
 def is_ours(handler: object) -> bool:
