@@ -100,8 +100,6 @@ def job(cfg: DictConfig) -> float:
     from ttt_research.train.signals import Stopped
     from ttt_research.train.tracking import finish
 
-    early_stop.check()  # torch and Lightning are loaded: a safe point
-
     # What those imports made lives as long as the process: moved out of the collector's sight,
     # it is not traversed by every full collection, nor once more at exit (a process that
     # imported Lightning took ~1.1 s to exit; ~0.15 s frozen). Once per process, before the

@@ -8,8 +8,8 @@ silently; both left the run folder Hydra had just made.
 From the command's start (``install``) SIGINT and SIGTERM are only noted: an exception raised
 inside an import leaves a library half-loaded (numpy then recursed without end), and inside
 Hydra's job set-up it loses the folder. The job looks at what was noted at safe points
-(``check``: as it starts, once torch and Lightning are loaded, before the run folder is
-claimed) and ends with ``StoppedEarly``, which ``__main__`` turns into ``stopped by SIGINT
+(``check``: as it starts, and in ``train``, once torch and Lightning are loaded and before the
+run folder is claimed) and ends with ``StoppedEarly``, which ``__main__`` turns into ``stopped by SIGINT
 before training started: nothing was trained`` (exit 130 / 143) after removing the job's
 folder if it holds nothing else (``refusal.discard_run_dir``: a resumed run's folder stays as
 it was). A signal noted after the last check is ``signals``' to act on (``pending``): the run

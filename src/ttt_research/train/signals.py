@@ -139,11 +139,7 @@ class StopOnSignal(L.Callback):
         self.stop.take_back(signal.SIGTERM)
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        signum = self.stop.signum
-        if trainer.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
-            noted = torch.tensor([signum], dtype=torch.int64, device=trainer.strategy.root_device)
-            torch.distributed.all_reduce(noted, op=torch.distributed.ReduceOp.MAX)
-            signum = int(noted.item())
+        signum = agreed(trainer, self.stop.signum)  # several processes: all stop, or none
         if not signum:
             return
         # The update's checkpoint, renamed into place once Lightning has logged the update's
@@ -154,9 +150,10 @@ class StopOnSignal(L.Callback):
 
 
 def agreed(trainer, signum: int) -> int:
-    """The stop signal every process acts on once the fit ended: the largest any of them noted
-    (0: none). A signal can reach one process after the last update's vote (``StopOnSignal``),
-    and the processes must go on together: both to their outputs, or both to ``part_ways``."""
+    """The stop signal every process acts on: the largest any of them noted (0: none), one
+    all-reduce. ``StopOnSignal`` votes so after each update; ``train`` once more after the fit, as
+    a signal can reach one process after the last vote and the processes must go on together:
+    all to their outputs, or all to ``part_ways``."""
     dist = torch.distributed
     if trainer.world_size > 1 and dist.is_available() and dist.is_initialized():
         noted = torch.tensor([signum], dtype=torch.int64, device=trainer.strategy.root_device)
