@@ -19,7 +19,6 @@ says so. Anything wrong is a ``UserError``: one line, exit 2.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from ttt_research.evaluation.exploit import Acting, logits_to_probs
 from ttt_research.evaluation.options import BUILTINS, TABLE_SUFFIXES, require_participant
 from ttt_research.evaluation.policy_file import acted_probs, load_policy
 from ttt_research.evaluation.policy_table import read_table
+from ttt_research.files import untrusted
 
 NETWORK_SUFFIXES = (".onnx", ".ckpt")
 
@@ -131,10 +131,9 @@ def gather(args: list[str], as_trained: bool = False, fill: str = "refuse",
 def _unexported(arg: str) -> str:
     """A hint for a population folder whose members were not all exported (``population.export``
     is ``best`` by default: only the best member's policy.onnx), else ''."""
-    record = Path(arg) / "population.json"
     try:
-        members = len(json.loads(record.read_text())["members"])
-    except (OSError, ValueError, KeyError, TypeError):
+        members = len(untrusted.load_json(Path(arg) / "population.json")["members"])
+    except (untrusted.Malformed, KeyError, TypeError):  # not a population's record
         return ""
     exported = len(_members(Path(arg)))
     if exported >= members:
