@@ -156,25 +156,25 @@ def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
     (M,) scaled rewards (the game's reward times ``move_importance``; with ``baseline``,
     the batch's mean reward is subtracted first) and (M,) members who made them (0 for a
     single run; a population's moves come member by member within each ply)."""
-    at, scaled, member = _flat_moves(ep, reward, baseline)
+    at, scaled = _flat_moves(ep, reward, baseline)
+    member = at % ep.outcome.numel() // ep.batch  # 0 for a single run
     return (ep.view.reshape(-1, 9).index_select(0, at).float(), ep.legal.reshape(-1, 9).index_select(0, at),
             ep.action.reshape(-1).index_select(0, at), scaled, member)
 
 
 def _flat_moves(ep: Episodes, reward: Reward, baseline: bool):
-    """(M,) flat (ply, member, game) indices of the learner's moves in ``ep``, (M,) their
-    scaled rewards and (M,) members (``learner_moves``' numbers, without the (M, 9) rows)."""
+    """(M,) flat (ply, member, game) indices of the learner's moves in ``ep`` and (M,) their
+    scaled rewards (``learner_moves``' numbers, without the (M, 9) rows and the members)."""
     m = ep.learner  # (T, B), or (T, N, B) for a population
     games = ep.outcome.numel()  # N x B
     at = m.reshape(-1).nonzero().squeeze(1)  # (M,) flat (ply, member, game) of each move
     ply, game_of = at // games, at % games
-    member = game_of // ep.batch  # 0 for a single run
     plies = ep.plies.reshape(-1).index_select(0, game_of)
     r = reward.of(ep.outcome, ep.forfeit)  # (B,) or (N, B)
     if baseline:  # compare each game with the member's average game in the batch
         r = r - r.mean(-1, keepdim=True)
     r = r.reshape(-1).index_select(0, game_of)
-    return at, r * move_importance(ply, plies), member
+    return at, r * move_importance(ply, plies)
 
 
 PER_GAME = ("seat", "outcome", "forfeit", "plies")  # Episodes fields without a ply axis
@@ -382,7 +382,7 @@ class Reinforce(Algorithm):
         block k), (M,) moves and (M,) scaled rewards. The rows are those the games read while
         they played (``ReachedTable.games_rows``, one (N B,) per ply the learner was asked at),
         not found again from the moves' views (an (M, 9) gather and a code per move)."""
-        at, scaled, _ = _flat_moves(ep, run.reward, self.baseline)
+        at, scaled = _flat_moves(ep, run.reward, self.baseline)
         # -1 where the learner was not asked: a move read from there would fail loudly in ``place_of``.
         by_ply = torch.full((game.CELLS, ep.outcome.numel()), -1, dtype=torch.long, device=at.device)
         for ply, rows in zip(learner_plies(run.seat, run.opponent), reached.games_rows, strict=True):
