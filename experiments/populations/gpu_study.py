@@ -36,8 +36,6 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ttt_research.contract import unbeatable
-
 PARTS = {  # each part: the overrides of its command
     "reinforce100": ["experiment=leaderboard/reinforce"],  # seeds 5000-5099, 4M games each
     "ppo100": ["experiment=leaderboard/ppo"],  # seeds 5000-5099, both seats
@@ -144,14 +142,9 @@ def results(folder: Path) -> dict:
         out["budget_games"] = int(OmegaConf.load(config).budget.games)
         if out.get("games"):  # where a stopped part would be at its budget, at the rate it trained
             out["projected_train_s"] = round(out["train_s"] * out["budget_games"] / out["games"], 1)
-    pop, single = folder / "population.json", folder / "eval.json"
-    if pop.exists():
+    if (pop := folder / "population.json").exists():  # every part is a population
         agg = json.loads(pop.read_text())["aggregate"]
         out["members"], out["unbeatable"] = agg["members"], agg["unbeatable"]
-    elif single.exists() and (hparams := folder / "hparams.yaml").exists():
-        seat = next(line.split(":", 1)[1].strip() for line in hparams.read_text().splitlines()
-                    if line.startswith("seat:"))
-        out["members"], out["unbeatable"] = 1, int(unbeatable(json.loads(single.read_text()), seat))
     return out
 
 
