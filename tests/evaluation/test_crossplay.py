@@ -162,6 +162,43 @@ def test_the_model_fits_its_own_numbers_exactly():
     assert r.fit_max < 1e-3
 
 
+def test_ratings_that_contradict_a_pairs_own_games_are_flagged():
+    # Issue 58 item 14: "rules" rated above "perfect" (it beats a weak agent harder), though
+    # perfect beats it head to head. Synthetic exact table: a beats b in 1 game of 10 as X and
+    # ties it as O; b beats c from both seats, a only ties c: b is rated above a.
+    win, loss, tie = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+    results = torch.tensor([[tie, [0.1, 0.0, 0.9], tie],  # a as X against a, b, c
+                            [tie, tie, win],  # b as X
+                            [tie, loss, tie]], dtype=torch.float64)  # c as X: b as O wins
+    r = fit_ratings(results, ["a", "b", "c"])
+    assert r.elo[1] > r.elo[0] and r.upsets == [("b", "a", pytest.approx(0.1))]
+    warning = ratings_table(r).splitlines()[-1]
+    assert warning.startswith("warning: poor fit, read who can be beaten") and "b above a (+0.100)" in warning
+    # The built-ins fit well: no upset, no pair missed by more than FIT_WARN, no warning.
+    from ttt_research.evaluation.ratings import FIT_WARN, fit_warning
+
+    good = fit_ratings(cross_play(builtins()), ["random", "rules", "perfect"])
+    assert good.upsets == [] and good.fit_max <= FIT_WARN and fit_warning(good) == ""
+    assert "warning" not in ratings_table(good)
+
+
+def test_the_responder_row_and_column_hold_each_policys_games_against_its_best_response():
+    from ttt_research.evaluation.crossplay import with_responder
+    from ttt_research.evaluation.exploit import best_response_outcomes
+
+    probs = builtins()
+    results, against = cross_play(probs), best_response_outcomes(probs)
+    table = with_responder(results, against, 1)  # random, best-response, rules, perfect
+    keep = [0, 2, 3]
+    assert table[keep][:, keep].equal(results)
+    assert table[1, keep].equal(against[:, 1]) and table[keep, 1].equal(against[:, 0])
+    assert table[1, 1].tolist() == [0.0, 0.0, 1.0]  # mutual best responses: the game's value, a draw
+    score = expected_result(table)
+    assert (score[1, keep] >= -1e-12).all() and (score[keep, 1] <= 1e-12).all()  # it never loses on average
+    # No policy does better against a player than that player's best response does.
+    assert (score[1, keep] >= score[keep][:, keep].max(0).values - 1e-12).all()
+
+
 def test_bench_figure_times_cross_play_and_ratings():
     from ttt_research.bench.crossplay import bench_tournament
 

@@ -135,6 +135,30 @@ def _cross_play(probs: torch.Tensor, block_bytes: int) -> torch.Tensor:
     return out
 
 
+def with_responder(results: torch.Tensor, against: torch.Tensor, at: int) -> torch.Tensor:
+    """The cross-play table with the best-response participant added at index ``at``.
+
+    Args:
+        results: (n, n, 3) ``cross_play`` of n policies.
+        against: (n, 2, 3) each policy's games against its own best response, from seat X and
+            from seat O (``exploit.best_response_outcomes``).
+        at: the responder's index among the n + 1 participants.
+
+    Returns:
+        (n + 1, n + 1, 3): the responder's row (it plays X) holds each policy's games as O,
+        its column each policy's games as X. Against itself a tie: two players each best
+        responding to the other are an equilibrium, and the game's value is a draw.
+    """
+    n = results.shape[0]
+    keep = [k for k in range(n + 1) if k != at]
+    out = torch.zeros(n + 1, n + 1, 3, dtype=results.dtype, device=results.device)
+    out[torch.tensor(keep)[:, None], torch.tensor(keep)[None, :]] = results
+    out[at, keep] = against[:, 1]
+    out[keep, at] = against[:, 0]
+    out[at, at] = torch.tensor([0.0, 0.0, 1.0], dtype=results.dtype)
+    return out
+
+
 def expected_result(results: torch.Tensor) -> torch.Tensor:
     """(n, n, 3) cross-play -> (n, n) expected result for the row player (X): +1 win, 0 tie,
     -1 loss, i.e. P(X wins) - P(O wins)."""

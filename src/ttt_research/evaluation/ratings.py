@@ -30,7 +30,9 @@ No confidence intervals: the results are exact, there is no sampling error to pu
 on. The only uncertainty is how well a one-number-per-player model describes the exact table
 (non-transitive results, seat effects that differ by player). That is reported instead: the
 largest and the root-mean-square absolute difference between the model's expected points and
-the exact ones over all ordered pairs (``fit``).
+the exact ones over all ordered pairs (``fit``), and every pair the ratings put in the order
+its own games contradict (``upsets``). ``fit_warning`` turns these into one line when the fit is
+poor: a pair missed by more than ``FIT_WARN`` expected points, or any upset.
 
 Elo scale: rating_i = 400 log10(pi_i) = 400 / ln(10) * theta_i, shifted so that the anchor (the
 player named ``random`` when present, else the first) is 0. The X advantage is reported the same
@@ -40,15 +42,22 @@ way, 400 log10(gamma): the rating points the first move is worth.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ttt_research.evaluation.crossplay import one_thread
+from ttt_research.evaluation.crossplay import both_seats, one_thread
 
 PRIOR = 1e-6  # precision of the Gaussian prior on theta, log gamma, log nu (natural-log units)
 ELO = 400.0 / math.log(10.0)  # natural-log strength -> Elo points
 ANCHOR = "random"
+# Expected points (0 to 1 a game) by which the model may miss one ordered pair before the fit
+# counts as poor. The built-ins alone miss by at most 0.086; a tenth of a game is more than a
+# one-number-per-player model should be forgiven on exact results.
+FIT_WARN = 0.1
+# A head-to-head result (expected result over both seats, -2 to 2) further from 0 than this
+# is a win for one side: the sums are exact, float64 adds noise far below it.
+HEAD_TO_HEAD = 1e-9
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,9 @@ class Ratings:
     fit_rms: float  # root mean square of the same differences
     separated: list[str]  # players that won (or lost) every game: ratings bounded by the prior only
     iterations: int  # Newton steps taken
+    # (higher, lower, margin): rated higher, yet the lower one beats it head to head by margin
+    # (expected result over the two games, one from each seat), largest margin first
+    upsets: list[tuple[str, str, float]] = field(default_factory=list)
 
     def order(self) -> list[int]:
         """Player indices from the highest rating down."""
@@ -164,7 +176,31 @@ def fit_ratings(results: torch.Tensor, names: list[str]) -> Ratings:
     return Ratings(names=list(names), elo=elo, anchor=names[anchor],
                    x_advantage=float(ELO * params[n]), tie=float(params[n + 1].exp()),
                    fit_max=float(diff.abs().max()), fit_rms=float(diff.pow(2).mean().sqrt()),
-                   separated=_separated(counts, names), iterations=iterations)
+                   separated=_separated(counts, names), iterations=iterations,
+                   upsets=_upsets(counts, names, elo))
+
+
+def _upsets(results: torch.Tensor, names: list[str], elo: list[float]) -> list[tuple[str, str, float]]:
+    """The pairs whose ratings contradict their own games: (higher, lower, margin) where the
+    lower-rated player's expected result against the higher over both seats is margin > 0."""
+    s = both_seats(results)  # [i, j]: i's result against j, one game from each seat
+    found = [(names[hi], names[lo], float(s[lo, hi])) for hi in range(len(names)) for lo in range(len(names))
+             if elo[hi] > elo[lo] and float(s[lo, hi]) > HEAD_TO_HEAD]
+    return sorted(found, key=lambda u: -u[2])
+
+
+def fit_warning(r: Ratings, show: int = 3) -> str:
+    """One line saying why the ratings describe the results poorly, or '' when they do not:
+    some pair missed by more than ``FIT_WARN`` expected points, or ratings whose order a pair's
+    own games contradict (the first ``show`` such pairs named, with how many more)."""
+    why = [f"a pair missed by {r.fit_max:.4f} expected points (> {FIT_WARN})"] if r.fit_max > FIT_WARN else []
+    if r.upsets:
+        pairs = ", ".join(f"{hi} above {lo} ({m:+.3f})" for hi, lo, m in r.upsets[:show])
+        more = f" and {len(r.upsets) - show} more" if len(r.upsets) > show else ""
+        why.append(f"rated above a player that beats it head to head over both seats: {pairs}{more}")
+    if not why:
+        return ""
+    return "warning: poor fit, read who can be beaten and the matrix, not the ratings: " + "; ".join(why)
 
 
 def ratings_table(r: Ratings) -> str:
@@ -178,4 +214,5 @@ def ratings_table(r: Ratings) -> str:
                 f"nu {r.tie:.4g}")
     rows.append(f"model fit (Davidson-Beaver vs exact expected points per ordered pair): max |diff| "
                 f"{r.fit_max:.4f}, RMS {r.fit_rms:.4f}")
-    return "\n".join(rows)
+    warning = fit_warning(r)
+    return "\n".join(rows + ([warning] if warning else []))
