@@ -49,7 +49,8 @@ DEFERRED = {
         "export": ("evaluation.exact", "evaluation.onnx", "evaluation.policy_file",
                    "evaluation.policy_table", "evaluation.text"),
         "play": ("env", "env.game", "evaluation.exact", "evaluation.policy_file", "web.server"),
-        "tournament": ("evaluation.crossplay", "evaluation.participants", "evaluation.ratings"),
+        "tournament": ("evaluation.crossplay", "evaluation.exploit", "evaluation.participants",
+                       "evaluation.ratings"),
     }.items() for module in modules},
     ("bench", "bench.suite"): "start-up: the bench's options are checked before torch and Lightning load",
     # SB3's comparison: the gym adapter imports gymnasium, of the optional `compare` extra.

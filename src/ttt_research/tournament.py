@@ -5,11 +5,17 @@ each outcome of each ordered pair are a sum over the whole game tree (``evaluati
 not a sample of games. Then ratings: Davidson's Bradley-Terry model with ties and a first-move
 advantage (Davidson 1970; Davidson & Beaver 1977), fitted to those exact results
 (``evaluation/ratings.py``), on the Elo scale with ``random`` (or the first participant) at 0.
-Participants: ``evaluation/participants.py``. docs/tournament.md explains the numbers.
+Participants: ``evaluation/participants.py``; ``best-response`` among them meets each policy
+with that policy's own exact best response (``exploit.best_response_outcomes``), from both
+seats. docs/tournament.md explains the numbers.
 
-Stdout: the ratings, highest first, with the model's fit; the matrix of expected results
-(row plays X, column plays O) when there are at most ``SHOW_MATRIX`` participants; the seconds.
-With ``--out DIR``: ``crossplay.csv``, ``crossplay.md``, ``crossplay.png``, ``ratings.csv``.
+Stdout, first who can be beaten: each policy against its exact best response from each seat
+(what the best response gets: 0 unbeatable), whether or not ``best-response`` plays. Ratings
+put a player that beats weak ones above one that cannot be beaten, so this, not the ratings,
+leads. Then the ratings, highest first, with the model's fit and a warning when it is poor
+(``ratings.fit_warning``); the matrix of expected results (row plays X, column plays O) when
+there are at most ``SHOW_MATRIX`` participants; the seconds. With ``--out DIR``:
+``crossplay.csv``, ``crossplay.md``, ``crossplay.png``, ``ratings.csv``, ``worst_case.csv``.
 Torch and the evaluation modules are imported once the arguments passed: ``--help`` and a
 participant that names nothing answer before torch loads.
 """
@@ -24,6 +30,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ttt_research.contract import EVAL_SEATS, REPORT_KEY, SEAT_PIECE
 from ttt_research.errors import command
 from ttt_research.evaluation.options import BUILTINS, FILLS, ILLEGAL, require_participant
 from ttt_research.files.atomic import atomic_path, write_atomic
@@ -35,6 +42,11 @@ if TYPE_CHECKING:  # torch and the evaluation modules load once the arguments pa
     from ttt_research.evaluation.ratings import Ratings
 
 SHOW_MATRIX = 12  # participants up to which stdout shows the matrix
+# A best response's expected result up to which a policy counts as unbeatable from that seat:
+# the sums are exact rationals, float64 noise stays far below (exploit._wlt_row rounds at 1e-12).
+UNBEATABLE = 1e-9
+WORST_CASE_HEAD = ("who can be beaten: each player against its own exact best response, from each "
+                   "seat; the best response's expected result (0: unbeatable, 1: always beaten)")
 NUMBERS_IN_CELLS = 20  # participants up to which the heatmap writes each cell's number
 
 
@@ -46,6 +58,76 @@ def matrix_text(names: list[str], score: torch.Tensor) -> str:
     rows = [head] + [f"{k + 1:>2}  {name:<{width}}" + "".join(f"{v:>+7.3f}" for v in score[k].tolist())
                      for k, name in enumerate(names)]
     return "\n".join(rows)
+
+
+def worst_cases(names: list[str], against: torch.Tensor) -> dict[str, dict]:
+    """Each policy's games against its own best response (``against`` (n, 2, 3), from
+    ``exploit.best_response_outcomes``), by name: per seat (``as_x``, ``as_o``) the best
+    response's expected result (``best_response``, as ``evaluate`` reports it) and the policy's
+    ``win``, ``loss``, ``tie``; ``nashconv``, the two seats' sum; ``unbeatable`` when both are 0."""
+    out = {}
+    for name, games in zip(names, against.tolist(), strict=True):
+        block: dict = {}
+        for side, (x, o, tie) in zip(EVAL_SEATS, games, strict=True):
+            win, loss = (x, o) if SEAT_PIECE[side] > 0 else (o, x)
+            block[REPORT_KEY[side]] = {"best_response": loss - win + 0.0, "win": win, "loss": loss,
+                                       "tie": tie}
+        block["nashconv"] = sum(block[REPORT_KEY[s]]["best_response"] for s in EVAL_SEATS)
+        block["unbeatable"] = all(block[REPORT_KEY[s]]["best_response"] <= UNBEATABLE for s in EVAL_SEATS)
+        out[name] = block
+    return out
+
+
+def beaten(block: dict) -> str:
+    """A ``worst_cases`` entry in words: ``unbeatable``, or the seats it can be beaten from
+    and how often it loses there to its best response."""
+    seats = [f"loses {b['loss']:.1%} as {k[-1].upper()}" for k, b in block.items()
+             if isinstance(b, dict) and b["best_response"] > UNBEATABLE]
+    return f"can be beaten ({', '.join(seats)})" if seats else "unbeatable"
+
+
+def worst_case_order(cases: dict[str, dict]) -> list[str]:
+    """The names from the least beatable (NashConv) up; ties keep the participants' order."""
+    return sorted(cases, key=lambda name: cases[name]["nashconv"] if not cases[name]["unbeatable"] else 0.0)
+
+
+def worst_case_text(cases: dict[str, dict]) -> str:
+    width = max(len("player"), *(len(s) for s in cases))
+    rows = [WORST_CASE_HEAD + ":", f"{'player':<{width}}  {'as X':>7}  {'as O':>7}"]
+    for name in worst_case_order(cases):
+        b = cases[name]
+        rows.append(f"{name:<{width}}  {b['as_x']['best_response']:>7.4f}  {b['as_o']['best_response']:>7.4f}"
+                    f"  {beaten(b)}")
+    return "\n".join(rows)
+
+
+def worst_case_csv(cases: dict[str, dict]) -> str:
+    """One policy a line, in the participants' order; floats written with repr."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["player", "x_best_response", "o_best_response", "nashconv", "unbeatable",
+                "x_win", "x_loss", "x_tie", "o_win", "o_loss", "o_tie"])
+    for name, b in cases.items():
+        x, o = b["as_x"], b["as_o"]
+        w.writerow([name, repr(x["best_response"]), repr(o["best_response"]), repr(b["nashconv"]),
+                    str(b["unbeatable"]).lower(),
+                    *(repr(side[k]) for side in (x, o) for k in ("win", "loss", "tie"))])
+    return out.getvalue()
+
+
+def worst_case_md(cases: dict[str, dict]) -> list[str]:
+    lines = ["## Who can be beaten", "",
+             "Each player against its own exact best response (an opponent that knows its policy "
+             "and maximises its expected result), from each seat: the best response's expected "
+             "result, P(it wins) - P(it loses), 0 for a player no one beats from that seat; the "
+             "player's loss rate in that game. Before the ratings, which can put a player that beats "
+             "weak ones above one that no one beats.", "",
+             "| player | best response vs it as X | as O | NashConv | verdict |", "|---|---:|---:|---:|---|"]
+    for name in worst_case_order(cases):
+        b = cases[name]
+        lines.append(f"| {name.replace('|', chr(92) + '|')} | {b['as_x']['best_response']:.4f} | "
+                     f"{b['as_o']['best_response']:.4f} | {b['nashconv']:.4f} | {beaten(b)} |")
+    return lines + [""]
 
 
 def crossplay_csv(names: list[str], results: torch.Tensor) -> str:
@@ -71,14 +153,16 @@ def ratings_csv(r: Ratings) -> str:
     return out.getvalue()
 
 
-def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings) -> str:
+def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings,
+                 cases: dict[str, dict]) -> str:
     from ttt_research.evaluation.crossplay import expected_result, standings
+    from ttt_research.evaluation.ratings import FIT_WARN, fit_warning
 
     names = [p.name for p in players]
     score = expected_result(results)
     cell = "\\|"  # a name with | would break the table
     corner = "X (row) \\ O (column)"
-    lines = ["# Cross-play (exact)", "",
+    lines = ["# Cross-play (exact)", "", *worst_case_md(cases), "## Expected results", "",
              "Expected result of the row player, who plays X, against the column player as O: "
              "P(X wins) - P(O wins), from +1 (X always wins) to -1 (O always wins). Exact sums "
              "over the game tree, not sampled games.", "",
@@ -100,6 +184,10 @@ def crossplay_md(players: list[Participant], results: torch.Tensor, r: Ratings) 
     lines += ["", f"First move (X) worth {r.x_advantage:+.1f} Elo; tie parameter nu = {r.tie:.4g}. "
               f"Fit (model vs exact expected points per ordered pair): max |diff| {r.fit_max:.4f}, "
               f"RMS {r.fit_rms:.4f}.", ""]
+    warning = fit_warning(r)
+    if warning:
+        lines += [f"**{warning}** (poor: a pair missed by more than {FIT_WARN} expected points, or "
+                  "ratings in an order that a pair's own games contradict)", ""]
     return "\n".join(lines + standings_md(names, standings(results)))
 
 
@@ -150,18 +238,22 @@ def heatmap(path: Path, names: list[str], score: torch.Tensor) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, r: Ratings) -> None:
+def write_outputs(out: Path, players: list[Participant], results: torch.Tensor, r: Ratings,
+                  cases: dict[str, dict]) -> None:
     from ttt_research.evaluation.crossplay import expected_result
 
     names = [p.name for p in players]
     write_atomic(out / "crossplay.csv", crossplay_csv(names, results))
-    write_atomic(out / "crossplay.md", crossplay_md(players, results, r))
+    write_atomic(out / "crossplay.md", crossplay_md(players, results, r, cases))
     write_atomic(out / "ratings.csv", ratings_csv(r))
+    write_atomic(out / "worst_case.csv", worst_case_csv(cases))
     heatmap(out / "crossplay.png", names, expected_result(results))
 
 
-def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, seconds: dict) -> dict:
+def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, cases: dict[str, dict],
+            seconds: dict) -> dict:
     from ttt_research.evaluation.crossplay import standings
+    from ttt_research.evaluation.ratings import FIT_WARN, fit_warning
 
     return {"participants": [{"name": p.name, "plays": p.plays, **({"note": p.note} if p.note else {})}
                              for p in players],
@@ -171,7 +263,11 @@ def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, secon
                        for p, row in zip(players, standings(results).tolist(), strict=True)},
             "model": {"name": "Davidson-Beaver (Bradley-Terry with ties and an order effect)",
                       "x_advantage_elo": r.x_advantage, "tie_nu": r.tie, "fit_max_abs": r.fit_max,
-                      "fit_rms": r.fit_rms, "bounded_only_by_prior": r.separated},
+                      "fit_rms": r.fit_rms, "bounded_only_by_prior": r.separated,
+                      "fit_warn_max_abs": FIT_WARN, "fit_warning": fit_warning(r),
+                      "upsets": [{"higher": hi, "lower": lo, "lower_beats_higher_by": m}
+                                 for hi, lo, m in r.upsets]},
+            "worst_case": cases,  # every policy (not best-response) against its own best response
             "seconds": seconds}
 
 
@@ -185,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"a run folder, a population folder (every member), .onnx, .ckpt, "
                              f".csv/.json policy table, or a built-in: {', '.join(BUILTINS)}")
     parser.add_argument("--out", type=Path, default=None,
-                        help="write crossplay.csv, crossplay.md, crossplay.png, ratings.csv here")
+                        help="write crossplay.csv, crossplay.md, crossplay.png, ratings.csv, "
+                             "worst_case.csv here")
     parser.add_argument("--as-trained", action="store_true",
                         help="networks play as they did while training (the file's 'acting' "
                              "metadata: softmax temperature, epsilon), not greedy")
@@ -201,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         require_participant(arg)
     import torch
 
-    from ttt_research.evaluation.crossplay import cross_play, expected_result
+    from ttt_research.evaluation.crossplay import cross_play, expected_result, one_thread, with_responder
+    from ttt_research.evaluation.exploit import best_response_outcomes
     from ttt_research.evaluation.participants import gather
     from ttt_research.evaluation.ratings import fit_ratings, ratings_table
 
@@ -211,19 +309,29 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     players = gather(args.players, args.as_trained, args.fill, args.illegal)
     names = [p.name for p in players]
+    policies = [p for p in players if p.probs is not None]  # all but best-response
+    probs = torch.stack([p.probs for p in policies])
     start = time.perf_counter()
-    results = cross_play(torch.stack([p.probs for p in players]))  # (n, n, 3)
+    results = cross_play(probs)  # (n, n, 3)
     played = time.perf_counter()
+    with one_thread():  # small operations, as cross_play's
+        against = best_response_outcomes(probs)  # (n, 2, 3)
+    responded = time.perf_counter()
+    if len(policies) < len(players):
+        results = with_responder(results, against, [p.probs for p in players].index(None))
     r = fit_ratings(results, names)
-    seconds = {"cross_play": played - start, "ratings": time.perf_counter() - played}
+    seconds = {"cross_play": played - start, "best_response": responded - played,
+               "ratings": time.perf_counter() - responded}
+    cases = worst_cases([p.name for p in policies], against)
     if args.out is not None:
-        write_outputs(args.out, players, results, r)
+        write_outputs(args.out, players, results, r, cases)
     if args.json:
-        print(json.dumps(as_json(players, results, r, seconds), indent=2))
+        print(json.dumps(as_json(players, results, r, cases, seconds), indent=2))
         return 0
     for p in players:
         if p.note:
             print(f"note: {p.note}")
+    print(worst_case_text(cases) + "\n")
     print(ratings_table(r))
     if len(players) <= SHOW_MATRIX:  # in the ratings' order: row k is rank k above
         order = r.order()
@@ -232,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         print(matrix_text([names[k] for k in order], expected_result(results)[order][:, order]))
     n = len(players)
     print(f"\n{n} participants, {n * n} ordered pairs: exact cross-play {seconds['cross_play']:.2f} s, "
-          f"ratings {seconds['ratings']:.2f} s" + (f"; files in {args.out}" if args.out else ""))
+          f"best responses {seconds['best_response']:.2f} s, ratings {seconds['ratings']:.2f} s"
+          + (f"; files in {args.out}" if args.out else ""))
     return 0
 
 

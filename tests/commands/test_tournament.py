@@ -49,7 +49,8 @@ def test_builtins_files_hold_cross_plays_numbers(tmp_path, capsys):
     assert main([*BUILTINS, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     lines = printed.splitlines()
-    assert [line.split()[1] for line in lines[1:4]] == ["perfect", "rules", "random"]  # sorted
+    assert lines[0].startswith("who can be beaten") and lines[5] == ""  # first: who can be beaten
+    assert [line.split()[1] for line in lines[7:10]] == ["perfect", "rules", "random"]  # sorted
     assert "X (row) vs O (column)" in printed and "exact cross-play" in printed  # matrix, seconds
     expected = cross_play(builtin_probs())
     with open(out / "crossplay.csv") as f:
@@ -77,10 +78,80 @@ def test_json_gives_the_exact_table(capsys):
     assert torch.tensor(res["results"], dtype=torch.float64).equal(cross_play(builtin_probs()))
     assert res["anchor"] == "random" and res["ratings"]["random"] == 0.0
     assert list(res["ratings"]) == ["perfect", "rules", "random"]
-    assert set(res["seconds"]) == {"cross_play", "ratings"}
+    assert set(res["seconds"]) == {"cross_play", "best_response", "ratings"}
     table = res["standings"]
     assert table["perfect"]["lost"] == 0.0 and table["random"]["won"] == pytest.approx(0.0053, abs=1e-4)
     assert sum(row["points"] for row in table.values()) == pytest.approx(6.0)  # 6 games, a point each
+
+
+WEAK = [5, 6, 7, 0, 3, 4, 2, 8, 1]  # a greedy agent that rules beats from both seats, perfect less often
+
+
+def unbeatable_greedy() -> torch.Tensor:
+    """(M, 9) one-hot: the lowest minimax-optimal cell everywhere (never loses)."""
+    return torch.nn.functional.one_hot(solver.solve().optimal[CODES].double().argmax(-1), 9).double()
+
+
+def issue_58_players(tmp_path) -> list[str]:
+    """Issue 58 item 14's tournament: the built-ins, an unbeatable greedy agent (the lowest
+    minimax-optimal cell, as a policy table) and a weak greedy network."""
+    from ttt_research.evaluation.policy_table import write_table
+
+    write_table(tmp_path / "unbeatable.csv", unbeatable_greedy())
+    preference_model(WEAK, tmp_path / "weak.onnx")
+    return [*BUILTINS, str(tmp_path / "unbeatable.csv"), str(tmp_path / "weak.onnx")]
+
+
+def test_who_can_be_beaten_leads_and_a_poor_fit_is_said(tmp_path, capsys):
+    # Issue 58 item 14: rules was rated above perfect and the unbeatable agent, with nothing to
+    # say that the ratings fit badly or that rules, unlike them, can be beaten.
+    players = issue_58_players(tmp_path)
+    assert main(players) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("who can be beaten: each player against its own exact best response")
+    table = {line.split()[0]: line.split(None, 3)[1:] for line in lines[2:7]}
+    assert table["perfect"] == ["0.0000", "0.0000", "unbeatable"]
+    assert table[players[3]] == ["0.0000", "0.0000", "unbeatable"]
+    assert table["rules"] == ["0.0000", "1.0000", "can be beaten (loses 100.0% as O)"]
+    assert table[players[4]][2] == "can be beaten (loses 100.0% as X, loses 100.0% as O)"
+    assert [line.split()[0] for line in lines[2:4]] == ["perfect", players[3]]  # the unbeatable lead
+    ratings = next(k for k, line in enumerate(lines) if line.startswith("rank  player"))
+    assert ratings > 7 and lines[ratings + 1].split()[1] == "rules"  # the ratings still put rules first
+    warning = lines[ratings + 8]
+    assert warning.startswith("warning: poor fit, read who can be beaten and the matrix, not the ratings: "
+                              "a pair missed by 0.55") and "rules above perfect (+0.071)" in warning
+
+
+def test_the_best_response_participant_meets_each_with_its_best_response(tmp_path, capsys):
+    from ttt_research.evaluation.exploit import best_response_outcomes
+
+    players = issue_58_players(tmp_path)
+    out = tmp_path / "out"
+    assert main([*players, "best-response", "--json", "--out", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["participants"][5] == {"name": "best-response",
+                                      "plays": "built-in: each opponent's exact best response"}
+    results = torch.tensor(res["results"], dtype=torch.float64)  # (6, 6, 3)
+    probs = torch.cat([builtin_probs(), unbeatable_greedy()[None], greedy(WEAK)[None]])
+    against = best_response_outcomes(probs)
+    assert results[:5, :5].equal(cross_play(probs))
+    assert results[5, :5].equal(against[:, 1]) and results[:5, 5].equal(against[:, 0])
+    assert list(res["ratings"])[:2] == ["best-response", "perfect"]  # with it playing, rules falls
+    cases = res["worst_case"]
+    assert list(cases) == [p["name"] for p in res["participants"][:5]]  # not the responder itself
+    assert [cases[n]["unbeatable"] for n in cases] == [False, False, True, True, False]
+    assert cases["rules"]["as_o"] == {"best_response": 1.0, "win": 0.0, "loss": 1.0, "tie": 0.0}
+    model = res["model"]
+    assert model["fit_warn_max_abs"] == 0.1 and model["fit_warning"].startswith("warning: poor fit")
+    with open(out / "worst_case.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["player"] for r in rows] == list(cases)
+    assert [float(r["o_best_response"]) for r in rows] == [cases[n]["as_o"]["best_response"] for n in cases]
+    with open(out / "ratings.csv") as f:
+        assert f.readline() == "rank,player,elo,bounded_only_by_prior\n"  # unchanged
+    md = (out / "crossplay.md").read_text()
+    assert md.index("## Who can be beaten") < md.index("## Expected results") < md.index("## Ratings")
+    assert "| rules | 0.0000 | 1.0000 | 1.0000 | can be beaten (loses 100.0% as O) |" in md
 
 
 def test_run_population_and_onnx_participants(tmp_path, capsys):
@@ -166,7 +237,8 @@ def test_policy_table_participant(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, says", [
     (["random", "/no/such/policy.onnx"], "/no/such/policy.onnx: no such file or folder"),
-    (["random", "rnadom"], "rnadom: no such file or folder; built-in players: random, perfect, rules"),
+    (["random", "rnadom"],
+     "rnadom: no such file or folder; built-in players: random, perfect, rules, best-response"),
     (["random"], "a tournament needs at least 2 participants, got 1"),
     (["random", "perfect", "random"], "random: named twice"),
 ])

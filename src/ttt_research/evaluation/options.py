@@ -17,7 +17,8 @@ from ttt_research.errors import UserError
 FILLS = ("refuse", "uniform", "first")  # a table's positions without a row
 ILLEGAL = ("refuse", "fill")  # a table's moves on an occupied cell
 TABLE_SUFFIXES = (".csv", ".json")  # a policy table's files
-BUILTINS = ("random", "perfect", "rules")  # the tournament's players that need no file
+RESPONDER = "best-response"  # the tournament's player that meets each opponent with its best response
+BUILTINS = ("random", "perfect", "rules", RESPONDER)  # the tournament's players that need no file
 
 
 def is_table(path: str | Path) -> bool:

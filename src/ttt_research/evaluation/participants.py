@@ -4,7 +4,9 @@ Each participant is a name and a policy as ``probs``, (M, 9) float64 at ``exact.
 (the convention of ``exploit.py``). An argument is one of:
 
 * a built-in player: ``random`` (uniform over the empty cells), ``perfect`` (uniform over the
-  minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...);
+  minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...),
+  ``best-response`` (no policy of its own: against each opponent, from each seat, that
+  opponent's exact best response, ``exploit.best_response_outcomes``; its ``probs`` is None);
 * a run folder (its ``policy.onnx``), named as given;
 * a population folder: every ``members/NNN/policy.onnx``, named ``FOLDER/NNN`` (not the
   folder's own ``policy.onnx``, the best member's again);
@@ -28,7 +30,7 @@ from ttt_research.env import game, opponents, solver
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
-from ttt_research.evaluation.options import BUILTINS, TABLE_SUFFIXES, require_participant
+from ttt_research.evaluation.options import BUILTINS, RESPONDER, TABLE_SUFFIXES, require_participant
 from ttt_research.evaluation.policy_file import acted_probs, load_policy
 from ttt_research.evaluation.policy_table import read_table
 from ttt_research.files import untrusted
@@ -39,13 +41,14 @@ NETWORK_SUFFIXES = (".onnx", ".ckpt")
 @dataclass(frozen=True)
 class Participant:
     name: str
-    probs: torch.Tensor  # (M, 9) float64 move probabilities at decision_codes()
+    probs: torch.Tensor | None  # (M, 9) float64 move probabilities at decision_codes(); None: the responder
     plays: str  # how it chooses its moves, in words ("greedy (argmax)", "built-in", ...)
     note: str = ""  # something the user should know (no acting metadata, ...)
 
 
 def _builtin(name: str) -> Participant:
-
+    if name == RESPONDER:  # a different policy against each opponent: cross_play cannot play it
+        return Participant(name, None, "built-in: each opponent's exact best response")
     codes = decision_codes()
     table = {"random": solver.random_probs, "perfect": solver.perfect_probs,
              "rules": opponents.rules_probs}[name]()
