@@ -1,7 +1,9 @@
 """Defaults per (algorithm, network): ``conf/tuned/ALGO_NET.yaml``, an optional group that
 ``config.yaml`` chooses from both (``optional tuned: ${algo}_${net}``). A cell's values apply to
 that pair only, after the algorithm's own defaults; a command-line value still wins; ``~tuned``
-composes without them; ``docs/configuration.md`` lists every cell and what it sets."""
+composes without them; ``docs/configuration.md`` lists every cell and what it sets. A run's
+first line names its pair's cell, or says it has none (with the page: ``train/cells.py``); a
+cell of another algorithm is refused."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.command import cli, one_error_line
+from tests.helpers.command import checksums, cli, one_error_line
 from tests.helpers.configs import make_cfg
+from tests.test_docs import anchors
+from ttt_research.algos.spec import CELLS as CELLS_PAGE
 from ttt_research.algos.spec import specs
+from ttt_research.train.cells import Note, note
 from ttt_research.train.confdir import compose, config_dir
 from ttt_research.train.runfolder import flatten
 
@@ -21,7 +26,8 @@ TUNED = config_dir() / "tuned"
 CELLS = sorted(TUNED.glob("*.yaml"))
 BY_NAME = {spec.name: spec for spec in specs().values()}  # specs() is keyed by the class's path
 NETS = sorted(p.stem for p in (config_dir() / "net").glob("*.yaml"))
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "configuration.md"
 
 
 def settings(path: Path) -> dict[str, object]:
@@ -93,6 +99,74 @@ def test_a_cell_typed_by_hand_that_does_not_exist_is_one_line_and_no_folder(tmp_
     line = one_error_line(err)
     assert code == 2 and line.startswith("error: tuned must be one of ") and "got 'ppo_mlp99'" in line
     assert all(f"{p.stem}" in line for p in CELLS) and not run_dir.exists()
-    # a cell named on purpose applies to another pair (its file, whatever algo and net are)
-    cfg = compose(["net=mlp25", f"tuned={CELLS[0].stem}"])
-    assert all(select(cfg, k) == v for k, v in settings(CELLS[0]).items())
+    # a cell named on purpose applies to another network of its algorithm (its file, whatever net is)
+    path = next(p for p in CELLS if pair(p)[1] != "mlp25")
+    cfg = compose([f"algo={pair(path)[0]}", "net=mlp25", f"tuned={path.stem}"])
+    assert all(select(cfg, k) == v for k, v in settings(path).items())
+
+
+def test_a_cell_of_another_algorithm_is_one_line_and_nothing_written(tmp_path):
+    # tuned=ppo_mlp25 algo=reinforce would set PPO's settings on REINFORCE's keys (issue 58).
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("mine")
+    before = checksums(tmp_path)
+    cell = next(p.stem for p in CELLS if pair(p)[0] != "reinforce")
+    code, out, err = cli(f"tuned={cell}", "algo=reinforce", "debug=tiny", f"hydra.run.dir={run_dir}")
+    line = one_error_line(err)
+    assert code == 2 and out == "" and checksums(tmp_path) == before
+    assert line.startswith(f"error: tuned={cell} is a cell of algo={pair(Path(cell))[0]} ")
+    assert "this run trains algo=reinforce" in line
+
+
+PAIRS = [(s.name, net) for s in BY_NAME.values() for net in NETS
+         if ("table" if net == "qtable" else "mlp") in s.nets]
+
+
+@pytest.mark.parametrize("algo,net", PAIRS, ids=[f"{a}-{n}" for a, n in PAIRS])
+def test_the_first_lines_say_what_each_pair_trains_with(algo, net):
+    """Each pair the specs take: its cell named, or nothing on the algorithm's own network, or
+    'no tuned cell' with the page (a pair known not to reach a useful agent: the page that shows
+    it, whose heading exists)."""
+    own = TUNED / f"{algo}_{net}.yaml"
+    got = note(algo, net, f"{algo}_{net}")
+    spec = BY_NAME[algo]
+    if own.exists():
+        assert net not in spec.no_cell and net != spec.tuned_on
+        assert got == Note(f"tuned={own.stem}")
+        assert note(algo, net, None) == Note(f"without this pair's tuned={own.stem}")  # ~tuned
+    elif net == spec.tuned_on:
+        assert got == Note()
+    else:
+        page = spec.no_cell.get(net, CELLS_PAGE)
+        assert got.tag == "no tuned cell"
+        assert got.line.startswith(f"no tuned cell for algo={algo} net={net}: ")
+        assert got.line.endswith(f"({page})")
+        file, _, anchor = page.partition("#")
+        assert (ROOT / file).is_file() and (not anchor or anchor in anchors(ROOT / file))
+
+
+def test_reinforce_on_mlp25_says_it_reaches_no_useful_agent_and_a_cell_is_named():
+    # the issue's run: it lost 7% as O and said nothing
+    got = note("reinforce", "mlp25", "reinforce_mlp25")
+    assert got.tag == "no tuned cell" and "no settings tried reached a useful agent" in got.line
+    assert "experiments/cells/README.md#" in got.line
+    assert note("ppo", "mlp25", "ppo_mlp25") == Note("tuned=ppo_mlp25")
+    assert note("ppo", "mlp25", "ppo_mlp100").tag == "tuned=ppo_mlp100, not this pair's tuned=ppo_mlp25"
+    assert note(None, None, None) == Note()  # outside Hydra (the compose API): nothing said
+    assert got.line in DOCS.read_text().splitlines()  # docs/configuration.md's example
+
+
+@pytest.mark.slow  # two tiny trainings (~4 s)
+def test_a_run_without_a_cell_says_so_once_in_its_first_lines_a_population_resumed_too(tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["algo=reinforce", "net=mlp25", "debug=tiny", "progress=lines", "threads=1",
+            "population.size=2", f"hydra.run.dir={run_dir}"]
+    for extra, after in (([], ""), (["resume=true"], "; resumed after 2,048 games")):
+        code, out, err = cli(*args, *extra)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0].startswith("training reinforce [25] planes18 (no tuned cell), seat o vs random, ")
+        assert lines[0].endswith(after)
+        said = note("reinforce", "mlp25", "reinforce_mlp25").line
+        assert lines[1] == said and out.count("no tuned cell") == 2  # the tag and the line, once

@@ -54,6 +54,7 @@ SPEC = AlgoSpec(
           "epsilon_final": PROBABILITY_FINAL, "gamma": SHARE, "running_mean": flag()},
     varies=("lr", "lr_final", "epsilon"),
     nets=("table",),
+    tuned_on="qtable",
     net_why="learns a table of action values",
     one_process="one that trains in several processes (qlearning writes its table in place, outside "
                 "DDP's averaging: use trainer=cpu)",

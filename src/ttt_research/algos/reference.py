@@ -1,5 +1,6 @@
 """The reference of every algorithm, written from the specs (``docs/algorithms.md``): its
-option, its class, the policy it plays while training, the networks it takes, whether it
+option, its class, the policy it plays while training, the networks it takes (the one its
+defaults were tuned on, those where no settings reached a useful agent), whether it
 trains in several processes, and each hyperparameter with its default, its allowed values and
 the docstring under its field. Nothing in it is typed by hand, so it cannot drift from the
 code (``tests/algos/test_specs.py`` compares the file with ``markdown()``).
@@ -43,6 +44,15 @@ def _value(v) -> str:
     return "null" if v is None else json.dumps(v)
 
 
+def _no_cell(spec: AlgoSpec) -> str:
+    """The nets where no settings tried reached a useful agent, each linked to the page that
+    shows it (a path from the checkout's top, as a run prints it; this page is in docs/)."""
+    if not spec.no_cell:
+        return ""
+    nets = ", ".join(f"[`net={net}`](../{page})" for net, page in spec.no_cell.items())
+    return f"; no useful agent found on {nets} (a run there says so)"
+
+
 def section(spec: AlgoSpec) -> str:
     """One algorithm's part of the reference."""
     docs = field_docs(spec.hyper)
@@ -50,7 +60,8 @@ def section(spec: AlgoSpec) -> str:
     lines = [f"## `algo={spec.name}`", "",
              f"- class: `{spec.target}`",
              f"- plays while training: {spec.acting}",
-             f"- networks: {', '.join(spec.nets)}{f' ({spec.net_why})' if spec.net_why else ''}",
+             f"- networks: {', '.join(spec.nets)}{f' ({spec.net_why})' if spec.net_why else ''}; "
+             f"its defaults tuned on `net={spec.tuned_on}`{_no_cell(spec)}",
              f"- several processes: {several}", "",
              "| key | default | allowed | member | what |", "|---|---|---|---|---|"]
     for f in fields(spec.hyper):

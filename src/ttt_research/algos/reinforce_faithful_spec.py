@@ -25,6 +25,7 @@ SPEC = AlgoSpec(
     name="reinforce_faithful",
     hyper=Hyper,
     acting="greedy, as the seed",
+    tuned_on="mlp100",  # the seed's network
     keys={"lr": RATE},
     one_process="a batched algorithm with several processes (reinforce_faithful plays one game at a "
                 "time and updates the weights outside DDP's gradient averaging)",

@@ -1,8 +1,9 @@
 """What an algorithm declares about itself, read before any tensor exists: its keys and the
 values each may take, the keys a population member may set for itself, the networks it
-takes, whether it trains in several processes, what a population of it cannot do, and its
-memory model. Plain Python over the run's settings (no torch, no Hydra: ``Settings``, the
-plain values ``train/runspec.settings`` reads once from the config), so the config check
+takes (the one its defaults were tuned on, those no settings made it learn on), whether it
+trains in several processes, what a population of it cannot do, and its memory model. Plain
+Python over the run's settings (no torch, no Hydra: ``Settings``, the plain values
+``train/runspec.settings`` reads once from the config), so the config check
 refuses a bad value before torch loads.
 
 Each algorithm ``algos/NAME.py`` declares ``SPEC = AlgoSpec(...)`` in ``algos/NAME_spec.py``
@@ -25,6 +26,7 @@ from ttt_research.contract import GAMES_MAX, GAMES_WHY, VALUE_MAX
 from ttt_research.errors import ConfigError, bounded, is_int, need, value_of
 
 FLOAT32 = "(training runs in float32)"
+CELLS = "experiments/cells/README.md"  # what each (algorithm, network) pair reached: a spec's no_cell pages
 
 # What a spec reads of a run: its settings as plain values, nested by group
 # ({"algo": {...}, "reward": {...}, "opponent": {...}}: ``train/runspec.settings``), each read
@@ -134,6 +136,10 @@ class AlgoSpec:
     varies: tuple[str, ...] = ()  # keys a population member may set for itself (a scalar each)
     nets: tuple[str, ...] = ("mlp",)  # the kinds of net it takes: mlp, table
     net_why: str = ""  # why, when it takes a table only
+    tuned_on: str = "mlp128"  # the net (conf/net/NAME.yaml) its defaults were tuned on: no cell needed there
+    # Nets it takes where no settings tried reached a useful agent (no conf/tuned/ cell, and none
+    # to hope for): net -> the page that shows it. A run on one says so in its first lines.
+    no_cell: Mapping[str, str] = field(default_factory=dict)
     one_process: str = ""  # why it cannot train in several processes ("" : it can)
     check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
     population: Callable[[Settings], str | None] | None = None  # why a population cannot train

@@ -47,10 +47,11 @@ def _duration(seconds: float) -> str:
 
 
 class OpeningLine(L.Callback):
-    """Print ``opening_line`` once the Trainer is known (DDP: the updates of all processes)."""
+    """Print ``opening_line`` once the Trainer is known (DDP: the updates of all processes),
+    and ``after`` it when there is one (why the run's pair has no tuned cell: ``cells.Note``)."""
 
-    def __init__(self, what: str, budget: int):
-        self.what, self.budget = what, int(budget)
+    def __init__(self, what: str, budget: int, after: str = ""):
+        self.what, self.budget, self.after = what, int(budget), after
 
     def on_fit_start(self, trainer, module) -> None:
         if trainer.is_global_zero:
@@ -59,7 +60,7 @@ class OpeningLine(L.Callback):
                                 module.population_size)
             if module.games_played:  # restored from checkpoints/last.ckpt (resume=true)
                 line += f"; resumed after {module.games_played:,} games"
-            print(line, flush=True)
+            print(line + (f"\n{self.after}" if self.after else ""), flush=True)
 
 
 def trained_text(reports: list, seat: str) -> str:

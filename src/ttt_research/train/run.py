@@ -34,7 +34,7 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
-from ttt_research.train import allocator, cores, early_stop, runfolder, runspec
+from ttt_research.train import allocator, cells, cores, early_stop, runfolder, runspec
 from ttt_research.train import population as population_run
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
@@ -230,7 +230,9 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
                   else ExactEvaluation(cfg.eval_every, league=bool(cfg.get("league", False))))
     checkpoint = PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)
-    callbacks: list = [OpeningLine(describe(cfg, module, members=members), cfg.budget.games),
+    cell = cells.note(_choice("algo"), _choice("net"), _choice("tuned"))  # the pair's cell, or why none
+    callbacks: list = [OpeningLine(describe(cfg, module, members=members, cell=cell.tag), cfg.budget.games,
+                                   after=cell.line),
                        evaluation, checkpoint, runfolder.RunIdentity(job_cfg)]
     show_bar = progress_bar(cfg.progress, callbacks, evaluation, cfg.seat.side)
     callbacks += cores.callbacks(cfg.threads, many)  # auto: a population on the cores left free
@@ -286,15 +288,17 @@ def single_report(module, evaluation: ExactEvaluation) -> dict:
     return report
 
 
-def describe(cfg: DictConfig, module, opponent: bool = True, members: list | None = None) -> str:
-    """One phrase for the run: algorithm, net, seat (and the opponent chosen, when Hydra runs
-    the job and ``opponent``), seed."""
+def describe(cfg: DictConfig, module, opponent: bool = True, members: list | None = None,
+             cell: str = "") -> str:
+    """One phrase for the run: algorithm, net (and ``cell``, what the pair's tuned cell is to
+    the run: ``cells.Note.tag``), seat (and the opponent chosen, when Hydra runs the job and
+    ``opponent``), seed."""
     spec = module.net.spec()
     against = _choice("opponent") if opponent else None
     members = members or module.members
     who = population.phrase(members) if members and len(members) > 1 else f"seed {cfg.seed}"
     net = "table" if "table" in spec else f"{spec['hidden']} {spec['encoding']}"  # models/qtable.py
-    return (f"{module.name} {net}, seat {cfg.seat.side}"
+    return (f"{module.name} {net}{f' ({cell})' if cell else ''}, seat {cfg.seat.side}"
             f"{f' vs {against}' if against else ''}, {who}")
 
 

@@ -35,6 +35,7 @@ from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, p
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.train import runspec
+from ttt_research.train.cells import check_chosen
 from ttt_research.train.confdir import config_dir
 
 
@@ -130,19 +131,22 @@ def _validate_net(cfg: DictConfig) -> None:
 def _validate_tuned() -> None:
     """``tuned=NAME`` typed by hand names a file of ``conf/tuned/``. The group is optional (most
     (algorithm, network) pairs have no cell), so Hydra skips a missing option in silence: a typo
-    would train without the settings it asked for."""
+    would train without the settings it asked for. A cell of another algorithm is refused too
+    (``cells.check_chosen``)."""
     from hydra.core.hydra_config import HydraConfig
 
     try:  # the overrides as typed: an interpolation in one is the value's, resolved (or refused) later
         task = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
     except ValueError:  # not inside a Hydra job (the compose API)
         return
+    choices = HydraConfig.get().runtime.choices
     for override in task:
         key, _, name = override.partition("=")
         if key.lstrip("+") == "tuned" and not (config_dir() / "tuned" / f"{name}.yaml").is_file():
             cells = sorted(p.stem for p in (config_dir() / "tuned").glob("*.yaml"))
             need(False, "tuned", f"one of {', '.join(cells)} (conf/tuned/; it is chosen by algo and net "
                  "when left out)", name)
+    check_chosen(choices.get("algo"), choices.get("tuned"))  # another algorithm's cell: its keys
 
 
 def _net_named(cfg: DictConfig) -> str:
