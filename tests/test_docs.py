@@ -3,6 +3,7 @@ docs/configuration.md, its sample lines, the refusal docs/contracts.md describes
 of docs/tournament.md. Issue 43 found each of these out of date; a figure typed by hand drifts,
 so these are compared with what the code prints or composes now."""
 
+import dataclasses
 import math
 import re
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 import tomllib
 
 from ttt_research import tournament
+from ttt_research.algos.spec import AlgoSpec
 from ttt_research.train.confdir import compose
 from ttt_research.train.console import opening_line
 
@@ -72,6 +74,29 @@ def test_the_sample_refusals_are_what_training_prints(override):
     said = [s for s in block_with(DOCS / "configuration.md", "error: net=mlp999") if s.startswith(start)]
     got = train(override)
     assert (got.returncode, got.stdout, got.stderr.splitlines()) == (2, "", said)
+
+
+def test_the_guide_to_adding_an_algorithm_lists_every_step_and_every_field_of_a_spec():
+    """docs/extending.md promised three files, and two tests then failed until two docs followed
+    (issue 58): its steps name those tests (each exists) and what makes each pass, and it says
+    which of a spec's fields are required, exactly those without a default, naming the others."""
+    text = (DOCS / "extending.md").read_text().split("## Every step")[1].split("\n## ")[0]
+    named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", text)
+    assert {test for _, test in named} >= {"test_the_algorithms_reference_is_written_from_the_specs",
+                                           "test_the_group_table_lists_every_option_of_each_group"}
+    for path, test in named:
+        assert f"def {test}(" in (REPO / path).read_text(), test
+    assert "python -m ttt_research.algos.reference > docs/algorithms.md" in text
+    assert "`algo`\n   row" in text or "`algo` row" in text  # this page's group table, the row to extend
+    spec = {f.name: f for f in dataclasses.fields(AlgoSpec)}
+    required = {name for name, f in spec.items()
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    said = re.search(r"\*\*(`\w+`(?: and `\w+`)*) are required\*\*", text).group(1)
+    assert set(re.findall(r"`(\w+)`", said)) == required
+    for name in set(spec) - required - {"target"}:  # target: hyper's _target_
+        assert f"`{name}`" in text, f"docs/extending.md does not say what AlgoSpec.{name} is"
+    for name in ("acting", "population"):  # the issue's question: neither is required
+        assert f"**`{name}` is not required**" in text and name not in required
 
 
 def test_contracts_gives_the_exit_code_of_a_refused_option():
