@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests.helpers.onnx_models import looping_model, preference_model
+from tests.helpers.onnx_models import allocating_model, looping_model, preference_model
 from ttt_research import bench, export, play, report, tournament
 from ttt_research import errors as cli
 from ttt_research import evaluate as evaluate_cli
@@ -67,8 +67,24 @@ def test_a_model_that_loops_forever_is_refused_by_every_command(capsys, tmp_path
     worker.join(timeout=120)
     assert codes == [2], "the command did not return (or not with exit 2)"
     err = capsys.readouterr().err
-    assert err == f"error: {loop}: the model uses the ONNX operator 'Loop', which no policy export of " \
-                  "this project writes; refused (a Loop or If could run without end)\n"
+    assert err == f"error: {loop}: the model uses the ONNX operator 'Loop'; refused: a policy may not use " \
+                  "control flow (Loop, If, Scan: it could run without end) or a custom domain's operators\n"
+
+
+COMMANDS = [(evaluate_cli.main, ["{bad}", "--json"]), (play.main, ["{bad}"]),
+            (tournament.main, ["{bad}", "{ok}"]), (export.main, ["{bad}", "--table", "{tmp}/t.csv"])]
+IDS = ["evaluate", "play", "tournament", "export-table"]
+
+
+@pytest.mark.parametrize("main,argv", COMMANDS, ids=IDS)
+def test_a_model_that_asks_for_gigabytes_is_one_line_from_every_command(capsys, tmp_path, main, argv):
+    # Issue 58 item 1: an Expand's shape computed at run time asks for 2 GiB.
+    bad = allocating_model(tmp_path / "big.onnx", 2 << 30, "Expand")
+    ok = preference_model(list(range(9)), tmp_path / "ok.onnx")
+    assert main([a.format(bad=bad, ok=ok, tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {bad}: the model asked for 2.0 GiB in its Expand node, beyond the 1 GiB a policy "
+                   "may use while it runs; refused\n")
 
 
 def test_importing_the_evaluator_loads_neither_policy_files_nor_onnxruntime():

@@ -57,3 +57,80 @@ def looping_model(path, trips=2**62, nested=False):
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path
+
+
+def _policy_model(path, nodes, inits, metadata=None):
+    """A model of ``nodes`` from ``board`` (N, 9) to ``logits`` (N, 9), checked and saved."""
+    graph = helper.make_graph(
+        nodes, "policy", [helper.make_tensor_value_info("board", TensorProto.FLOAT, ["N", 9])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 9])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    for key, value in (metadata or {}).items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _preference_nodes(preference, out, prefix):
+    """Nodes giving ``out`` = preference - 1e9 * |board| (the most preferred empty cell)."""
+    inits = [numpy_helper.from_array(np.asarray(preference, dtype=np.float32), f"{prefix}_pref"),
+             numpy_helper.from_array(np.asarray(-1e9, dtype=np.float32), f"{prefix}_big")]
+    nodes = [helper.make_node("Abs", ["board"], [f"{prefix}_occ"]),
+             helper.make_node("Mul", [f"{prefix}_occ", f"{prefix}_big"], [f"{prefix}_pen"]),
+             helper.make_node("Add", [f"{prefix}_pen", f"{prefix}_pref"], [out])]
+    return nodes, inits
+
+
+def allocating_model(path, nbytes, op="ConstantOfShape", computed=True, doubled=False):
+    """The highest-empty-cell policy plus 0 x the sum of a float32 tensor of ``nbytes`` made by
+    ``op`` (ConstantOfShape, Expand, Tile or Range), its size computed from the board at run
+    time (``computed``) or a constant: a small file that asks for ``nbytes`` when it runs
+    (``doubled``: and as much again, the tensor added to itself)."""
+    n = nbytes // 4
+    nodes, inits = _preference_nodes(list(range(9)), "pref", "p")
+    inits += [numpy_helper.from_array(np.asarray(0, np.float32), "zero"),
+              numpy_helper.from_array(np.asarray([1.0], np.float32), "one")]
+    if computed:  # n + 0 * sum|board|: nothing to fold before it runs
+        inits.append(numpy_helper.from_array(np.asarray([n], np.int64), "n_const"))
+        nodes += [helper.make_node("ReduceSum", ["board"], ["bsum"], keepdims=0),
+                  helper.make_node("Mul", ["bsum", "zero"], ["bzero"]),
+                  helper.make_node("Cast", ["bzero"], ["bint"], to=TensorProto.INT64),
+                  helper.make_node("Add", ["bint", "n_const"], ["n"])]
+    else:
+        inits.append(numpy_helper.from_array(np.asarray([n], np.int64), "n"))
+    if op == "ConstantOfShape":
+        nodes.append(helper.make_node("ConstantOfShape", ["n"], ["big"],
+                                      value=numpy_helper.from_array(np.asarray([1.0], np.float32))))
+    elif op in ("Expand", "Tile"):
+        nodes.append(helper.make_node(op, ["one", "n"], ["big"]))
+    elif op == "Range":
+        nodes += [helper.make_node("Cast", ["n"], ["n_float"], to=TensorProto.FLOAT),
+                  helper.make_node("Squeeze", ["n_float"], ["limit"]),
+                  helper.make_node("Range", ["start", "limit", "one_scalar"], ["big"])]
+        inits += [numpy_helper.from_array(np.asarray(0.0, np.float32), "start"),
+                  numpy_helper.from_array(np.asarray(1.0, np.float32), "one_scalar")]
+    if doubled:
+        nodes.append(helper.make_node("Add", ["big", "big"], ["twice"]))
+    nodes += [helper.make_node("ReduceSum", ["twice" if doubled else "big"], ["total"], keepdims=0),
+              helper.make_node("Mul", ["total", "zero"], ["nothing"]),
+              helper.make_node("Add", ["pref", "nothing"], ["logits"])]
+    return _policy_model(path, nodes, inits)
+
+
+def sparse_model(path, elements):
+    """The highest-empty-cell policy plus 0 x the sum of a sparse constant of ``elements``
+    floats with one value set: a file of a few hundred bytes that onnxruntime makes dense
+    (``elements`` x 4 bytes) when it loads it."""
+    nodes, inits = _preference_nodes(list(range(9)), "pref", "p")
+    values = numpy_helper.from_array(np.asarray([1.0], np.float32), "values")
+    where = numpy_helper.from_array(np.asarray([0], np.int64), "where")
+    nodes += [helper.make_node("Constant", [], ["big"],
+                               sparse_value=helper.make_sparse_tensor(values, where, [elements])),
+              helper.make_node("ReduceSum", ["big"], ["total"], keepdims=0),
+              helper.make_node("Mul", ["total", "zero"], ["nothing"]),
+              helper.make_node("Add", ["pref", "nothing"], ["logits"])]
+    inits.append(numpy_helper.from_array(np.asarray(0, np.float32), "zero"))
+    return _policy_model(path, nodes, inits)

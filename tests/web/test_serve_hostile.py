@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.helpers.onnx_models import preference_model
+from tests.helpers.onnx_models import allocating_model, preference_model
 from ttt_research.play import main as play_main
 from ttt_research.web import server as serve
 from ttt_research.web.server import make_server
@@ -210,6 +210,16 @@ def test_a_model_without_legal_moves_is_refused_at_start_up(tmp_path, preference
         status, body = status_and_body(exchange(address, post(BOARD)))
     assert needle in info["error"] and "no legal greedy move" in info["error"]
     assert status == 404 and needle in body
+
+
+def test_a_model_that_fails_on_a_board_is_one_line(tmp_path):
+    # A run the bounded arena stops (here on every board; a file the start-up checks passed
+    # could do so on one): one line, which POST /logits answers with a 500.
+    data = allocating_model(tmp_path / "big.onnx", 2 << 30, "Expand").read_bytes()
+    with pytest.raises(serve.PolicyFileError) as e:
+        serve.ServerPolicy(data).logits([0] * 9)
+    assert str(e.value) == ("the model asked for 2.0 GiB in its Expand node, beyond the 1 GiB a policy "
+                            "may use while it runs")
 
 
 def test_the_depth_scan_ignores_brackets_inside_strings():

@@ -7,8 +7,10 @@ takes to rebuild the network: an MLP's sizes, or a Q-table's ``{"table": "q"}``)
 returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wrong with the file raises
 ``PolicyFileError`` whose message is the one line a user sees.
 
-An ONNX file may use only the operators the project's exports write (``onnx_ops``): no ``Loop``
-or ``If`` that could run without end. Every loaded policy is run once on all 4,520 positions
+An ONNX file may use any operator of the standard set but control flow and custom domains
+(``onnx_ops``): no ``Loop`` or ``If`` that could run without end. What it allocates is bounded
+(``onnx_session``: a run-time arena of 1 GiB; no sparse tensor that would be larger once dense,
+no data in another file). Every loaded policy is run once on all 4,520 positions
 where somebody moves and checked with the strict rule of ``exact.check_logits`` (no NaN, the
 argmax on an empty cell, a finite largest logit), so that no command scores, plays or exports a
 policy that picks an occupied cell anywhere. A checkpoint's network is checked against its
@@ -32,9 +34,10 @@ import torch
 
 from ttt_research.env import game
 from ttt_research.errors import IllegalMoveError, UserError
+from ttt_research.evaluation import onnx_session
 from ttt_research.evaluation.exact import check_policy, decision_codes, decision_logits
 from ttt_research.evaluation.exploit import Acting
-from ttt_research.evaluation.onnx_ops import NotProtobuf, refused_operator
+from ttt_research.evaluation.onnx_ops import NotProtobuf, contents, refused_operator
 from ttt_research.evaluation.options import add_acting_args  # noqa: F401 (the options of acting_for)
 from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
@@ -51,11 +54,11 @@ class PolicyFileError(UserError):
     """A policy file is missing, unreadable or does not follow the contract."""
 
 
-def _checked(path: Path, logits) -> None:
+def _checked(path: Path, logits) -> torch.Tensor:
     """The strict check of every decision position (``exact.check_logits``), as a
-    ``PolicyFileError`` that names the file."""
+    ``PolicyFileError`` that names the file; returns the (M, 9) logits."""
     try:
-        check_policy(logits, where=f"{path}: ", strict=True)
+        return check_policy(logits, where=f"{path}: ", strict=True)
     except IllegalMoveError as e:
         raise PolicyFileError(str(e)) from None
 
@@ -88,34 +91,49 @@ def _check_io(name: str, arg, kind: str) -> None:
 
 
 def _allowed_bytes(path: Path) -> bytes:
-    """The ONNX file's bytes, once every operator in them is one of ``onnx_ops.OPERATORS``
-    (what the project's exports use): a ``Loop`` of 2^62 turns would hang every command."""
+    """The ONNX file's bytes, once ``onnx_ops`` finds no control flow or custom operator in
+    them (a ``Loop`` of 2^62 turns would hang every command) and nothing that allocates before
+    the arena of ``onnx_session`` bounds it: a sparse tensor larger than that once dense, data
+    kept in another file."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise PolicyFileError(f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
     try:
-        op = refused_operator(data)
+        found = contents(data)
     except NotProtobuf as e:
         raise PolicyFileError(f"{path}: not a valid ONNX model ({e})") from None
+    op = refused_operator(found)
     if op is not None:
-        raise PolicyFileError(f"{path}: the model uses the ONNX operator {op[:60]!r}, which no policy "
-                              "export of this project writes; refused (a Loop or If could run without end)")
+        raise PolicyFileError(f"{path}: the model uses the ONNX operator {op[:60]!r}; refused: a policy may "
+                              "not use control flow (Loop, If, Scan: it could run without end) or a custom "
+                              "domain's operators")
+    for t in found.tensors:
+        if t.external:
+            raise PolicyFileError(f"{path}: tensor {t.name[:60]!r} keeps its data in another file (ONNX "
+                                  "external data); a policy file must hold its weights "
+                                  "(torch.onnx.export(..., external_data=False))")
+        if t.sparse and t.nbytes > onnx_session.MAX_BYTES:
+            raise PolicyFileError(f"{path}: sparse tensor {t.name[:60]!r} is {t.nbytes / 2**30:.1f} GiB once "
+                                  f"dense; a policy may use at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
     return data
 
 
 def load_onnx(path: str | Path):
     """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one."""
-    import onnxruntime as ort
+    _, logits, meta = onnx_model(path)
+    return logits, meta
 
+
+def onnx_model(path: str | Path) -> tuple[bytes, object, dict]:
+    """(the file's bytes, logits_fn, metadata) for an ONNX policy file, checked as
+    ``load_onnx`` says: the bytes are those checked and run (the page serves them)."""
     path = Path(path)
     if not path.is_file():
         raise PolicyFileError(f"{path}: no such file")
     data = _allowed_bytes(path)
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 4  # errors come back to us as exceptions, not log spam
     try:  # the bytes checked are the bytes run
-        session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        session = onnx_session.session(data)
     except Exception as e:  # onnxruntime raises several private exception types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
@@ -131,6 +149,9 @@ def load_onnx(path: str | Path):
         try:
             out = session.run([out_name], {in_name: x})[0]
         except Exception as e:
+            why = onnx_session.refusal(e)
+            if why:  # the arena refused a tensor: the model's own doing, said as such
+                raise PolicyFileError(f"{path}: the model {why}; refused") from None
             raise PolicyFileError(
                 f"{path}: the model failed to run on a [N, 9] batch ({str(e)[:160]})") from None
         if out.shape != x.shape:
@@ -140,7 +161,7 @@ def load_onnx(path: str | Path):
 
     _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
     meta = dict(session.get_modelmeta().custom_metadata_map)
-    return logits, meta
+    return data, logits, meta
 
 
 def _is_table(spec) -> bool:

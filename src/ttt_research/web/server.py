@@ -46,6 +46,7 @@ import torch
 
 from ttt_research.env import game
 from ttt_research.errors import IllegalMoveError
+from ttt_research.evaluation import onnx_session
 from ttt_research.evaluation.exact import check_logits
 from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.options import port_number
@@ -140,11 +141,9 @@ class ServerPolicy:
     has no onnxruntime-web of its own."""
 
     def __init__(self, onnx: bytes):
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1  # one 9-cell board at a time: threads cost more than they save
-        self.session = ort.InferenceSession(onnx, opts, providers=["CPUExecutionProvider"])
+        # one 9-cell board at a time: threads cost more than they save; what the model
+        # allocates is bounded as for every command (onnx_session)
+        self.session = onnx_session.session(onnx, threads=1)
         self.input = self.session.get_inputs()[0].name
         self.lock = threading.Lock()  # the server answers on threads; one run at a time
 
@@ -156,7 +155,11 @@ class ServerPolicy:
         mover = 1 if board.count(1) == board.count(-1) else -1
         view = np.asarray([[v * mover for v in board]], dtype=np.float32)  # (1, 9)
         with self.lock:
-            (out,) = self.session.run(None, {self.input: view})[:1]
+            try:
+                (out,) = self.session.run(None, {self.input: view})[:1]
+            except Exception as e:  # the model's failure on this board (the arena's bound, ...): one line
+                why = onnx_session.refusal(e) or f"failed to run ({str(e).strip()[:160]})"
+                raise PolicyFileError(f"the model {why}") from None
         row = torch.from_numpy(np.ascontiguousarray(out, dtype=np.float32)).reshape(1, 9)
         check_logits(row, game.encode(torch.tensor([board])), strict=True)
         return [None if board[i] or row[0, i] == -torch.inf else float(row[0, i]) for i in range(9)]
@@ -274,7 +277,7 @@ class Handler(SimpleHTTPRequestHandler):
             return self._text(HTTPStatus.BAD_REQUEST, str(e))
         try:
             logits = self.policy.logits(board)
-        except IllegalMoveError as e:  # the model's fault, not the request's
+        except (IllegalMoveError, PolicyFileError) as e:  # the model's fault, not the request's
             return self._text(HTTPStatus.INTERNAL_SERVER_ERROR, str(e))
         body = json.dumps({"logits": logits}, allow_nan=False).encode()  # never -Infinity or NaN
         self._send(HTTPStatus.OK, body, "application/json")
