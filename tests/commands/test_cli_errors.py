@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests.helpers.onnx_models import allocating_model, looping_model, preference_model
+from tests.helpers.onnx_models import allocating_model, batch_switch_model, looping_model, preference_model
 from ttt_research import bench, export, play, report, tournament
 from ttt_research import errors as cli
 from ttt_research import evaluate as evaluate_cli
@@ -74,6 +74,20 @@ def test_a_model_that_loops_forever_is_refused_by_every_command(capsys, tmp_path
 COMMANDS = [(evaluate_cli.main, ["{bad}", "--json"]), (play.main, ["{bad}"]),
             (tournament.main, ["{bad}", "{ok}"]), (export.main, ["{bad}", "--table", "{tmp}/t.csv"])]
 IDS = ["evaluate", "play", "tournament", "export-table"]
+
+
+@pytest.mark.parametrize("main,argv", COMMANDS, ids=IDS)
+def test_a_model_that_plays_another_policy_alone_is_refused_by_every_command(capsys, tmp_path, main, argv):
+    # Issue 58 item 2: evaluate --json scored the batched policy (the highest empty cell),
+    # play and the page played the other (the lowest).
+    bad = batch_switch_model(tmp_path / "switch.onnx", list(range(9)), list(range(9))[::-1])
+    ok = preference_model(list(range(9)), tmp_path / "ok.onnx")
+    assert main([a.format(bad=bad, ok=ok, tmp=tmp_path) for a in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not (tmp_path / "t.csv").exists()
+    assert captured.err.startswith(f"error: {bad}: the model plays differently by batch: ")
+    assert captured.err.endswith("describe another policy than the one that plays\n")
+    assert captured.err.count("\n") == 1
 
 
 @pytest.mark.parametrize("main,argv", COMMANDS, ids=IDS)

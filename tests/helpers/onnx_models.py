@@ -84,6 +84,21 @@ def _preference_nodes(preference, out, prefix):
     return nodes, inits
 
 
+def batch_switch_model(path, batched, alone, metadata=None):
+    """A model that plays preference ``batched`` on a batch of many boards and ``alone`` on a
+    batch of one, built from Shape, Gather, Equal and Where (issue 58 item 2): scored as one
+    policy (``evaluate`` runs 4,520 boards at once), played as another (a board at a time)."""
+    many, many_inits = _preference_nodes(batched, "many", "b")
+    one, one_inits = _preference_nodes(alone, "one", "a")
+    inits = [*many_inits, *one_inits, numpy_helper.from_array(np.asarray(0, np.int64), "axis0"),
+             numpy_helper.from_array(np.asarray(1, np.int64), "single")]
+    nodes = [*many, *one, helper.make_node("Shape", ["board"], ["shape"]),
+             helper.make_node("Gather", ["shape", "axis0"], ["n"], axis=0),
+             helper.make_node("Equal", ["n", "single"], ["is_one"]),
+             helper.make_node("Where", ["is_one", "one", "many"], ["logits"])]
+    return _policy_model(path, nodes, inits, metadata)
+
+
 def allocating_model(path, nbytes, op="ConstantOfShape", computed=True, doubled=False):
     """The highest-empty-cell policy plus 0 x the sum of a float32 tensor of ``nbytes`` made by
     ``op`` (ConstantOfShape, Expand, Tile or Range), its size computed from the board at run

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.helpers.onnx_models import allocating_model, preference_model
+from tests.helpers.onnx_models import allocating_model, batch_switch_model, preference_model
 from ttt_research.play import main as play_main
 from ttt_research.web import server as serve
 from ttt_research.web.server import make_server
@@ -210,6 +210,18 @@ def test_a_model_without_legal_moves_is_refused_at_start_up(tmp_path, preference
         status, body = status_and_body(exchange(address, post(BOARD)))
     assert needle in info["error"] and "no legal greedy move" in info["error"]
     assert status == 404 and needle in body
+
+
+def test_a_model_that_plays_another_policy_alone_is_not_served(tmp_path):
+    # Issue 58 item 2: before, model.json served the copied eval report of the batched policy
+    # while /logits (a board at a time) played the other one.
+    model = batch_switch_model(tmp_path / "switch.onnx", HIGHEST_FIRST, HIGHEST_FIRST[::-1],
+                               {"eval": json.dumps({"x_random_loss": 0.0})})
+    with running(model) as address:
+        info = json.loads(status_and_body(exchange(address, b"GET /model.json HTTP/1.0\r\n\r\n"))[1])
+        status, body = status_and_body(exchange(address, post(BOARD)))
+    assert info["meta"] == {} and "the model plays differently by batch" in info["error"]
+    assert status == 404 and "the model plays differently by batch" in body
 
 
 def test_a_model_that_fails_on_a_board_is_one_line(tmp_path):

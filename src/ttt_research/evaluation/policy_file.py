@@ -13,7 +13,10 @@ An ONNX file may use any operator of the standard set but control flow and custo
 no data in another file). Every loaded policy is run once on all 4,520 positions
 where somebody moves and checked with the strict rule of ``exact.check_logits`` (no NaN, the
 argmax on an empty cell, a finite largest logit), so that no command scores, plays or exports a
-policy that picks an occupied cell anywhere. A checkpoint's network is checked against its
+policy that picks an occupied cell anywhere; and a sample of those boards is run again, alone
+and as one batch (``SAMPLE``), and must get the greedy moves of the whole batch: a model that
+plays one policy when scored (a batch of 4,520) and another when playing (a board at a time)
+is refused, so the figures describe what plays. A checkpoint's network is checked against its
 ``net_spec`` before it is built: the sizes are bounded and every tensor must have the shape the
 spec implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
 
@@ -35,7 +38,7 @@ import torch
 from ttt_research.env import game
 from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation import onnx_session
-from ttt_research.evaluation.exact import check_policy, decision_codes, decision_logits
+from ttt_research.evaluation.exact import board_text, check_policy, decision_codes, decision_logits
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.evaluation.onnx_ops import NotProtobuf, contents, refused_operator
 from ttt_research.evaluation.options import add_acting_args  # noqa: F401 (the options of acting_for)
@@ -48,6 +51,12 @@ from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
 MAX_LAYERS = 16
 MAX_WIDTH = 16_384
 RUN_POLICY = "policy.onnx"  # a run folder's policy file
+# Boards of the batch check: every 45th of the 4,520 decision positions, each run alone, and
+# all of them as one batch (~100 runs of one board: a few ms for the project's networks).
+SAMPLE = 101
+# Logits closer than this (relative to the largest) are a tie: batched matrix kernels may round
+# differently from one-row ones, and a near-tie may then break the other way.
+TIE = 1e-5
 
 
 class PolicyFileError(UserError):
@@ -61,6 +70,47 @@ def _checked(path: Path, logits) -> torch.Tensor:
         return check_policy(logits, where=f"{path}: ", strict=True)
     except IllegalMoveError as e:
         raise PolicyFileError(str(e)) from None
+
+
+def _greedy_differs(got: torch.Tensor, whole: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """(B,) whether two runs' logits of the same boards pick different legal cells, beyond a
+    tie (``TIE``, relative to the largest legal logit) in either run; a NaN is no tie."""
+    a = torch.where(legal, got, -torch.inf).argmax(-1)
+    b = torch.where(legal, whole, -torch.inf).argmax(-1)
+    moves = torch.stack([a, b], -1)
+
+    def tied(x: torch.Tensor) -> torch.Tensor:
+        pick = x.gather(-1, moves)
+        scale = torch.where(legal, x.abs(), 0.0).amax(-1).clamp(min=1.0)
+        return (pick[:, 0] - pick[:, 1]).abs() / scale <= TIE
+
+    return (a != b) & ~(tied(got) & tied(whole))
+
+
+def _batch_free(path: Path, logits, batched: torch.Tensor) -> None:
+    """Refuse a model whose greedy move on a board depends on the batch it comes in: the
+    ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, 9) logits
+    of every decision position in one batch (what ``evaluate`` scores; ``play`` and the page
+    run one board at a time)."""
+    codes = decision_codes()
+    rows = torch.linspace(0, codes.numel() - 1, SAMPLE).round().long()
+    views = game.tables().view[codes[rows]].float()
+    legal = game.tables().legal[codes[rows]]
+    runs = {"alone": lambda: torch.cat([logits(v[None]) for v in views]),
+            f"in a batch of {SAMPLE}": lambda: logits(views)}
+    for how, run in runs.items():
+        got = run().float()
+        differs = _greedy_differs(got, batched[rows], legal)
+        if bool(differs.any()):
+            i = int(differs.nonzero()[0])
+            move = int(torch.where(legal[i], got[i], -torch.inf).argmax())
+            other = int(torch.where(legal[i], batched[rows[i]], -torch.inf).argmax())
+            board = board_text(int(codes[rows[i]]))
+            raise PolicyFileError(
+                f"{path}: the model plays differently by batch: at {board} it picks cell {move} {how} "
+                f"and cell {other} in a batch of all {codes.numel():,} positions "
+                f"({int(differs.sum())} of {SAMPLE} sampled boards differ); refused, its scores would "
+                "describe another policy than the one that plays")
 
 
 def _unreadable(e: Exception) -> str:
@@ -159,7 +209,8 @@ def onnx_model(path: str | Path) -> tuple[bytes, object, dict]:
                 f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
         return torch.from_numpy(out)
 
-    _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
+    batched = _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
+    _batch_free(path, logits, batched)  # scored in one batch, played a board at a time: the same moves
     meta = dict(session.get_modelmeta().custom_metadata_map)
     return data, logits, meta
 

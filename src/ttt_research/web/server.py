@@ -50,7 +50,7 @@ from ttt_research.evaluation import onnx_session
 from ttt_research.evaluation.exact import check_logits
 from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.options import port_number
-from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, load_onnx
+from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, onnx_model
 
 PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
 # The page's own files, the only ones served from PAGE_DIR: the folder is also the package's,
@@ -79,9 +79,9 @@ def load_model(path: str | Path) -> tuple[bytes | None, dict]:
                 export(net, onnx_path, meta)
                 data = onnx_path.read_bytes()
         else:
-            policy, meta = load_onnx(path)
+            # the bytes checked (every board in a batch, a sample alone) are the bytes served
+            data, policy, meta = onnx_model(path)
             policy(torch.zeros(1, 9))  # a model that loads but cannot run fails here, not in the page
-            data = path.read_bytes()
         info["meta"] = meta
         return data, info
     except (PolicyFileError, ExportError, OSError) as e:
