@@ -52,6 +52,11 @@ DEFERRED = {
         "tournament": ("evaluation.crossplay", "evaluation.exploit", "evaluation.participants",
                        "evaluation.ratings"),
     }.items() for module in modules},
+    # The report reads run folders without torch (a second and more to import): it loads only
+    # when some run has a policy.onnx whose figures are re-checked (issue 58).
+    ("analysis.recheck", "evaluation.exact"): "start-up: torch loads only for a policy to re-check",
+    ("analysis.recheck", "evaluation.policy_file"): "start-up: as evaluation.exact",
+    ("analysis.recheck", "evaluation.crossplay"): "start-up: as evaluation.exact (its one_thread)",
     ("bench", "bench.suite"): "start-up: the bench's options are checked before torch and Lightning load",
     # SB3's comparison: the gym adapter imports gymnasium, of the optional `compare` extra.
     ("baselines.sb3", "env"): "the `compare` extra (gymnasium)",

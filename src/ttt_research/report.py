@@ -39,6 +39,10 @@ DIR may come from anywhere: its files are read as data (``untrusted.py``: no int
 resolved, so no environment value reaches a report), a folder without ``eval.json`` (the last
 file a run writes: still running, or killed) and a folder whose files are malformed are
 skipped, each with a warning on stderr naming the file and the field, and counted in report.md.
+A run's record is not taken on trust: where it has its policy (``policy.onnx``), its greedy
+figures must be what the exact evaluation of that policy gives, or the run is skipped, named
+with the figure that differs (``analysis/recheck.py``); folders holding the same seed and
+config count as one run, the copies said in one line (``analysis/copies.py``).
 """
 from __future__ import annotations
 
@@ -49,7 +53,8 @@ from pathlib import Path
 
 from ttt_research.analysis import safety
 from ttt_research.analysis.figures import plot, plot_profiles, plot_safe
-from ttt_research.analysis.runs import ReportError, find_runs, scan_runs
+from ttt_research.analysis.runs import ReportError
+from ttt_research.analysis.scan import find_runs, scan_runs
 from ttt_research.analysis.skipped import skipped_markdown, warn_skipped
 from ttt_research.analysis.summary import (
     CONFIGURATION,
@@ -125,8 +130,9 @@ def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str,
     if len(roots) == 1 and names is None:
         runs, skipped = scan_runs(roots[0])
         warn_skipped(skipped, roots[0])
+        done = tuple(s.path for s in skipped if s.kind in ("copy", "contradicted"))  # finished, left out
         skipped, keys = [(roots[0], skipped)], None
-        if partial := missing_jobs(roots[0], runs):
+        if partial := missing_jobs(roots[0], runs, done):
             print(f"warning: {partial}", file=sys.stderr)
     else:
         if out is None and len(roots) > 1:
@@ -148,7 +154,7 @@ def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str,
     where = ", ".join(str(r) for r, _ in skipped)
     intro = (f"{len(runs)} seeds under {where}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
-             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI].\n\n"
+             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI]. {checked_text(runs)}\n\n"
              + (f"**Incomplete:** {partial}.\n\n" if partial else ""))
     tables = markdown(keys, rows) + safety.markdown([label_text(r["label"]) for r in rows],
                                                      [r["runs"] for r in rows])
@@ -161,6 +167,13 @@ def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str,
     plot_profiles(files["profiles"], rows, reps, seed)
     plot_safe(files["safe"], rows)
     return files, table
+
+
+def checked_text(runs: list) -> str:
+    """What the report checked of the figures it averages (``analysis/recheck.py``)."""
+    k, n = sum(r.checked for r in runs), len(runs)
+    return (f"Figures re-checked from each seed's policy.onnx: {k} of {n}"
+            + (" (the others have no policy file)." if k < n else "."))
 
 
 def _metric_list(text: str | None) -> list[str] | None:

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from ttt_research import report
-from ttt_research.analysis.runs import ReportError, scan_runs
+from ttt_research.analysis.runs import ReportError
+from ttt_research.analysis.scan import scan_runs
 
 SECRET = "tok-9f3e71c2-do-not-leak"
 # A tiny run's eval.json (debug=tiny, seed 0), as train.py writes it.

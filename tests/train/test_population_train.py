@@ -16,7 +16,7 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import evals_rows, metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
-from ttt_research.analysis.runs import find_runs
+from ttt_research.analysis.scan import find_runs
 from ttt_research.analysis.summary import records, summarise
 from ttt_research.contract import unbeatable
 from ttt_research.errors import ConfigError

@@ -6,23 +6,20 @@ hyperparameters, minus ``seed`` and the ``population.*`` keys (``NOISE``); only 
 differ between runs become columns (``varying_keys``, ``group_runs``).
 
 DIR may come from anywhere: its files are read as data (``files/untrusted.py``: no
-interpolation is resolved, so no environment value reaches a report); a folder without
-``eval.json`` (the last file a run writes: still running, or killed) and a folder whose files
-are malformed are skipped (``Skipped``), each with a warning on stderr naming the file and the
-field, and counted in report.md.
+interpolation is resolved, so no environment value reaches a report); a file that is not what
+training writes is ``Malformed``, naming the file and the field (``scan.py`` finds the run
+folders and skips such a run, with a warning).
 """
 from __future__ import annotations
 
 import csv
 import io
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ttt_research.analysis.curves import read_metrics
-from ttt_research.analysis.skipped import Skipped, counts, warn_skipped
 from ttt_research.contract import (
     EVAL_NAMES,
     JUDGED_SEATS,
@@ -61,6 +58,7 @@ class RunRecord:
     choices: dict = field(default_factory=dict)  # Hydra's group choices: {"net": "mlp100", ...}
     member: int | None = None                    # a population member's index (None: a run)
     together: int = 1                            # agents trained in the one job (a population's members)
+    checked: bool = False                        # its figures re-checked from its policy file (recheck.py)
 
     def value(self, key: str) -> str:
         """The run's value of an override key; a key it did not override is read from what
@@ -279,58 +277,6 @@ def _check_objective(run: RunRecord, where: str) -> None:
         raise Malformed(f"{where}: the objective {run.metric} cannot be computed ({type(e).__name__})") from e
     if value is not None and not (untrusted.is_number(value) and math.isfinite(value)):
         raise Malformed(f"{where}: the objective {run.metric} is {untrusted.kind(value)}")
-
-
-def _natural(path: Path) -> list:
-    """Job folders in number order (2 before 10); a name and a number at the same depth
-    (``sweep/0`` beside ``sweep/b/0``) compare as numbers first, never int against str."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
-
-
-def run_folders(root: Path) -> list[Path]:
-    """Every folder under ``root`` that holds a run, finished or not: an ``eval.json``, Hydra's
-    record (``.hydra/config.yaml``) or a ``checkpoints`` folder. Links to folders are not
-    followed (a link to a parent would never end)."""
-    found = []
-    for here, dirs, files in os.walk(root):
-        if "eval.json" in files or "checkpoints" in dirs or (
-                ".hydra" in dirs and os.path.exists(os.path.join(here, ".hydra", "config.yaml"))):
-            found.append(Path(here))
-        dirs[:] = [d for d in dirs if d not in (".hydra", "checkpoints", "wandb", ".submitit")]
-    return sorted(found, key=_natural)
-
-
-def scan_runs(root: Path, empty: bool = False) -> tuple[list[RunRecord], list[Skipped]]:
-    """The complete, well-formed runs under ``root`` (a population's folder: one RunRecord per
-    member), and the folders skipped: incomplete (no ``eval.json``: still running, or
-    killed before its end) or malformed. ``empty``: none complete is no error (the report of
-    several folders says which it left out, and why)."""
-    if not root.is_dir():
-        raise ReportError(f"no such directory: {root}")
-    paths = run_folders(root)
-    if not paths:
-        raise ReportError(f"no runs under {root} (no eval.json found)")
-    runs, skipped = [], []
-    for p in paths:
-        if not (p / "eval.json").exists():  # eval.json is the last file a run writes
-            skipped.append(Skipped(p, "incomplete: no eval.json (still running, or stopped before its end)",
-                                   incomplete=True))
-            continue
-        try:
-            run = load_run(p)
-            runs += load_population(run) if (p / "population.json").exists() else [run]
-        except Malformed as e:
-            skipped.append(Skipped(p, str(e)))
-    if not runs and not empty:
-        raise ReportError(f"no complete run under {root}: {counts(skipped)}")
-    return runs, skipped
-
-
-def find_runs(root: Path) -> list[RunRecord]:
-    """``scan_runs``' runs, the folders it skipped said on stderr (``warn_skipped``)."""
-    runs, skipped = scan_runs(root)
-    warn_skipped(skipped, root)
-    return runs
 
 
 def load_population(job: RunRecord) -> list[RunRecord]:

@@ -347,8 +347,9 @@ def best_trial(root: Path) -> str:
 SWEEP_MAX = 100_000  # jobs a sweep record may name for missing_jobs to count them
 
 
-def missing_jobs(root: Path, runs: list[RunRecord]) -> str:
-    """A line for a sweep folder whose ``multirun.yaml`` names more jobs than ``runs`` finished
+def missing_jobs(root: Path, runs: list[RunRecord], also: tuple[Path, ...] = ()) -> str:
+    """A line for a sweep folder whose ``multirun.yaml`` names more jobs than ``runs`` (and the
+    folders ``also``: finished jobs the report leaves out, a copy or a contradicted run) finished
     (a stopped sweep: the jobs after the stopped one never ran), else ''. The jobs are counted as
     Hydra's basic sweeper makes them (the product of the swept values of the command's overrides
     and of its ``params``, the command's winning) or Optuna's ``n_trials``; another sweeper, or a
@@ -378,7 +379,7 @@ def missing_jobs(root: Path, runs: list[RunRecord]) -> str:
             return ""
     except Exception:  # a hand-made or foreign record: no count, no claim
         return ""
-    finished = len({r.path for r in runs})  # a population's members are one job
+    finished = len({r.path for r in runs} | set(also))  # a population's members are one job
     if finished >= expected:
         return ""
     return (f"{path} names {expected} jobs and {finished} finished: the sweep was stopped or is still "
