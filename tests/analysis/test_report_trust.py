@@ -124,3 +124,16 @@ def test_a_run_copied_many_times_is_one_seed_in_one_short_warning(tmp_path, caps
     assert got == {"": "2", "0.5": "1"}  # not 15 seeds: seed 0 once, seed 1
     md = (tmp_path / "report.md").read_text()
     assert "- 14 run folders hold one run (the same seed and config): counted once, as copy00" in md
+
+
+def test_a_figure_that_is_no_number_is_described_never_echoed():
+    from ttt_research.analysis.recheck import contradiction, differences
+    from ttt_research.analysis.runs import RunRecord
+
+    scored = {"as_o": {"worst_case": "loss"}, "decision_points": 296, "nashconv": 2.0}
+    record = {"as_o": {"worst_case": "loss"}, "decision_points": "${oc.env:SECRET}", "nashconv": float("nan")}
+    found = differences(record, scored)
+    assert [f[0] for f in found] == ["decision_points", "nashconv"]
+    why = contradiction(RunRecord(Path("run"), {}, 0, "o", "score", record), found)
+    assert why == ("eval.json says decision_points is an interpolation (report resolves none); its "
+                   "policy.onnx scores 296 (and 1 more figure(s))")

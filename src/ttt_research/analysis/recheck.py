@@ -24,16 +24,18 @@ policies at once, on tables built once).
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 from ttt_research.analysis.runs import RunRecord
 from ttt_research.analysis.skipped import Skipped
-from ttt_research.contract import NASHCONV, greedy_nashconv
+from ttt_research.contract import NASHCONV, WORST_VALUE, greedy_nashconv
 from ttt_research.files import untrusted
 from ttt_research.files.untrusted import Malformed
 
 TOLERANCE = 1e-9  # the figures are exact sums rounded to 12 digits: an honest record is within 1e-12
 BATCH = 64        # action tables scored per call (64 x 19,683 moves: 10 MB)
+_ABSENT = object()
 
 
 def policy_of(run: RunRecord) -> Path:
@@ -65,9 +67,13 @@ def _same(said, scored) -> bool:
 
 
 def _show(value) -> str:
-    if isinstance(value, str):
+    """A figure as the message shows it: a worst case's name, a number, else what it is (the
+    text of a file is never echoed: ``untrusted.kind``)."""
+    if isinstance(value, str) and value in WORST_VALUE:
         return repr(value)
-    return f"{value:.6g}" if untrusted.is_number(value) else untrusted.kind(value)
+    if untrusted.is_number(value) and math.isfinite(value):
+        return f"{value:.6g}"
+    return untrusted.kind(value)
 
 
 def differences(record: dict, scored: dict) -> list[tuple[str, object, object]]:
@@ -75,8 +81,8 @@ def differences(record: dict, scored: dict) -> list[tuple[str, object, object]]:
     gives otherwise; a figure the record lacks (an older eval.json) is not compared."""
     out = []
     for key, value in _leaves(scored):
-        said = untrusted.select(record, key, _leaves)  # _leaves: a marker no JSON value can be
-        if said is not _leaves and not _same(said, value):
+        said = untrusted.select(record, key, _ABSENT)
+        if said is not _ABSENT and not _same(said, value):
             out.append((key, said, value))
     return out
 
