@@ -28,8 +28,9 @@ Never shown to a user as such: ``files.untrusted.Malformed`` and ``web.server.Ba
         raise UserError("--steps must be a positive integer")
 
 ``ConfigError`` (a config value out of range) comes with the small checks that raise it
-(``value_of``, ``need``, ``is_int``, ``is_number``, ``bounded``, ``positive_int``), used by
-every layer that reads a config (``train/validate.py`` holds the rules).
+(``value_of``, ``need`` (its value ``shown``, cut when long), ``is_int``, ``is_number``,
+``bounded``, ``positive_int``), used by every layer that reads a config (``train/validate.py``
+holds the rules).
 ``NonFiniteError`` is raised by the numerical guard of the training shell and by the
 checkpoint callback; ``__main__`` turns it into one line and exit status 3.
 
@@ -126,10 +127,28 @@ def is_number(v) -> bool:
     return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
+SHOWN = 200  # characters of a refused value that an error line echoes
+
+
+def clipped(text: str, size: str = "") -> str:
+    """``text``, or its first ``SHOWN`` characters and how long it was (``size``, or its number
+    of characters): a refused list of thousands of values stays one readable line (issue 58
+    met a grid echoed whole, a 14.8 KB line)."""
+    if len(text) <= SHOWN:
+        return text
+    return f"{text[:SHOWN]}... ({size or f'{len(text):,} characters'})"
+
+
+def shown(value) -> str:
+    """``repr(value)`` for an error line, ``clipped`` (a list's length counted in items)."""
+    sized = isinstance(value, (list, tuple, dict, set))
+    return clipped(repr(value), f"{len(value):,} items" if sized else "")
+
+
 def need(ok: bool, key: str, allowed: str, value) -> None:
-    """``ConfigError`` "KEY must be ALLOWED, got VALUE" unless ``ok``."""
+    """``ConfigError`` "KEY must be ALLOWED, got VALUE" unless ``ok`` (a long VALUE cut: ``shown``)."""
     if not ok:
-        raise ConfigError(f"{key} must be {allowed}, got {value!r}")
+        raise ConfigError(f"{key} must be {allowed}, got {shown(value)}")
 
 
 def positive_int(cfg, key, most: int | None = None, why: str = ""):

@@ -5,6 +5,7 @@ cannot parse) are one ``error:`` line and exit code 2, like every other mistake
 seconds each)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -60,6 +61,22 @@ def test_hydras_own_error_is_one_line_and_exit_2(tmp_path, args, plugins, line):
                 f"hydra.sweep.dir={tmp_path / 'sweep'}", plugins=plugins)
     assert (out.returncode, out.stderr.splitlines(), out.stdout) == (2, [line], "")
     assert list(tmp_path.iterdir()) == []  # refused before Hydra made any folder
+
+
+@pytest.mark.slow  # two commands in subprocesses
+def test_a_long_value_is_echoed_cut_in_hydras_errors_too(tmp_path):
+    # Issue 58: an error that repeats the value typed (here a grid of 3,750 values under a
+    # misspelt key, and the same list as a sweep without -m) cut it at SHOWN characters.
+    grid = ",".join(["0.5"] * 3750)
+    for args, start in ((["population.vary.algo.lrr=[" + grid + "]"],
+                         "error: population.vary.algo.lrr is not a key of the config; did you mean "
+                         "population.vary.algo.lr=[0.5,0.5,"),
+                        ([f"algo.lr={grid}"], "error: algo.lr=0.5,0.5,")):
+        out = train(*args, "debug=tiny", f"hydra.run.dir={tmp_path / 'job'}")
+        [line] = out.stderr.splitlines()
+        assert out.returncode == 2 and line.startswith(start), line[:300]
+        assert re.search(r"\.\.\. \(1[45],\d{3} characters\)", line) and len(line) < 500, line[:300]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_hydra_full_error_set_by_the_user_keeps_hydras_full_report(tmp_path):

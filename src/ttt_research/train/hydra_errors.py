@@ -14,8 +14,9 @@ exceptions of *reading the command line and composing the config* into one line:
 
 Anything raised once the job runs stays what it was: our own refusals are already one line
 (``__main__.refuse``), and anything else is a bug that keeps its traceback. A user who sets
-``HYDRA_FULL_ERROR=1`` gets Hydra's full report, untouched. Standard library, Hydra and
-OmegaConf only (and ``files.atomic``'s words for a disk's errors): nothing here loads torch.
+``HYDRA_FULL_ERROR=1`` gets Hydra's full report, untouched. Standard library, Hydra,
+OmegaConf, ``errors.clipped`` (a long value cut) and ``files.atomic``'s words for a disk's
+errors only: nothing here loads torch.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 import sys
 from collections.abc import Callable
 
+from ttt_research.errors import clipped
 from ttt_research.files.atomic import describe_os_error
 
 FULL = "HYDRA_FULL_ERROR"
@@ -154,8 +156,9 @@ def _lines(message: str) -> list[str]:
 def _plain(message: str, cause: BaseException | None, given: list[str] = ()) -> str:
     if message.startswith("Ambiguous value for argument"):  # net=mlp25,mlp100 without -m
         arg = re.search(r"argument '([^']*)'", message)
-        return (f"{arg.group(1) if arg else 'a value with commas'} is a sweep: add -m to run one job "
-                "per value (for a list write key=[a,b]; for a string with commas quote it: key='a,b')")
+        sweep = clipped(arg.group(1)) if arg else "a value with commas"
+        return (f"{sweep} is a sweep: add -m to run one job per value (for a list write key=[a,b]; "
+                "for a string with commas quote it: key='a,b')")
     there = re.search(r"An item is already at '([^']+)'", message)  # +seed=3
     if there:
         key = there.group(1)
@@ -172,11 +175,11 @@ def _plain(message: str, cause: BaseException | None, given: list[str] = ()) -> 
 
 
 def _override_for(key: str, given: list[str]) -> str | None:
-    """The value given to ``key`` on the command line, as typed."""
+    """The value given to ``key`` on the command line, as typed (``clipped`` when long)."""
     for o in given:
         k, _, v = o.partition("=")
         if k.lstrip("+~") == key:
-            return v
+            return clipped(v)
     return None
 
 
