@@ -5,13 +5,16 @@ experiments/cells/README.md is the one its rows give."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from tests.helpers.experiments import REPO, load_script
+from ttt_research.errors import UserError
 
 SCRIPT = REPO / "experiments" / "cells" / "study.py"
 study = load_script("experiments/cells/study.py", "cells_study")
@@ -28,10 +31,107 @@ def test_cells_and_chunks_are_read_as_written():
     assert study.cell_overrides("reinforce_faithful_mlp100") == ["algo=reinforce_faithful", "net=mlp100"]
     assert study.chunks("6000-6099", 25) == [(6000, 6024), (6025, 6049), (6050, 6074), (6075, 6099)]
     assert study.chunks("7-11", 2) == [(7, 8), (9, 11)]  # never a population of one
-    with pytest.raises(SystemExit, match="FIRST < LAST"):
+    with pytest.raises(UserError, match="FIRST < LAST"):
         study.chunks("9-7", 2)
-    with pytest.raises(SystemExit, match="at least 2"):
+    with pytest.raises(UserError, match="at least 2"):
         study.chunks("1-9", 1)
+
+
+def _hashes(*folders) -> dict[str, str]:
+    """Every file under ``folders`` (or the file itself), by its bytes' hash."""
+    files = [f for d in folders for f in ([d] if d.is_file() else sorted(d.rglob("*"))) if f.is_file()]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--seeds", "abc"], "error: --seeds must be FIRST-LAST, two seeds with FIRST < LAST (e.g. 6000-6099), "
+                         "got 'abc'"),
+    (["--seeds", "7"], "error: --seeds must be FIRST-LAST"),
+    (["--seeds=-3-4"], "error: --seeds must be FIRST-LAST"),
+    (["--tuned-on", "some"], "error: --tuned-on must be FIRST-LAST"),
+    (["--chunk", "z"], "error: python experiments/cells/study.py run: argument --chunk: invalid int "
+                       "value: 'z'"),
+    # debug=tiny shrinks the budget of any cell (a pipeline check): the cell's is compared with it
+    (["algo=ppo", "debug=tiny"], "error: reinforce_mlp25: algo=ppo debug=tiny changes the cell's "
+                                 "algorithm and seats (reinforce -> ppo, o -> both); its rows would "
+                                 "not be the cell's"),
+    (["experiment=flagship"], "error: reinforce_mlp25: experiment=flagship changes the cell's seats"),
+    (["++budget.games=5"], "error: reinforce_mlp25: ++budget.games=5 changes the cell's budget "
+                           "(4000000 -> 5)"),
+    (["net=mlp100"], "error: reinforce_mlp25: net=mlp100 changes the cell's network"),
+    (["seat=x", "algo.lr=0.1"], "error: reinforce_mlp25: seat=x algo.lr=0.1 changes the cell's seats"),
+])
+def test_a_run_that_would_file_rows_under_the_wrong_cell_is_refused_before_anything_runs(
+        tmp_path, capsys, args, line):
+    # Issue 58: "run reinforce_mlp100 ... algo=ppo" trained PPO and wrote its rows in the
+    # reinforce cell; and --seeds abc ended in a traceback. One line each, exit 2, nothing run.
+    argv = ["run", "reinforce_mlp25", "--tuned-on", "1-2", "--seeds", "3-6", "--chunk", "2",
+            "--runs", str(tmp_path / "runs"), "--rows", str(tmp_path / "rows"), *args]
+    assert study.main(argv) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith(line) and out.err.count("\n") == 1, out.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _cell_copy(tmp_path, monkeypatch):
+    """The committed rows of reinforce_mlp100 and the three tables, copied into ``tmp_path``
+    (where ``study`` reads and writes them)."""
+    rows = tmp_path / "rows"
+    shutil.copytree(study.ROWS / "reinforce_mlp100", rows / "reinforce_mlp100",
+                    ignore=shutil.ignore_patterns("tuning"))
+    targets = []
+    for i, path in enumerate(study.TARGETS):
+        targets.append(tmp_path / f"{i}_{path.name}")
+        shutil.copyfile(path, targets[-1])
+    monkeypatch.setattr(study, "ROWS", rows)
+    monkeypatch.setattr(study, "TARGETS", targets)
+    return rows / "reinforce_mlp100"
+
+
+def _rewrite(path, **values) -> None:
+    rows = list(csv.DictReader(open(path, newline="")))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, **values} for r in rows)
+
+
+@pytest.mark.parametrize("values,why", [
+    # a PPO chunk filed in the reinforce cell, as the old study.py wrote it
+    ({"seats": "both", "budget": "300000", "overrides": "algo=ppo"},
+     "seats 'both' (the cell's: 'o'), budget '300000' (the cell's: '4000000'), overrides 'algo=ppo' "
+     "(its first chunk's: '')"),
+    ({"tuned_on": "11000-11015"}, "tuned_on '11000-11015' (its first chunk's: '11000-11031')"),
+])
+def test_tables_refuse_a_cell_whose_chunks_disagree_naming_the_files(tmp_path, monkeypatch, capsys,
+                                                                      values, why):
+    cell = _cell_copy(tmp_path, monkeypatch)
+    _rewrite(cell / "seeds_6025-6049.csv", **values)
+    before = _hashes(tmp_path)
+    for argv in (["tables"], ["tables", "--check"]):
+        assert study.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: reinforce_mlp100: 1 of its 4 chunk files are not the cell's "
+                              "(algo=reinforce net=mlp100, seats o, budget 4000000)") and err.count("\n") == 1
+        assert err.endswith(f"{cell / 'seeds_6025-6049.csv'}: {why}\n"), err
+    assert _hashes(tmp_path) == before
+
+
+def test_tables_refuse_rows_run_with_an_override_that_changes_the_cell(tmp_path, monkeypatch, capsys):
+    # Every chunk the same, each with the cell's seats and budget written in, but made with an
+    # override that changes its seats.
+    cell = _cell_copy(tmp_path, monkeypatch)
+    for path in cell.glob("seeds_*.csv"):
+        _rewrite(path, overrides="algo.lr=0.5 experiment=flagship")
+    before = _hashes(tmp_path)
+    assert study.main(["tables"]) == 2
+    err = capsys.readouterr().err
+    assert "4 of its 4 chunk files" in err and err.count("\n") == 1
+    assert "seeds_6075-6099.csv: algo.lr=0.5 experiment=flagship changes the cell's seats (o -> both)" in err
+    assert _hashes(tmp_path) == before
+    for path in cell.glob("seeds_*.csv"):  # the committed rows as they are: written
+        _rewrite(path, overrides="")
+    assert study.main(["tables"]) == 0 and _hashes(tmp_path) != before
 
 
 @pytest.mark.slow  # two tiny populations in subprocesses

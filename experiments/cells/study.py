@@ -13,12 +13,20 @@ with the cell's defaults: ``conf/algo/ALGO.yaml`` and ``conf/tuned/ALGO_NET.yaml
 after a stop: finished chunks are skipped, a chunk with a checkpoint resumes (``resume=true``),
 so a stopped study loses at most the updates since its last checkpoint. Commit the rows as they
 arrive.
+
+A cell's rows are its own: more ``key=value`` after the cell's name may tune it (``algo.lr=...``,
+kept in the rows' ``overrides``), but one that changes its algorithm, network, seats or budget
+(``algo=ppo``, ``experiment=...``, ``budget.games=...``) is refused before anything runs, and
+``tables`` refuses a cell whose chunks disagree with it or with each other, naming the files.
+Only ``debug=...`` (a pipeline check in seconds) may shrink the budget: ``tables`` refuses its
+rows. Every refusal is one ``error:`` line and exit status 2, nothing written.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +34,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
+from omegaconf import OmegaConf
+
+from ttt_research.errors import UserError, clipped, command
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS = REPO / "experiments" / "cells"
@@ -42,16 +53,69 @@ def cell_overrides(cell: str) -> list[str]:
     """``reinforce_mlp100`` -> ``algo=reinforce net=mlp100`` (an algorithm's name may hold '_')."""
     algo, _, net = cell.rpartition("_")
     if not algo or not net:
-        raise SystemExit(f"error: a cell is ALGO_NET (reinforce_mlp100), got {cell!r}")
+        raise UserError(f"a cell is ALGO_NET (reinforce_mlp100), got {clipped(repr(cell))}")
     return [f"algo={algo}", f"net={net}"]
 
 
+def _composed(cell: str, extra: list[str]):
+    """The config of ``python -m ttt_research`` with the cell's choices and ``extra`` (Hydra's
+    errors, e.g. an algorithm that does not exist, as one line)."""
+    from ttt_research.train.confdir import compose
+    from ttt_research.train.hydra_errors import one_line
+
+    try:
+        return compose([*cell_overrides(cell), *extra], hydra=True)
+    except Exception as e:
+        line = one_line(e, extra)
+        if line is None:
+            raise
+        raise UserError(f"{cell}: {line}") from None
+
+
+def identity(cell: str, extra: list[str] = ()) -> dict[str, object]:
+    """What makes a cell's rows its own, of its config with ``extra``: the algorithm, the
+    network, the seats and the budget (in games)."""
+    cfg = _composed(cell, list(extra))
+    return {"algorithm": cfg.hydra.runtime.choices.algo, "network": OmegaConf.to_container(cfg.net),
+            "seats": cfg.seat.side, "budget": cfg.budget.games}
+
+
+def key_of(override: str) -> str:
+    """``+budget.games=5`` -> ``budget.games``."""
+    return override.partition("=")[0].lstrip("+~")
+
+
+def check_overrides(cell: str, extra: list[str]) -> None:
+    """Refuse ``extra`` that changes the cell's algorithm, network, seats or budget (its rows
+    would be filed under a cell they are not of: issue 58's ``algo=ppo`` in the reinforce cell).
+    ``debug=...`` shrinks any run into a pipeline check: the cell is compared with it applied."""
+    debug = [o for o in extra if key_of(o) == "debug"]
+    own, given = identity(cell, debug), identity(cell, extra)
+    changed = [k for k in own if own[k] != given[k]]
+    if changed:
+        raise UserError(f"{cell}: {clipped(' '.join(extra))} changes the cell's {' and '.join(changed)} "
+                        f"({', '.join(f'{own[k]} -> {given[k]}' for k in changed)}); its rows would not be "
+                        f"the cell's: run the cell that is meant by its name "
+                        f"({' '.join(cell_overrides(cell))} is this one)")
+
+
+SPAN = re.compile(r"(\d+)-(\d+)")
+
+
+def span(option: str, text: str) -> tuple[int, int]:
+    """``FIRST-LAST`` (seeds, FIRST < LAST) read from ``text``, else one line naming ``option``."""
+    found = SPAN.fullmatch(text)
+    if not found or int(found.group(1)) >= int(found.group(2)):
+        raise UserError(f"{option} must be FIRST-LAST, two seeds with FIRST < LAST (e.g. 6000-6099), "
+                        f"got {clipped(repr(text))}")
+    return int(found.group(1)), int(found.group(2))
+
+
 def chunks(seeds: str, size: int) -> list[tuple[int, int]]:
-    first, _, last = seeds.partition("-")
-    lo, hi = int(first), int(last or first)
-    if hi <= lo or size < 2:
-        raise SystemExit(f"error: --seeds FIRST-LAST (FIRST < LAST), --chunk at least 2: got {seeds} {size} "
-                         f"(one seed is a single run, not a population: it writes no population.csv)")
+    lo, hi = span("--seeds", seeds)
+    if size < 2:
+        raise UserError(f"--chunk must be at least 2, got {size} (one seed is a single run, not a "
+                        f"population: it writes no population.csv)")
     parts = [(s, min(s + size - 1, hi)) for s in range(lo, hi + 1, size)]
     if len(parts) > 1 and parts[-1][0] == parts[-1][1]:  # a last chunk of one seed joins the one before
         parts[-2:] = [(parts[-2][0], hi)]
@@ -128,13 +192,59 @@ def run_chunk(cell: str, lo: int, hi: int, runs: Path, extra: list[str], tuned_o
 
 
 def read_rows() -> dict[str, list[dict]]:
-    """Every cell's rows, its chunks in seed order."""
+    """Every cell's rows, its chunks in seed order; a cell whose chunks disagree is refused
+    (``check_cell``)."""
     cells: dict[str, list[dict]] = {}
     order = lambda p: (p.parent.name, int(p.stem[6:].split("-")[0]))  # noqa: E731 (seeds_FIRST-LAST)
     for path in sorted(ROWS.glob("*/seeds_*.csv"), key=order):
         rows = [{**r, "chunk": path.stem} for r in csv.DictReader(open(path, newline=""))]
         cells.setdefault(path.parent.name, []).extend(rows)
+    for cell, rows in cells.items():
+        check_cell(cell, rows)
     return cells
+
+
+# What every row of a cell says the same: the cell's seats and budget, and how it was run.
+SAME = ("seats", "budget", "tuned_on", "overrides")
+
+
+def _where(path: Path) -> str:
+    """A row file as the user names it: relative to the repository when it is in it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def check_cell(cell: str, rows: list[dict]) -> None:
+    """Refuse a cell whose chunks are not all of it (seats and budget its config's, no override
+    that changes its algorithm, network, seats or budget) and the same as each other (tuned on
+    the same seeds, with the same overrides), in one line naming each chunk file that is not."""
+    own = identity(cell)
+    cell_says = {"seats": own["seats"], "budget": str(own["budget"])}
+    chunks_say: dict[str, dict[str, set[str]]] = {}
+    for r in rows:
+        said = chunks_say.setdefault(r["chunk"], {k: set() for k in SAME})
+        for k in SAME:
+            said[k].add(r.get(k) or "")
+    first = next(iter(chunks_say.values()))
+    words = lambda values: " and ".join(repr(v) for v in sorted(values))  # noqa: E731
+    wrong = []
+    for chunk, said in chunks_say.items():
+        why = [f"{k} {words(said[k])} (the cell's: {cell_says[k]!r})" for k in cell_says
+               if said[k] != {cell_says[k]}]
+        why += [f"{k} {words(said[k])} (its first chunk's: {words(first[k])})"
+                for k in ("tuned_on", "overrides") if said[k] != first[k] or len(said[k]) > 1]
+        extra = " ".join(sorted(said["overrides"])).split()
+        if not why and extra:
+            try:
+                check_overrides(cell, extra)
+            except UserError as e:
+                why.append(str(e).removeprefix(f"{cell}: ").split("; ")[0])
+        if why:
+            wrong.append(f"{_where(ROWS / cell / f'{chunk}.csv')}: {', '.join(why)}")
+    if wrong:
+        raise UserError(f"{cell}: {len(wrong)} of its {len(chunks_say)} chunk files are not the cell's "
+                        f"({' '.join(cell_overrides(cell))}, seats {cell_says['seats']}, budget "
+                        f"{cell_says['budget']}) or disagree with its first, so no table is written: "
+                        f"{'; '.join(wrong)}")
 
 
 def _iqm(rows: list[dict], key: str) -> str:
@@ -180,11 +290,11 @@ def write_tables(check: bool) -> int:
     for path in TARGETS:
         text = path.read_text()
         if BEGIN not in text or END not in text:
-            raise SystemExit(f"error: {path.relative_to(REPO)} has no {BEGIN} ... {END} block")
+            raise UserError(f"{_where(path)} has no {BEGIN} ... {END} block")
         head, rest = text.split(BEGIN, 1)
         new = f"{head}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}"
         if new != text:
-            stale.append(str(path.relative_to(REPO)))
+            stale.append(_where(path))
             if not check:
                 path.write_text(new)
     if check and stale:
@@ -192,13 +302,20 @@ def write_tables(check: bool) -> int:
               f"python experiments/cells/study.py tables", file=sys.stderr)
         return 1
     print(f"study: the matrix ({table.count(chr(10)) - 1} cells) {'checked' if check else 'written'}: "
-          f"{', '.join(str(p.relative_to(REPO)) for p in TARGETS)}")
+          f"{', '.join(_where(p) for p in TARGETS)}")
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's refusals as one ``error:`` line (exit 2), as the project's commands write them."""
+
+    def error(self, message: str):
+        raise UserError(f"{self.prog}: {message}")
+
+
+@command()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python experiments/cells/study.py",
-                                     description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python experiments/cells/study.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train a cell's chunks of seeds (skips finished ones, resumes one)")
     run.add_argument("cell", help="ALGO_NET, e.g. reinforce_mlp100")
@@ -214,8 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     if rest and (args.command != "run" or any("=" not in r or r.startswith("-") for r in rest)):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "run":
-        for lo, hi in chunks(args.seeds, args.chunk):
-            run_chunk(args.cell, lo, hi, args.runs, [*args.overrides, *rest], args.tuned_on, args.rows)
+        parts, extra = chunks(args.seeds, args.chunk), [*args.overrides, *rest]
+        span("--tuned-on", args.tuned_on)
+        check_overrides(args.cell, extra)  # before anything runs: the rows must be the cell's
+        for lo, hi in parts:
+            run_chunk(args.cell, lo, hi, args.runs, extra, args.tuned_on, args.rows)
         return 0
     return write_tables(check=args.check)
 
