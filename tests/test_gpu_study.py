@@ -4,6 +4,7 @@ run folder is refused in one line before anything runs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -43,22 +44,41 @@ def test_a_part_becomes_one_row_and_a_second_run_skips_it(tmp_path):
 
 def test_an_unknown_part_is_refused_in_one_line(tmp_path):
     bad = _study(tmp_path, "--parts", "ppo100,ppo9")
-    assert bad.returncode == 1 and bad.stderr == ("error: unknown part 'ppo9'; the parts are reinforce100, "
+    assert bad.returncode == 2 and bad.stderr == ("error: unknown part 'ppo9'; the parts are reinforce100, "
                                                   "ppo100, ppo1024\n")
     assert not (tmp_path / "rows").exists()
 
 
+@pytest.mark.parametrize("limit", ["nan", "inf", "0", "-5", "abc"])
+def test_a_limit_that_is_not_a_finite_positive_number_is_refused_in_one_line(tmp_path, limit):
+    # Issue 58: --limit-s nan was accepted and the limit never fired (nothing is ever > nan).
+    bad = _study(tmp_path, "--parts", "reinforce100", "--limit-s", limit, "debug=tiny", "population.size=2")
+    assert bad.returncode == 2 and bad.stdout == "", bad.stderr[-2000:]
+    assert bad.stderr == (f"error: gpu_study.py: argument --limit-s: must be a finite positive number of "
+                          f"seconds, got {limit!r}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _hashes(folder) -> dict[str, str]:
+    files = [f for f in sorted(folder.rglob("*")) if f.is_file()]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
 @pytest.mark.slow  # a population's whole command in a subprocess, twice
-def test_a_failed_part_leaves_its_row_and_a_run_without_a_row_is_resumed(tmp_path):
+def test_a_refused_part_writes_no_row_and_a_run_without_a_row_is_resumed(tmp_path):
     """A call cut off mid-part (the device's limit) leaves a run folder without a row: the next
-    call resumes it rather than refusing it; a part that fails says why, and its row stays."""
-    bad = _study(tmp_path, "--parts", "reinforce100", "debug=tiny", "population.size=2", "algo.lr=-1")
-    assert bad.returncode == 1 and "reinforce100 exited 2: error: algo.lr must be" in bad.stderr
-    row = json.loads((tmp_path / "rows" / "reinforce100.json").read_text())
-    assert row["finished"] is False and row["sessions"][0]["exit"] == 2
+    call resumes it rather than refusing it. A part whose command is refused (exit 2) ran
+    nothing: it writes no row (issue 58: it wrote one from the earlier run's figures), says
+    why in one line and exits 2, every file as it was."""
     done = _study(tmp_path, "--parts", "reinforce100", "debug=tiny", "population.size=2")
     assert done.returncode == 0, done.stderr[-2000:]
     (tmp_path / "rows" / "reinforce100.json").unlink()  # as a call killed mid-part leaves it
+    before = _hashes(tmp_path)
+    bad = _study(tmp_path, "--parts", "reinforce100", "debug=tiny", "population.size=2", "algo.lr=-1")
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        "error: reinforce100 was refused (exit 2), no row written and its run folder as it was: "
+        "algo.lr must be")
+    assert bad.stderr.count("\n") == 1 and _hashes(tmp_path) == before
     again = _study(tmp_path, "--parts", "reinforce100", "debug=tiny", "population.size=2")
     assert again.returncode == 0 and "reinforce100: resuming" in again.stdout, again.stderr[-2000:]
     assert json.loads((tmp_path / "rows" / "reinforce100.json").read_text())["finished"] is True

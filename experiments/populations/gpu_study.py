@@ -9,7 +9,9 @@ session, the training seconds (``train/elapsed_s``), the members unbeatable from
 training at ``--limit-s`` is stopped as a user's ``kill`` stops it (SIGTERM: a checkpoint after
 its update) and its row says so (``finished: false``); the same command later resumes it
 (``resume=true`` in its run folder, ``--runs/PART``) and adds the session to its row. A finished
-part is skipped.
+part is skipped. A part whose command is refused (exit 2: a bad override; the run folder is
+left as it was) writes no row: its line is printed, the row and the run folder stay as they
+were, and the script exits 2, as it does for its own bad arguments (one ``error:`` line each).
 
     python experiments/populations/gpu_study.py --out outputs/gpu_rows --mirror "$OUT/gpu" --limit-s 120
     python experiments/populations/gpu_study.py --out /tmp/g --trainer cpu --parts reinforce100 \\
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import shutil
 import signal
@@ -42,6 +45,7 @@ PARTS = {  # each part: the overrides of its command
     "ppo1024": ["experiment=flagship", "population.size=1024", "seed=6000"],  # seeds 6000-7023
 }
 GRACE_S = 180  # after SIGTERM: time for the update in flight and its checkpoint
+REFUSED = 2  # a command's exit status for a user's mistake (ttt_research.errors.USER_ERROR)
 
 
 class GpuMemory:
@@ -155,13 +159,37 @@ def write_row(path: Path, row: dict) -> None:
     os.replace(part, path)
 
 
+def refuse(message: str) -> None:
+    """One ``error:`` line on stderr and exit status 2, as the project's commands refuse."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(REFUSED)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's refusals as one ``error:`` line (its usage lines left out)."""
+
+    def error(self, message: str):
+        refuse(f"{self.prog}: {message}")
+
+
+def seconds(text: str) -> float:
+    """A finite positive number of seconds (``nan`` passed ``float`` and never fired)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite positive number of seconds, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="gpu_study.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path, help="folder of the row files (one per part)")
     ap.add_argument("--runs", type=Path, default=Path("outputs/gpu_study"),
                     help="the parts' run folders, kept for resuming (default outputs/gpu_study)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
-    ap.add_argument("--limit-s", type=float, default=480,
+    ap.add_argument("--limit-s", type=seconds, default=480,
                     help="seconds a part runs in one invocation (its start-up included)")
     ap.add_argument("--trainer", default="gpu", help="the trainer option (cpu: the pipeline on a CPU host)")
     ap.add_argument("--mirror", type=Path, help="a second folder each row is written to as it is written "
@@ -169,8 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     args, overrides = ap.parse_known_args(argv)
     parts = args.parts.split(",")
     if unknown := [p for p in parts if p not in PARTS]:
-        sys.exit(f"error: unknown part {unknown[0]!r}; the parts are {', '.join(PARTS)}")
-    args.out.mkdir(parents=True, exist_ok=True)
+        refuse(f"unknown part {unknown[0]!r}; the parts are {', '.join(PARTS)}")
     for name in parts:
         path = args.out / f"{name}.json"
         row = json.loads(path.read_text()) if path.exists() else None
@@ -186,8 +213,20 @@ def main(argv: list[str] | None = None) -> None:
                "logger=csv", "progress=lines", f"hydra.run.dir={folder}", *["resume=true"][:resume]]
         print(f"{name}: {'resuming' if resume else 'starting'}, at most {args.limit_s:.0f} s: "
               f"{' '.join(cmd[1:])}", flush=True)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        code, wall, rss, gpu, interrupted = run_part(cmd, args.limit_s, args.out / f"{name}.err")
+        made = [d for d in (args.out, folder.parent) if not d.exists()]
+        for d in made:
+            d.mkdir(parents=True, exist_ok=True)
+        err = args.out / f"{name}.err.part"  # named .err once the part ran and failed
+        code, wall, rss, gpu, interrupted = run_part(cmd, args.limit_s, err)
+        if code == REFUSED:  # the command ran nothing: the run folder holds an earlier run's figures
+            lines = err.read_text().strip().splitlines()
+            err.unlink()
+            for d in reversed(made):  # the folders made for it, if still empty
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            refuse(f"{name} was refused (exit {code}), no row written and its run folder as it was: "
+                   f"{lines[-1].removeprefix('error: ') if lines else '(it said nothing)'}")
+        os.replace(err, args.out / f"{name}.err")
         row = row or {"part": name, "device": device_name(), "command": cmd[1:], "sessions": []}
         row["sessions"].append({"wall_s": round(wall, 1), "exit": code, "peak_rss_mib": round(rss),
                                 "peak_gpu_mib": gpu})
