@@ -207,17 +207,28 @@ def test_bad_blocks_are_refused_in_one_line_naming_the_key(overrides, message):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-def test_a_refused_grid_of_15_kb_is_echoed_cut_to_one_short_line():
-    # Issue 58: a grid of thousands of values, refused (here: not distinct), was echoed whole,
-    # a 14.8 KB line; the line shows its first SHOWN characters and how many values it had.
+@pytest.mark.parametrize("key,start", [
+    ("population.vary.algo.lr", "population.vary.algo.lr must be a non-empty list of distinct numbers"),
+    ("+population.sample.algo.lr", "population.sample.algo.lr must be {low: NUMBER, high: NUMBER"),
+])
+def test_a_refused_grid_of_15_kb_is_echoed_cut_to_one_short_line(key, start):
+    # Issue 58: a grid of thousands of values, refused (here: not distinct, or not under a
+    # key), was echoed whole, a 14.8 KB line; the line shows its first SHOWN characters and how
+    # many values it had.
     grid = "[" + ",".join(["0.5"] * 3750) + "]"
     assert len(grid) > 15_000
     with pytest.raises(ConfigError) as e:
-        validate(compose([f"population.vary.algo.lr={grid}"]))
+        validate(compose([f"{key}={grid}"]))
     line = str(e.value)
-    assert line.startswith("population.vary.algo.lr must be a non-empty list of distinct numbers")
-    assert line.endswith("got [0.5, 0.5, 0.5, " + line.split("got [0.5, 0.5, 0.5, ")[1])
+    assert line.startswith(start) and ", got [0.5, 0.5, 0.5, " in line, line[:300]
     assert line.endswith("... (3,750 items)") and len(line) < 400 and "\n" not in line
+
+
+def test_a_block_that_is_a_long_list_is_echoed_cut():
+    # A config file's population.vary written as a list, not keys: the same cut.
+    with pytest.raises(ConfigError, match=r"^population.vary must be keys with lists of values, .*, got "
+                                          r"\[0.5, 0.5, .{150,}\.\.\. \(3,750 items\)$"):
+        pop.parse([0.5] * 3750, "vary")
 
 
 def test_python_m_ttt_research_refuses_a_bad_block_with_exit_2(tmp_path):

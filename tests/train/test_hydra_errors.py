@@ -66,12 +66,15 @@ def test_hydras_own_error_is_one_line_and_exit_2(tmp_path, args, plugins, line):
 @pytest.mark.slow  # two commands in subprocesses
 def test_a_long_value_is_echoed_cut_in_hydras_errors_too(tmp_path):
     # Issue 58: an error that repeats the value typed (here a grid of 3,750 values under a
-    # misspelt key, and the same list as a sweep without -m) cut it at SHOWN characters.
+    # misspelt key, as a sweep without -m, and where a dict of keys is wanted, which Hydra
+    # cannot merge) cut it at SHOWN characters.
     grid = ",".join(["0.5"] * 3750)
     for args, start in ((["population.vary.algo.lrr=[" + grid + "]"],
                          "error: population.vary.algo.lrr is not a key of the config; did you mean "
                          "population.vary.algo.lr=[0.5,0.5,"),
-                        ([f"algo.lr={grid}"], "error: algo.lr=0.5,0.5,")):
+                        ([f"algo.lr={grid}"], "error: algo.lr=0.5,0.5,"),
+                        ([f"population.vary=[{grid}]"],
+                         "error: Error merging override population.vary=[0.5,")):
         out = train(*args, "debug=tiny", f"hydra.run.dir={tmp_path / 'job'}")
         [line] = out.stderr.splitlines()
         assert out.returncode == 2 and line.startswith(start), line[:300]

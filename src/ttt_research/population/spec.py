@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 
 from ttt_research.algos.spec import AlgoSpec, Memory, named, specs
 from ttt_research.contract import VALUE_MAX
-from ttt_research.errors import ConfigError
+from ttt_research.errors import ConfigError, shown
 
 # The keys a member may set for itself, with the values each may take: an algorithm's are in
 # its spec (``algos/spec.py``: ``varies``, ranged by its rules), the reward's and opponent's
@@ -162,7 +162,7 @@ def parse(node, part: str) -> dict[str, object]:
     if node is None:
         return {}
     if not isinstance(node, dict):
-        raise ConfigError(f"population.{part} must be {EXAMPLES[part]}, got {node!r}")
+        raise ConfigError(f"population.{part} must be {EXAMPLES[part]}, got {shown(node)}")
     return _flatten(node, "", _is_range, {}, f"population.{part}")
 
 

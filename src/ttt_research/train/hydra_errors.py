@@ -143,13 +143,14 @@ def _no_folder(error: OSError) -> str:
 
 
 def _lines(message: str) -> list[str]:
-    """The message's lines up to Hydra's "Config search path:" listing, stripped."""
+    """The message's lines up to Hydra's "Config search path:" listing, stripped, a long word
+    (an override of thousands of values, which Hydra repeats) ``clipped``."""
     out = []
     for line in message.splitlines():
         if line.startswith("Config search path"):
             break
         if line.strip():
-            out.append(line.strip())
+            out.append(" ".join(clipped(word) for word in line.strip().split(" ")))
     return out
 
 
