@@ -164,7 +164,9 @@ def test_the_test_command_runs_every_test_once_the_alone_ones_apart():
     parts = [p.split("pytest", 1)[1].strip() for p in readme_test_command().split("&&") if "pytest" in p]
     assert len(parts) == 2
     assert parts[0].startswith('-n auto -m "not alone"') and "--durations=15" in parts[0]
-    assert parts[1] == "-m alone"
+    assert parts[1] == "-m alone -rs"
+    # -rs in both: a test skipped for a missing tool says why in the summary (README: "its reason").
+    assert all("-rs" in p.split() for p in parts)
     assert any(m.startswith("alone:") for m in tomllib.loads((REPO / "pyproject.toml").read_text())
                ["tool"]["pytest"]["ini_options"]["markers"])
 
