@@ -6,8 +6,10 @@ exported policy (``eval.json``'s report). The default output is CHECKPOINT with 
 ``--table OUT.csv|OUT.json`` writes the policy of a checkpoint, an ONNX file or a run folder
 as a policy table instead (``evaluation/policy_table.py``): greedy moves by default, or the
 probabilities of ``--temperature`` / ``--epsilon`` / ``--as-trained``. ``evaluate`` scores the
-table to the same numbers as the file. Torch and onnxruntime are imported once the options
-passed: ``--help`` and a refused option or a missing file answer before torch loads.
+table to the same numbers as the file. Neither output is ever the input nor a file of a run
+folder (``files/outputs.check_output``: ``RUN/eval.json`` would replace the run's record).
+Torch and onnxruntime are imported once the options passed: ``--help`` and a refused option
+or a missing file answer before torch loads.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from ttt_research.errors import UserError, command
 from ttt_research.evaluation.options import add_acting_args, is_table, require_path
+from ttt_research.files.outputs import check_output
 
 # A refusal here is a UserError (``onnx.ExportError`` is one): one line, exit 2, no torch.
 
@@ -49,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"{checkpoint}: {what}; export takes a checkpoint (.ckpt, e.g. "
                         "RUN/checkpoints/last.ckpt), --table also a policy.onnx or a run folder")
     out = Path(args.output) if args.output else checkpoint.with_suffix(".onnx")
-    if out.resolve() == checkpoint.resolve():
-        raise UserError(f"{out}: that is the checkpoint itself; choose another -o")
+    check_output(out, checkpoint, "-o", "the checkpoint")  # nor a file of a run folder
     from ttt_research.evaluation.exact import evaluate_policy
     from ttt_research.evaluation.onnx import export
     from ttt_research.evaluation.policy_file import load_checkpoint
@@ -71,6 +73,7 @@ def _table(args) -> int:
     if not is_table(args.table):
         raise UserError(f"{args.table}: a policy table is a .csv or .json file")
     require_path(args.checkpoint)
+    check_output(args.table, args.checkpoint, "--table")  # as -o: never the input, never a run's file
     from ttt_research.evaluation.policy_file import load_probs
     from ttt_research.evaluation.policy_table import write_table
 

@@ -318,6 +318,20 @@ def test_export_refuses_to_overwrite_its_own_checkpoint(good_checkpoint, capsys)
     assert good_checkpoint.read_bytes() == before
 
 
+def test_export_never_writes_over_a_run_folders_files(good_checkpoint, capsys):
+    # Issue 58 item 7: `-o RUN/policy.onnx` replaced the run's policy with another, exit 0.
+    run_dir = good_checkpoint.parents[1]  # it holds checkpoints/last.ckpt: a run's folder
+    (run_dir / "policy.onnx").write_bytes(b"the run's policy")
+    (run_dir / "eval.json").write_text("{}")
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    for name in ("policy.onnx", "eval.json", "agent.onnx"):
+        assert export_main([str(good_checkpoint), "-o", str(run_dir / name)]) == 2
+        assert one_error_line(capsys.readouterr().err) == (
+            f"error: {run_dir / name}: a file of the run folder {run_dir}, whose files are its run's record; "
+            "choose another -o outside it")
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
 def test_export_says_what_it_was_given_when_that_is_no_checkpoint(tmp_path, capsys):
     """An ONNX file (even a missing or broken one) and a folder used to be refused as "that is the
     checkpoint itself" (the default output, its name with .onnx, is the file itself)."""

@@ -13,6 +13,8 @@ import torch
 from tests.evaluation.test_policy_table import BAD_ROWS, move_table
 from tests.helpers.onnx_models import preference_model
 from ttt_research import evaluate, export
+from ttt_research.errors import UserError
+from ttt_research.files.outputs import check_output
 
 torch.set_num_threads(1)
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -140,6 +142,27 @@ def test_option_mistakes_are_one_error_line(tmp_path, capsys, model):
     assert not (tmp_path / "t.csv").exists()
 
 
+def snapshot(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["eval.json", "metrics.csv", "agent.json"])
+def test_export_table_never_writes_over_a_run_folders_files(tmp_path, capsys, model, name):
+    # Issue 58 item 7: `export RUN --table RUN/eval.json` replaced the run's report, exit 0.
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    shutil.copy(model, run_dir / "policy.onnx")
+    (run_dir / "eval.json").write_text('{"as_x": {}}\n')
+    (run_dir / "metrics.csv").write_text("step,loss\n1,0.5\n")
+    before = snapshot(run_dir)
+    for source in (run_dir, run_dir / "policy.onnx", model):
+        code, out, err = run(export.main, [source, "--table", run_dir / name], capsys)
+        assert (code, out) == (2, "") and err == (
+            f"error: {run_dir / name}: a file of the run folder {run_dir}, whose files are its run's "
+            "record; choose another --table outside it\n")
+    assert snapshot(run_dir) == before  # nothing written, nothing left beside
+
+
 # --------------------------------------------------------------------------- answer lists
 
 
@@ -170,6 +193,10 @@ def test_a_trained_checkpoint_exports_to_a_table_and_its_run_folder_scores_as_tr
     tiny_run(tmp_path / "run")
     ckpt, table = tmp_path / "run" / "checkpoints" / "last.ckpt", tmp_path / "agent.json"
     assert run(export.main, [ckpt, "--table", table], capsys)[0] == 0
+    # No file a real run writes may be an export's output (the guard's names are the run's).
+    for path in (p for p in (tmp_path / "run").rglob("*") if p.is_file()):
+        with pytest.raises(UserError, match="a file of the run folder|the checkpoint itself"):
+            check_output(path, ckpt, "-o", "the checkpoint")
     assert figures(json.loads(run_json(table, [], capsys))) == figures(json.loads(run_json(ckpt, [], capsys)))
     # The run's policy.onnx says how training acted; the folder stands for it.
     meta = {p.key: p.value for p in onnx.load(str(tmp_path / "run" / "policy.onnx")).metadata_props}

@@ -43,14 +43,12 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.algos.spec import spec_of
 from ttt_research.errors import ConfigError, is_int
 from ttt_research.files.atomic import describe_os_error, write_atomic
+from ttt_research.files.outputs import RUN_FILES  # what marks a folder as a run's
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
 from ttt_research.train.runspec import processes
 
 LOCK_NAME = ".lock"
 CHECKPOINT = Path("checkpoints") / "last.ckpt"
-# What a run leaves in its folder: any of them means the folder holds a run.
-RUN_FILES = (str(CHECKPOINT), "eval.json", "metrics.csv", "run.json", ".hydra/config.yaml",
-             "population.json")
 # The keys a resume may change (a key, or every key under it); every other key defines what
 # is trained and must equal the run's. The budget extends a run; cadence, trackers, console
 # and threads change how it is watched and how fast it goes, not what it learns (threads
