@@ -1,6 +1,7 @@
 """The ``play --web`` server under bad requests: every malformed request gets a 4xx and a
 line of text, never a traceback on stderr or a dropped connection; idle connections are
-closed; a burst of 100 parallel POSTs is answered in full; ``--port`` is checked; a model
+closed, a request trickled in is cut at its deadline with a 408, another ``Host`` gets a
+421; a burst of 100 parallel POSTs is answered in full; ``--port`` is checked; a model
 without a legal greedy move is refused at start-up and ``/logits`` never sends -Infinity.
 
 Everything talks to 127.0.0.1 only, with raw sockets where urllib would tidy the request,
@@ -9,6 +10,7 @@ and every loop and read is bounded by a timeout.
 
 import json
 import math
+import select
 import socket
 import sys
 import threading
@@ -83,14 +85,14 @@ def post(body: bytes, length: str | None = None, path: str = "/logits") -> bytes
     (post(b'{"board": [1, 1, 1, -1, -1, -1, 0, 0, 0]}'), 400, "impossible: both x and o have three in a row"),
     (post(b'{"board": [1, 1, 1, -1, -1, 0, -1, 0, 0]}'), 400, "x has three in a row, yet o moved after"),
     (post(b"\xff\xfe"), 400, 'send {"board"'),
-    (b"GET /%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "a NUL byte in the path"),  # before: ValueError
-    (b"GET /index.html%00.js HTTP/1.1\r\nHost: x\r\n\r\n", 400, "a NUL byte in the path"),
-    (b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "a NUL byte in the path"),
-    (b"HEAD /%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""),
-    (b"GET /%ff%fe HTTP/1.1\r\nHost: x\r\n\r\n", 404, ""),  # not UTF-8: no such file
-    (b"GET /node_modules/ HTTP/1.1\r\nHost: x\r\n\r\n", 404, ""),
-    (b"PUT /logits HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "GET, HEAD or POST"),
-    (b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n", 405, "GET, HEAD or POST"),
+    (b"GET /%00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "a NUL byte in the path"),  # before: ValueError
+    (b"GET /index.html%00.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "a NUL byte in the path"),
+    (b"GET /\x00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "a NUL byte in the path"),
+    (b"HEAD /%00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, ""),
+    (b"GET /%ff%fe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404, ""),  # not UTF-8: no such file
+    (b"GET /node_modules/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404, ""),
+    (b"PUT /logits HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", 405, "GET, HEAD or POST"),
+    (b"DELETE / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405, "GET, HEAD or POST"),
     (b"GARBAGE\r\n\r\n", 400, ""),
 ], ids=lambda v: None if isinstance(v, bytes) and len(v) > 60 else repr(v)[:40])
 def test_a_malformed_request_gets_a_4xx_and_no_traceback(model, capfd, request_bytes, status, needle):
@@ -105,7 +107,7 @@ def test_a_malformed_request_gets_a_4xx_and_no_traceback(model, capfd, request_b
 
 
 def get(address, path: str) -> tuple[int, str]:
-    return status_and_body(exchange(address, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()))
+    return status_and_body(exchange(address, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()))
 
 
 def test_only_the_pages_own_files_are_served_never_the_packages_source(model, capfd):
@@ -142,6 +144,70 @@ def test_an_idle_connection_is_closed_within_a_few_seconds(model, capfd):
             assert 4 < waited < 10  # IDLE_TIMEOUT is 5 s
     assert capfd.readouterr().err == ""
     assert serve.Handler.timeout == serve.IDLE_TIMEOUT <= 10
+
+
+def trickle(address, data: bytes, every: float, give_up: float) -> tuple[bytes, float]:
+    """Send ``data`` a byte at a time, one each ``every`` seconds, until the server answers or
+    closes (then read to the end) or ``give_up`` seconds pass; (what came back, when)."""
+    start = time.monotonic()
+    with socket.create_connection(address, timeout=give_up) as s:
+        for byte in data:
+            if select.select([s], [], [], every)[0]:  # the server spoke or closed: stop sending
+                break
+            if time.monotonic() - start > give_up:
+                return b"still open", time.monotonic() - start
+            s.sendall(bytes([byte]))
+        else:
+            select.select([s], [], [], give_up)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    return reply, time.monotonic() - start
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 200,   # the headers trickle
+    post(BOARD)[:-5] + b" " * 200,                                           # the body trickles
+], ids=["headers", "body"])
+@pytest.mark.alone  # it times the server's cut: a loaded core would blur it
+def test_a_request_that_trickles_in_is_cut_at_its_deadline_with_a_408(model, capfd, monkeypatch,
+                                                                      request_bytes):
+    # Issue 58 item 15: a byte every 0.25 s kept a request (and its thread) open for ever: the
+    # idle timeout (5 s) restarts at every byte. Now the whole request has a deadline (1 s here).
+    assert getattr(serve.Handler, "request_deadline", None) == serve.REQUEST_DEADLINE <= 10
+    monkeypatch.setattr(serve.Handler, "request_deadline", 1.0, raising=False)
+    with running(model) as address:
+        reply, took = trickle(address, request_bytes, every=0.25, give_up=6.0)
+        assert reply != b"still open", f"the server still read the request after {took:.1f} s"
+        status, body = status_and_body(reply)
+        assert (status, body) == (408, "the request took over 1 s to arrive; the connection is closed")
+        assert 0.9 < took < 4  # the deadline, not the idle timeout
+        assert status_and_body(exchange(address, post(BOARD)))[0] == 200  # and it answers on
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("host", ["evil.example:8000", "evil.example", "localhost.evil.example",
+                                  "127.0.0.1.nip.io:80", "[::1]:8000", "", "127.0.0.1\r\nHost: evil.example"])
+def test_a_request_for_another_host_is_refused(model, capfd, host):
+    # Issue 58 item 15: any Host was answered, so a page at evil.example whose name was rebound
+    # to 127.0.0.1 (DNS rebinding) could read the model and ask /logits as a same-origin page.
+    with running(model) as address:
+        for request in (f"GET /policy.onnx HTTP/1.1\r\nHost: {host}\r\n\r\n".encode(),
+                        post(BOARD).replace(b"Host: 127.0.0.1", f"Host: {host}".encode())):
+            status, body = status_and_body(exchange(address, request))
+            assert status == 421 and body.startswith("this server answers to localhost and 127.0.0.1 only, "
+                                                      "not Host "), body
+    assert capfd.readouterr().err == ""
+
+
+def test_its_own_names_are_answered_with_any_port_and_without_a_host(model):
+    with running(model) as address:
+        port = address[1]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", "127.0.0.1", "localhost:9000"):
+            request = f"GET /model.json HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+            assert status_and_body(exchange(address, request))[0] == 200, host
+        assert status_and_body(exchange(address, b"GET /model.json HTTP/1.0\r\n\r\n"))[0] == 200
+    assert serve.host_name("[::1]:8000") == "[::1]" and serve.host_name("Example.COM") == "example.com"
 
 
 def test_a_hundred_parallel_posts_are_all_answered_correctly(model, capfd):

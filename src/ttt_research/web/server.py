@@ -20,21 +20,30 @@ files, ``PAGE_FILES``, never the rest of the package folder; directory listings 
   ``web/node_modules``) the page asks this route for every move (``engine: "server"``), run
   by onnxruntime in Python on the same ONNX bytes.
 
-Binds to 127.0.0.1 only. Hostile or broken requests get a 4xx and one line of text, never
-a traceback or a dropped connection: a body that is not a small JSON board (nesting deeper
-than ``MAX_DEPTH``, more than ``MAX_BODY`` bytes, a ``Content-Length`` that is not a number),
-NUL bytes in the path, a method other than GET, HEAD and POST. A connection idle for
-``IDLE_TIMEOUT`` seconds is closed, and the listen backlog (``Server.request_queue_size``)
-holds a burst of parallel requests instead of resetting them. A model without a legal greedy
+Binds to 127.0.0.1 only, and answers only requests for itself: a ``Host`` header other than
+``localhost`` or ``127.0.0.1`` (any port: an ``ssh -L`` forward changes it) gets a 421, so a
+page elsewhere cannot read the server through DNS rebinding (its name made to point at
+127.0.0.1; the browser then sends that name). Hostile or broken requests get a 4xx and one
+line of text, never a traceback or a dropped connection: a body that is not a small JSON
+board (nesting deeper than ``MAX_DEPTH``, more than ``MAX_BODY`` bytes, a ``Content-Length``
+that is not a number), NUL bytes in the path, a method other than GET, HEAD and POST. A
+connection idle for ``IDLE_TIMEOUT`` seconds is closed, and so is one whose request has not
+arrived whole ``REQUEST_DEADLINE`` seconds after the server began reading it (a client that
+trickles a byte at a time would hold a thread for ever: it gets a 408 and the connection
+closes). The listen backlog (``Server.request_queue_size``) holds a burst of parallel
+requests instead of resetting them. A model without a legal greedy
 move somewhere is refused at start-up (``policy_file``'s strict check), so the page says why.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import socket
 import sys
 import tempfile
 import threading
+import time
 from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +73,8 @@ ORT_ROUTE = "/node_modules/"
 MAX_BODY = 1024  # bytes of a /logits request: a board is ~40
 MAX_DEPTH = 4  # nesting of a /logits body: {"board": [...]} is 2; json.loads recurses per level
 IDLE_TIMEOUT = 5.0  # seconds a connection may sit silent (between or inside requests)
+REQUEST_DEADLINE = 10.0  # seconds a request (line, headers, body) may take to arrive whole
+HOSTS = ("localhost", "127.0.0.1")  # the names this server answers to: the address it binds
 METHODS = ("GET", "HEAD", "POST")
 
 
@@ -165,6 +176,51 @@ class ServerPolicy:
         return [None if board[i] or row[0, i] == -torch.inf else float(row[0, i]) for i in range(9)]
 
 
+class TooSlow(TimeoutError):
+    """A request that did not arrive whole before its deadline (``DeadlineReader``)."""
+
+
+class DeadlineReader(io.RawIOBase):
+    """A connection's socket, read under a deadline that ``restart`` sets for each request:
+    every read waits at most ``IDLE_TIMEOUT`` and never past the deadline, so a client that
+    sends a byte now and then cannot keep a request (and its thread) open. ``received``
+    counts the bytes of the current request."""
+
+    def __init__(self, sock: socket.socket, idle: float):
+        self.sock, self.idle = sock, idle
+        self.restart(REQUEST_DEADLINE)
+
+    def restart(self, seconds: float) -> None:
+        self.deadline, self.received = time.monotonic() + seconds, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TooSlow("the request did not arrive in time")
+        self.sock.settimeout(min(left, self.idle))
+        try:
+            n = self.sock.recv_into(buffer)
+        except TimeoutError:
+            if time.monotonic() >= self.deadline:
+                raise TooSlow("the request did not arrive in time") from None
+            raise  # silent for IDLE_TIMEOUT: the idle close
+        finally:
+            self.sock.settimeout(self.idle)  # writes keep the plain socket timeout
+        self.received += n
+        return n
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, lower case and without its port (``[::1]:80`` -> ``[::1]``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 class Handler(SimpleHTTPRequestHandler):
     """The page's static files, onnxruntime-web's (when a checkout has them), the model."""
 
@@ -172,12 +228,43 @@ class Handler(SimpleHTTPRequestHandler):
                       ".js": "text/javascript", ".wasm": "application/wasm",
                       ".onnx": "application/octet-stream"}
     timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed
+    request_deadline = REQUEST_DEADLINE  # seconds a request may take to arrive (tests shorten it)
     default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line
 
     def __init__(self, *args, model: bytes | None, info: dict, policy: ServerPolicy | None,
                  node_modules: Path | None, **kwargs):
         self.model, self.info, self.policy, self.node_modules = model, info, policy, node_modules
         super().__init__(*args, **kwargs)
+
+    def setup(self) -> None:
+        super().setup()  # the socket timeout, rfile and wfile
+        self.rfile.close()  # http.server's reader, replaced (closing it leaves the socket open)
+        self.reader = DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self.reader)
+
+    def handle_one_request(self) -> None:
+        """One request under its deadline; one that misses it after sending anything gets a
+        408 (a connection merely idle between requests is closed as before, unanswered)."""
+        self.reader.restart(self.request_deadline)
+        self.answered = False
+        try:
+            super().handle_one_request()  # http.server closes the connection on a timeout
+        finally:
+            if time.monotonic() >= self.reader.deadline and self.reader.received and not self.answered:
+                self._too_slow()
+
+    def _too_slow(self) -> None:
+        self.request_version = self.default_request_version  # the request line may be unread
+        self.requestline = self.command = ""
+        try:
+            self._text(HTTPStatus.REQUEST_TIMEOUT, f"the request took over {self.request_deadline:g} s "
+                                                   "to arrive; the connection is closed")
+        except OSError:  # the client is gone: nothing to tell it
+            self.close_connection = True
+
+    def send_response_only(self, code, message=None) -> None:
+        self.answered = True  # whatever answers (ours, or http.server's send_error)
+        super().send_response_only(code, message)
 
     def end_headers(self) -> None:
         # Cross-origin isolation: the page then gets a fine-grained performance.now()
@@ -205,7 +292,7 @@ class Handler(SimpleHTTPRequestHandler):
         """Read (a bounded part of) what the client is still sending before we close: a socket
         closed with unread data sends a reset, which can destroy the reply in flight."""
         try:
-            self.connection.settimeout(0.2)
+            self.reader.restart(0.2)
             while limit > 0 and (chunk := self.rfile.read1(min(limit, 8192))):
                 limit -= len(chunk)
         except OSError:  # a timeout or a reset: nothing more to wait for
@@ -213,8 +300,16 @@ class Handler(SimpleHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         """http.server's parsing, then what it lets through that we refuse with a 4xx: a
-        method we do not serve (it answers 501), NUL bytes in the path (``open`` would raise)."""
+        ``Host`` not ours (DNS rebinding; none at all is an HTTP/1.0 client's right, never a
+        browser's), a method we do not serve (it answers 501), NUL bytes in the path (``open``
+        would raise)."""
         if not super().parse_request():
+            return False
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) > 1 or (hosts and host_name(hosts[0]) not in HOSTS):
+            shown = ", ".join(hosts)[:80]
+            self._text(HTTPStatus.MISDIRECTED_REQUEST, f"this server answers to localhost and 127.0.0.1 "
+                                                       f"only, not Host {shown!r}")
             return False
         if self.command not in METHODS:
             self._text(HTTPStatus.METHOD_NOT_ALLOWED, f"{self.command[:20]} is not served: GET, HEAD or POST")
