@@ -47,3 +47,40 @@ def test_full_disk_is_one_line_and_no_temporary(tmp_path, monkeypatch):
     with pytest.raises(OutputError, match="no space left on the device"):
         write_atomic(tmp_path / "eval.json", "x")
     assert list(tmp_path.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True)
+    return int(child.stdout)
+
+
+@pytest.mark.parametrize("name, pid", [
+    (".eval.json.123.tmp", 123), (".last.ckpt.2147483647.tmp", 2**31 - 1),
+    (".eval.json.99999999999999999999.tmp", None), (".eval.json.2147483648.tmp", None),
+    (".eval.json.0.tmp", None), (".eval.json.007.tmp", None), (".eval.json.\u0661\u0662.tmp", None),
+    ("eval.json.123.tmp", None), (".eval.json.-5.tmp", None), ("..5.tmp", None),
+])
+def test_a_temporary_names_its_writer_only_as_a_process_id_can_be_written(name, pid):
+    """Before: any run of digits was read as the pid, and os.kill(99999999999999999999, 0)
+    raised OverflowError in the middle of a resume."""
+    from ttt_research.files.atomic import writer_of
+
+    assert writer_of(name) == pid
+
+
+def test_only_a_dead_processs_plain_temporary_is_left_by_a_dead_process(tmp_path):
+    from ttt_research.files.atomic import left_by_a_dead_process, temporary
+
+    dead = _dead_pid()
+    (tmp_path / f".eval.json.{dead}.tmp").write_text("half")
+    (tmp_path / ".eval.json.99999999999999999999.tmp").write_text("not ours")
+    (tmp_path / f".curves.png.{dead}.tmp").mkdir()  # a folder: never one of ours
+    (tmp_path / f".run.json.{dead}.tmp").symlink_to(tmp_path / f".eval.json.{dead}.tmp")
+    temporary(tmp_path / "policy.onnx").write_text("this process's")
+    (tmp_path / f".hparams.yaml.{os.getppid()}.tmp").write_text("a live process's")
+    stale = [p.name for p in tmp_path.iterdir() if left_by_a_dead_process(p)]
+    assert stale == [f".eval.json.{dead}.tmp"]

@@ -82,6 +82,30 @@ def test_a_finished_run_resumed_with_its_own_budget_still_ends(run):
     assert "Exact evaluation after 2,048 games" in out
 
 
+@pytest.mark.slow  # a refused resume, then a resume: over 3 s on the 2-core host
+def test_a_temporary_file_whose_name_is_no_process_id_is_left_alone(run):
+    """Before: a stale ``.eval.json.99999999999999999999.tmp`` in a stopped run made its resume
+    end in an OverflowError traceback after .hydra/ and run.json were rewritten, and every
+    later resume the same way. Now the resume ends; only a dead process's temporary goes."""
+    import subprocess
+    import sys
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True).stdout)
+    (run / "eval.json").unlink()  # stopped after its last checkpoint, before eval.json
+    foreign = [run / ".eval.json.99999999999999999999.tmp", run / "checkpoints" / ".last.ckpt.0.tmp"]
+    for path in foreign:
+        path.write_text("not a temporary of this project")
+    (run / f".eval.json.{dead}.tmp").write_text("{half")
+    (run / "checkpoints" / f".last.ckpt.{dead}.tmp").write_bytes(b"PK")
+    line = refused(run, "seed=5", "resume=true")  # a refused resume removes nothing either
+    assert "seed=5 (the run: 0)" in line
+    code, _, err = cli(*TINY, f"hydra.run.dir={run}", "resume=true")
+    assert code == 0, err
+    assert (run / "eval.json").is_file() and all(path.is_file() for path in foreign)
+    assert sorted(p.name for p in run.rglob(".*.tmp")) == sorted(p.name for p in foreign)
+
+
 DAMAGE = {
     "a text row": ("metrics.csv", b"garbage,row,here\r\n", "'epoch' is not a number"),
     "bytes that are not UTF-8": ("metrics.csv", b"\xff\xfe,1,2\r\n", "is not UTF-8 text"),

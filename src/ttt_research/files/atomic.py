@@ -19,12 +19,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from ttt_research.errors import UserError
 
 TMP_SUFFIX = ".tmp"  # what a kill can leave beside an output; nothing reads it as a result
+PID_MAX = 2**31 - 1  # the largest pid_t: a larger number in a name is no process's
+_TEMPORARY = re.compile(r"\..+\.([1-9][0-9]{0,9})" + re.escape(TMP_SUFFIX))  # .NAME.PID.tmp
 
 # errno values that are the disk's or the folder's state, not a bug: said in one line.
 _DISK_ERRORS = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system",
@@ -46,6 +49,33 @@ def temporary(path: str | Path) -> Path:
     unique to this process (two writers never share one)."""
     path = Path(path)
     return path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+
+
+def writer_of(path: str | Path) -> int | None:
+    """The process id in a name ``temporary`` gives (``.NAME.PID.tmp``), or None when the name
+    is not one it gives. A name found in a folder is untrusted text: the number is read only
+    as a process id can be written (ASCII digits, no leading zero, within ``PID_MAX``), so
+    ``.eval.json.99999999999999999999.tmp`` is nobody's, never handed to the OS."""
+    match = _TEMPORARY.fullmatch(Path(path).name)
+    pid = int(match.group(1)) if match else 0
+    return pid if 0 < pid <= PID_MAX else None
+
+
+def left_by_a_dead_process(path: str | Path) -> bool:
+    """Whether ``path`` is a temporary file (a plain file, not a link or a folder, named as
+    ``temporary`` names them) whose writer is another process, no longer alive: what a kill
+    left, which nothing will rename. A file of a live process, or of a name not ours, is not."""
+    path = Path(path)
+    pid = writer_of(path)
+    if pid is None or pid == os.getpid() or path.is_symlink() or not path.is_file():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process (EPERM): alive
+        return False
+    return False
 
 
 @contextlib.contextmanager

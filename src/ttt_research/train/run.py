@@ -13,8 +13,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import os
-import re
 import sys
 import time
 import warnings
@@ -247,7 +245,6 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     if folder.requeued and trainer.is_global_zero:
         print(f"SLURM requeued this job (restart {folder.requeued}): resuming from {resume_from}")
     if folder.restart and trainer.is_global_zero:
-        remove_stale_temporaries(run_dir)  # what the stopped session was writing when it died
         print(f"no checkpoint in {run_dir} yet: the run starts again from its beginning")
     if trainer.is_global_zero:
         record_run(cfg, run_dir, resumed=resume_from is not None)
@@ -332,36 +329,9 @@ def resume_metrics(run_dir: Path, checkpoint: Path, loggers: list | None = None)
     that the killed session logged but W&B never recorded are sent to W&B again
     (``tracking.replay``; ``loggers``: the run's, made by ``make_loggers``)."""
     path = run_dir / METRICS_FILE
-    remove_stale_temporaries(run_dir)
     keep_rows_until(path, _checkpoint_games(checkpoint))
     if loggers:
         replay(loggers, run_dir, read_rows(path)[1])
-
-
-def remove_stale_temporaries(run_dir: Path) -> list[Path]:
-    """Remove the temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a killed
-    process left in the run folder, its ``checkpoints/`` and ``members/NNN/``; a file of a
-    process still alive is kept. Returns the files removed."""
-    pattern = re.compile(r"^\..+\.(\d+)\.tmp$")
-    removed = []
-    for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
-        for path in folder.glob(".*.tmp") if folder.is_dir() else []:
-            match = pattern.match(path.name)
-            if not match or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
-                continue
-            path.unlink(missing_ok=True)
-            removed.append(path)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
 
 
 def _checkpoint_games(checkpoint: Path) -> int:

@@ -19,7 +19,9 @@
 
 Every refusal is one ``ConfigError`` line (exit 2) raised before the run writes anything:
 only ``Claim.commit`` writes, after every check passed (Hydra's three ``.hydra`` files, which
-``conf/config.yaml`` stops Hydra from writing itself: ``hydra.output_subdir: null``).
+``conf/config.yaml`` stops Hydra from writing itself: ``hydra.output_subdir: null``), and
+removes the temporary files a killed session left, which the checks only listed
+(``stale_temporaries``).
 
 The other processes of a multi-process run (DDP ranks > 0, which Lightning starts with the
 same ``hydra.run.dir``; SLURM tasks > 0) take no lock, refuse no folder and write nothing:
@@ -42,7 +44,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.algos.spec import spec_of
 from ttt_research.errors import ConfigError, is_int
-from ttt_research.files.atomic import describe_os_error, write_atomic
+from ttt_research.files.atomic import OutputError, describe_os_error, left_by_a_dead_process, write_atomic
 from ttt_research.files.outputs import RUN_FILES  # what marks a folder as a run's
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
 from ttt_research.train.runspec import processes
@@ -182,6 +184,7 @@ class Claim:
         self.checkpoint: dict | None = None
         self.requeued = 0
         self.restart = False  # resume=true on a run stopped before its first checkpoint
+        self.stale: list[Path] = []  # temporary files a killed session left (removed at commit)
         self.committed = False
 
     # -- checks, in order: folder, saved config, checkpoint file, checkpoint's run
@@ -268,10 +271,12 @@ class Claim:
         """What a resume reads and rewrites before training (``metrics.csv``, ``run.json``)
         is readable to the end, so that a damaged file is refused now, with the folder as it
         was, and not after training, or after ``.hydra/`` was rewritten."""
-        if self.resume_from is None:
+        if self.resume_from is None and not self.restart:
             return
-        check_rows(self.run_dir / METRICS_FILE)
-        sessions(self.run_dir / "run.json")
+        if self.resume_from is not None:
+            check_rows(self.run_dir / METRICS_FILE)
+            sessions(self.run_dir / "run.json")
+        self.stale = stale_temporaries(self.run_dir)
 
     def check_fits(self, module) -> None:
         """The checkpoint's tensors fit the module built from the config (names and shapes),
@@ -306,9 +311,17 @@ class Claim:
 
     def commit(self, cfg: DictConfig, hydra_files: bool) -> None:
         """Every check passed: ``.hydra/`` (Hydra's own three files, as Hydra writes them:
-        the task config, Hydra's config and the task overrides, unresolved), atomically."""
+        the task config, Hydra's config and the task overrides, unresolved), atomically; the
+        temporary files a killed session left go."""
         self.committed = True
-        if not (self.primary and hydra_files):
+        if not self.primary:
+            return
+        for path in self.stale:  # what the stopped session was writing when it died
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as e:
+                raise OutputError(f"cannot remove {path}: {describe_os_error(e)}") from None
+        if not hydra_files:
             return
         from hydra.core.hydra_config import HydraConfig
 
@@ -319,6 +332,18 @@ class Claim:
         write_atomic(meta / "config.yaml", OmegaConf.to_yaml(cfg))
         write_atomic(meta / "hydra.yaml", OmegaConf.to_yaml(hydra_cfg))
         write_atomic(meta / "overrides.yaml", OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task))
+
+
+def stale_temporaries(run_dir: Path) -> list[Path]:
+    """The temporary files (``atomic.temporary``: ``.NAME.PID.tmp``) that a process no longer
+    alive left in the run folder, its ``checkpoints/`` and ``members/NNN/``, found without
+    changing anything (the claim looks among its checks; ``commit`` removes them). A name whose
+    number is no process id, a live process's file, a folder or a link is left alone."""
+    found = []
+    for folder in [run_dir, run_dir / "checkpoints", *sorted(run_dir.glob("members/*"))]:
+        if folder.is_dir() and not folder.is_symlink():
+            found += sorted(p for p in folder.glob(".*.tmp") if left_by_a_dead_process(p))
+    return found
 
 
 def sessions(path: Path) -> list:
