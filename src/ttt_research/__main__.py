@@ -26,8 +26,9 @@ from omegaconf import DictConfig  # noqa: E402
 
 from ttt_research.errors import ConfigError, IllegalMoveError, NonFiniteError, UserError, reader_gone  # noqa: E402
 from ttt_research.evaluation.objectives import objective  # noqa: E402
-from ttt_research.train import hydra_errors  # noqa: E402
+from ttt_research.train import hydra_errors, hydra_writes  # noqa: E402
 from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides  # noqa: E402
+from ttt_research.train.hydra_hooks import Refused  # noqa: E402
 from ttt_research.train.refusal import discard_run_dir, validate_added  # noqa: E402
 from ttt_research.train.validate import validate  # noqa: E402
 
@@ -43,9 +44,12 @@ def refuse(error: Exception, discard: bool = True) -> None:
 
 def leave_nothing() -> None:
     """The job's run folder (and a sweep folder) removed if it holds nothing but what Hydra
-    wrote for it; in a folder kept, the empty log Hydra opened goes."""
+    wrote for it; in a folder kept, the empty log Hydra opened goes. A continued sweep's
+    record goes back as it was if no job of the sweep wrote anything (``hydra_writes``)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        hydra_writes.put_back_record()
     if not discard_run_dir(hc.runtime.output_dir, hc.job.name, hc.runtime.cwd,
                            sweep_dir=hc.sweep.dir if multirun else None, existed=existed_before):
         log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
@@ -55,9 +59,13 @@ def leave_nothing() -> None:
 
 def resume_command(hc) -> str:
     """The command that continues this job: its own overrides, its folder, ``resume=true``
-    (a new command would otherwise make a new folder and find nothing to resume)."""
+    (a new command would otherwise make a new folder and find nothing to resume). A job of a
+    sweep: the sweep's command, its folder, ``resume=true``, which continues this job and
+    runs the jobs after it (``hydra_writes.sweep_resume``), where this process knows it."""
     import shlex
 
+    if hc.mode == RunMode.MULTIRUN and (sweep := hydra_writes.sweep_resume(hc.sweep.dir, hc.runtime.cwd)):
+        return sweep
     own = [o for o in plain_overrides(list(hc.overrides.task))
            if not o.lstrip("+").startswith(("hydra.run.dir=", "resume="))]
     folder = Path(hc.runtime.output_dir)
@@ -107,7 +115,9 @@ def job(cfg: DictConfig) -> float:
     if gc.get_freeze_count() == 0:
         gc.freeze()
     try:
-        report = train(cfg, HydraConfig.get().runtime.output_dir, hydra_files=True, validated=True)
+        hc = HydraConfig.get()
+        report = train(cfg, hc.runtime.output_dir, hydra_files=True, validated=True,
+                       sweep=hc.mode == RunMode.MULTIRUN)
     except FolderInUse as e:  # another run's folder: not one thing in it is ours to remove
         refuse(e, discard=False)
     except ConfigError as e:  # found once the folder is read, e.g. a resume that does not match it
@@ -148,6 +158,9 @@ def main() -> None:
     early_stop.install()  # from here, not only once a job starts: composing takes a second
     try:
         hydra_errors.run(app)  # Hydra's own errors (net=mlp999, a missing plugin): one line, exit 2
+    except Refused as e:  # refused before Hydra wrote anything (train/hydra_writes.py)
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     except BrokenPipeError:  # `--help | head`
         sys.exit(reader_gone())
     finally:

@@ -116,7 +116,7 @@ def test_slurms_warning_signal_chains_to_submitit_and_a_requeued_job_continues(t
 
 
 @pytest.mark.slow  # two commands in subprocesses
-def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
+def test_sigterm_stops_a_multirun_non_zero_and_its_command_continues_the_sweep(tmp_path):
     args = ["budget.games=2000000", "algo.games_per_update=512", "eval_every=5", "checkpoint_every=1000",
             "progress=lines", "threads=1"]
     sweep = tmp_path / "sweep"
@@ -132,17 +132,17 @@ def test_sigterm_stops_a_multirun_non_zero_and_the_job_resumes(tmp_path):
     assert proc.returncode == 143, err[-2000:]
     assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM after ")
     job = sweep / "0"
-    # The line says where the run continues: this job's own overrides, its folder, resume=true.
+    # The line says how the sweep continues: its own command, its folder, resume=true.
     hint = err.strip().splitlines()[-1].split("games: resume=true continues: ", 1)[1]
-    assert hint == shlex.join(["python", "-m", "ttt_research", "seed=0", *args, f"hydra.run.dir={job}",
-                               "resume=true"])
+    assert hint == shlex.join(["python", "-m", "ttt_research", "-m", "seed=0,1", *args,
+                               f"hydra.sweep.dir={sweep}", "resume=true"])
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0"]  # job 1 never started
     assert games_in(job / "checkpoints" / "last.ckpt") > 0 and not (job / "eval.json").exists()
     command = shlex.split(hint)
-    resumed = subprocess.run([sys.executable, *command[1:], "budget.games=100000"], capture_output=True,
+    resumed = subprocess.run([sys.executable, *command[1:], "budget.games=20480"], capture_output=True,
                              text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert (job / "eval.json").is_file()
+    assert (job / "eval.json").is_file() and (sweep / "1" / "eval.json").is_file()  # job 1 ran too
 
 
 @pytest.mark.slow  # two DDP commands (two processes each) in subprocesses

@@ -383,8 +383,8 @@ def missing_jobs(root: Path, runs: list[RunRecord], also: tuple[Path, ...] = ())
     if finished >= expected:
         return ""
     return (f"{path} names {expected} jobs and {finished} finished: the sweep was stopped or is still "
-            "running (a stopped job continues with hydra.run.dir=ITS_FOLDER resume=true; the jobs "
-            "after it never started)")
+            f"running (the sweep's command with hydra.sweep.dir={root} resume=true continues it: the "
+            "stopped job resumes, the jobs after it start, the finished ones stay as they are)")
 
 
 def summarise_one(runs: list[RunRecord], metrics: list[str], name: str) -> dict:

@@ -1,4 +1,5 @@
-"""``Hooks``: Hydra's callback hooks, each doing nothing, for the project's callbacks to override.
+"""``Hooks``: Hydra's callback hooks, each doing nothing, for the project's callbacks to override;
+``Refused``: what a hook raises to refuse the command.
 
 The same methods as ``hydra.experimental.callback.Callback``, without importing Hydra: the
 callbacks are built at every start, and ``early_stop``'s must load before anything else."""
@@ -26,3 +27,9 @@ class Hooks:
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
         pass
+
+
+class Refused(BaseException):
+    """A hook's refusal of the command, one line (``__main__`` prints it and exits 2). A
+    ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and goes on
+    (``Callbacks._notify``), and would then write what the refusal keeps from being written."""

@@ -28,6 +28,7 @@ from ttt_research.contract import VALUE_KEY
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
+from ttt_research.files import untrusted
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
@@ -181,7 +182,8 @@ def _reason(error: BaseException) -> str:
     return lines[0][:160] if lines else type(error).__name__
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False) -> dict:
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, validated: bool = False,
+          sweep: bool = False) -> dict:
     """Train one agent into ``run_dir``; return the exact evaluation (``eval.json``).
 
     The folder is claimed first (``runfolder.claim``: its lock for the run's life, then every
@@ -191,7 +193,11 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     run after the update it arrived in, with a checkpoint (``signals.Stopped``).
 
     The config is validated once per run, here (``validate.validate``), unless the caller
-    did it already on this very config (``validated``): the command does, before torch loads."""
+    did it already on this very config (``validated``): the command does, before torch loads.
+
+    ``sweep``: a job of a multirun, which ``resume=true`` continues as a whole: a job that
+    never started starts, a finished job (checked as any resume) is left as it is, its
+    ``eval.json`` returned."""
     if not validated:
         validate(cfg)
     check_optimizer(cfg)
@@ -203,12 +209,26 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    with (runfolder.claim(run_dir, job_cfg) as folder, stop_on_signals() as stop,
-          allocator.kept_freed_memory(population=len(members) > 1)):  # no page faults each minibatch
-        report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
-        if stop.signum:  # noted while the outputs were written: they are whole, the run is done
-            raise stop.stopped(stop.games, complete=True)
-        return report
+    with runfolder.claim(run_dir, job_cfg, sweep) as folder:
+        if folder.finished is not None:  # a finished job of a continued sweep: nothing to do
+            print(f"{run_dir} finished already: left as it is", file=sys.stderr)  # (not in train.log)
+            return finished_report(folder.finished)
+        # kept_freed_memory: no page faults each minibatch
+        with stop_on_signals() as stop, allocator.kept_freed_memory(population=len(members) > 1):
+            report = _train(cfg, job_cfg, run_dir, ckpt_dir, members, folder, stop, hydra_files)
+            if stop.signum:  # noted while the outputs were written: they are whole, the run is done
+                raise stop.stopped(stop.games, complete=True)
+            return report
+
+
+def finished_report(path: Path) -> dict:
+    """The exact evaluation a finished run wrote (``eval.json``), read as untrusted data and
+    checked field by field (``files.untrusted.check_report``), or one line saying why not."""
+    try:
+        return untrusted.check_report(untrusted.load_json(path, str(path)), str(path))
+    except untrusted.Malformed as e:
+        raise ConfigError(f"{e}: not the exact evaluation of a finished run; remove the job's folder "
+                          "to train it again; nothing was changed") from None
 
 
 def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, stop,
@@ -216,7 +236,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     resume_from = folder.resume_from
     if folder.requeued:  # a requeued SLURM job is a resume for everyone (e.g. W&B continues its run)
         cfg = OmegaConf.merge(cfg, {"resume": True})
-    if folder.restart:  # no checkpoint yet: the run starts again, a fresh run in its own folder
+    if folder.restart or folder.fresh:  # nothing to continue: a fresh run in its own folder
         cfg = OmegaConf.merge(cfg, {"resume": False})
     threads = cores.starting_threads(cfg.threads)  # auto: one; a population then takes what is free
     if threads is not None:

@@ -17,11 +17,15 @@
    nothing to continue: ``resume=true`` starts it again from the beginning in its folder
    (``restart``), after the same check of its settings.
 
+A job of a multirun (``claim(..., sweep=True)``) with ``resume=true`` is part of a sweep
+continued as a whole: a job that never started (its folder holds no run) starts (``fresh``), a
+finished one is checked as any resume and left as it is (``finished``: its ``eval.json``).
+
 Every refusal is one ``ConfigError`` line (exit 2) raised before the run writes anything:
 only ``Claim.commit`` writes, after every check passed (Hydra's three ``.hydra`` files, which
-``conf/config.yaml`` stops Hydra from writing itself: ``hydra.output_subdir: null``), and
-removes the temporary files a killed session left, which the checks only listed
-(``stale_temporaries``).
+``conf/config.yaml`` stops Hydra from writing itself: ``hydra.output_subdir: null``, kept so
+by ``hydra_writes``), and removes the temporary files a killed session left, which the
+checks only listed (``stale_temporaries``).
 
 The other processes of a multi-process run (DDP ranks > 0, which Lightning starts with the
 same ``hydra.run.dir``; SLURM tasks > 0) take no lock, refuse no folder and write nothing:
@@ -45,7 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.algos.spec import spec_of
 from ttt_research.errors import ConfigError, is_int
 from ttt_research.files.atomic import OutputError, describe_os_error, left_by_a_dead_process, write_atomic
-from ttt_research.files.outputs import RUN_FILES  # what marks a folder as a run's
+from ttt_research.train import hydra_writes
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
 from ttt_research.train.runspec import processes
 
@@ -176,14 +180,17 @@ class Claim:
     """What ``claim`` found: the checkpoint to resume from (or None), the checks left to do
     once the module exists, and the one place that writes into the folder before training."""
 
-    def __init__(self, run_dir: Path, cfg: DictConfig, primary: bool):
+    def __init__(self, run_dir: Path, cfg: DictConfig, primary: bool, sweep: bool = False):
         self.run_dir = run_dir
         self.cfg = cfg
         self.primary = primary
+        self.sweep = sweep  # a job of a multirun (-m): resume=true continues the whole sweep
         self.resume_from: Path | None = None
         self.checkpoint: dict | None = None
         self.requeued = 0
         self.restart = False  # resume=true on a run stopped before its first checkpoint
+        self.fresh = False  # resume=true on a job of a sweep that never started: it starts now
+        self.finished: Path | None = None  # resume=true on a finished job of a sweep: its eval.json
         self.stale: list[Path] = []  # temporary files a killed session left (removed at commit)
         self.committed = False
 
@@ -199,11 +206,17 @@ class Claim:
         if resume:
             if ckpt.is_file():
                 self.resume_from = ckpt
+                if self.sweep and (self.run_dir / "eval.json").is_file():
+                    # A finished job of a continued sweep: checked as a resume, then left as it is.
+                    self.finished = self.run_dir / "eval.json"
             elif (self.run_dir / ".hydra" / "config.yaml").is_file() and not (
                     self.run_dir / "eval.json").exists():
                 # Stopped before its first checkpoint: nothing to continue, so the run starts
                 # again from its beginning, in its folder, once its settings are checked.
                 self.restart = True
+            elif self.sweep and not any((self.run_dir / name).exists() for name in RUN_FILES):
+                # A job of a continued sweep that never started (the sweep stopped before it).
+                self.fresh = True
             else:
                 raise ConfigError(f"resume=true but there is no checkpoint at {ckpt}: this is not a "
                                   "run's folder (hydra.run.dir)")
@@ -316,6 +329,7 @@ class Claim:
         self.committed = True
         if not self.primary:
             return
+        hydra_writes.job_wrote()
         for path in self.stale:  # what the stopped session was writing when it died
             try:
                 path.unlink(missing_ok=True)
@@ -390,8 +404,10 @@ def _first_line(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def claim(run_dir: str | Path, cfg: DictConfig) -> Iterator[Claim]:
+def claim(run_dir: str | Path, cfg: DictConfig, sweep: bool = False) -> Iterator[Claim]:
     """Hold ``run_dir`` for a run (see the module's docstring); yields the ``Claim``.
+    ``sweep``: the run is a job of a multirun, which ``resume=true`` continues as a whole (a
+    job that never started starts, a finished one is checked and left as it is).
 
     A refused claim (an exception before ``commit``) leaves the folder as it found it: the
     lock file goes again if this claim made it."""
@@ -399,7 +415,7 @@ def claim(run_dir: str | Path, cfg: DictConfig) -> Iterator[Claim]:
 
     run_dir = Path(run_dir)
     primary = not secondary(cfg)
-    c = Claim(run_dir, cfg, primary)
+    c = Claim(run_dir, cfg, primary, sweep)
     if not primary:  # the first process holds the folder; the checks only read
         c.check_folder()
         c.check_saved_config()
