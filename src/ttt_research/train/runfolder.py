@@ -49,6 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 from ttt_research.algos.spec import spec_of
 from ttt_research.errors import ConfigError, is_int
 from ttt_research.files.atomic import OutputError, describe_os_error, left_by_a_dead_process, write_atomic
+from ttt_research.files.outputs import RUN_FILES  # what marks a folder as a run's
 from ttt_research.train import hydra_writes
 from ttt_research.train.csvlog import METRICS_FILE, check_rows
 from ttt_research.train.runspec import processes
