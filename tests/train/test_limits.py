@@ -132,6 +132,56 @@ def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
     validate(make_cfg("population.size=200", *full))
 
 
+@pytest.mark.parametrize("algo", ["dqn", "alphazero"])
+def test_an_algorithm_declares_the_bytes_of_the_replay_it_builds(algo):
+    """The spec's record size (what the memory check counts) is what the ring really holds."""
+    from ttt_research.train.run import build
+
+    cfg = make_cfg(f"algo={algo}", "algo.capacity=1000", "algo.batch_size=10", "population.size=3")
+    ring = build(cfg).algo.replay
+    (buffer,) = runspec.algo_spec(cfg).buffers
+    assert sum(getattr(ring, name).nbytes for name in ring.fields) == 3 * 1000 * buffer.record
+    assert runspec.algo_spec(cfg).buffer_bytes(runspec.settings(cfg)) == 1000 * buffer.record
+
+
+def test_a_replay_the_machine_cannot_hold_is_refused_with_its_size(monkeypatch):
+    """Before: algo.capacity was not counted; algo=dqn algo.capacity=2000000000 was OOM-killed
+    41 s in, its folder left holding only .lock."""
+    monkeypatch.setattr(config, "available_memory", lambda: 2 * 2**30)
+    with pytest.raises(ConfigError) as e:  # 28 B a transition, held twice: 56 x 40M = 2.1 GB
+        validate(make_cfg("algo=dqn", "algo.capacity=40000000"))
+    assert str(e.value) == (
+        "this run needs about 2.6 GB of memory (1 x 2.1 GB: algo.capacity=40,000,000 replay transitions "
+        "x 28 B, held twice (the replay and its checkpoint) = 2.1 GB a member, + 480.0 MB for Python and "
+        "torch), more than the 2.0 GB this machine has available (MemAvailable): lower algo.capacity (at "
+        "most 29,055,302 fit here)")
+    validate(make_cfg("algo=dqn", "algo.capacity=29055302"))  # the advice holds: that fits
+    with pytest.raises(ConfigError, match="at most 29,055,302 fit here"):
+        validate(make_cfg("algo=dqn", "algo.capacity=29055303"))
+    validate(make_cfg("algo=dqn"))  # the default replay (50,000) is far from it
+    # A population's members each hold their own; trainer=ddp's processes each hold one agent's.
+    with pytest.raises(ConfigError, match=r"^a population of 4 members needs about 4\.9 GB .* \(4 x 1\.1 GB: "):
+        validate(make_cfg("algo=alphazero", "algo.capacity=12000000", "population.size=4"))
+    with pytest.raises(ConfigError, match=r"^this run needs .* \(2 x 1\.1 GB: algo\.capacity=20,000,000 "):
+        validate(make_cfg("algo=dqn", "algo.capacity=20000000", "trainer=ddp", "trainer.devices=2"))
+    # On a GPU the replay is made on the host, then moved; its checkpoint is written from there.
+    with pytest.raises(ConfigError, match=r"^this run needs about 2\.6 GB"):
+        config.check_memory(make_cfg("algo=dqn", "algo.capacity=40000000", "trainer.accelerator=gpu"))
+
+
+@pytest.mark.slow  # a command in a subprocess (~3 s)
+def test_a_huge_replay_is_refused_before_torch_and_leaves_no_folder(tmp_path):
+    """Before: algo=alphazero algo.capacity=3000000000 ended in an allocation traceback."""
+    out = subprocess.run([sys.executable, "-c", REFUSE, "algo=alphazero", "algo.capacity=10000000000000",
+                          f"hydra.run.dir={tmp_path / 'job'}"], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "2 []", out.stderr
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("error: this run needs about 912696.6 GB of memory (1 x 912696.1 GB: "
+                           "algo.capacity=10,000,000,000,000 replay positions x 49 B"), line
+    assert "this machine has available (MemAvailable): lower algo.capacity (at most " in line
+    assert not (tmp_path / "job").exists()
+
+
 # The child's own peak, VmHWM of its memory map: ru_maxrss of RUSAGE_SELF keeps the peak of the
 # process it was forked from across exec, so under a pytest that has grown to 800 MB it read 800 MB.
 MEASURE = """

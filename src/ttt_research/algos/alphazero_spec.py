@@ -11,6 +11,7 @@ from ttt_research.algos.spec import (
     TEMPERATURE,
     WEIGHT,
     AlgoSpec,
+    Buffer,
     Settings,
     between,
     flag,
@@ -85,4 +86,7 @@ SPEC = AlgoSpec(
     varies=("lr", "lr_final", "temperature", "temperature_final"),
     check=_check,
     no_cell={"mlp25": f"{CELLS}#algoa2c-algoalphazero-algodqn-on-one-layer"},  # at best 2 of 8 seeds
+    # A position (algos/alphazero.py's replay): the view (a board of int8), the search's policy
+    # over the cells (float32 each) and the game's result (float32).
+    buffers=(Buffer("algo.capacity", record=49, what="replay positions"),),
 )

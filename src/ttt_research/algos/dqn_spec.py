@@ -12,6 +12,7 @@ from ttt_research.algos.spec import (
     SHARE,
     WEIGHT,
     AlgoSpec,
+    Buffer,
     Settings,
     between,
     flag,
@@ -100,4 +101,7 @@ SPEC = AlgoSpec(
           "symmetries": flag()},
     varies=("lr", "lr_final", "epsilon"),
     check=_check,
+    # A transition (algos/dqn.py's Replay): view and next view (a board of int8 each), action and
+    # done (1 byte each), reward and discount (float32).
+    buffers=(Buffer("algo.capacity", record=28, what="replay transitions"),),
 )

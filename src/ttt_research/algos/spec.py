@@ -1,10 +1,10 @@
 """What an algorithm declares about itself, read before any tensor exists: its keys and the
 values each may take, the keys a population member may set for itself, the networks it
 takes (the one its defaults were tuned on, those no settings made it learn on), whether it
-trains in several processes, what a population of it cannot do, and its memory model. Plain
-Python over the run's settings (no torch, no Hydra: ``Settings``, the plain values
-``train/runspec.settings`` reads once from the config), so the config check
-refuses a bad value before torch loads.
+trains in several processes, what a population of it cannot do, and its memory model (with the
+buffers it preallocates: ``Buffer``). Plain Python over the run's settings (no torch, no Hydra:
+``Settings``, the plain values ``train/runspec.settings`` reads once from the config), so the
+config check refuses a bad value before torch loads.
 
 Each algorithm ``algos/NAME.py`` declares ``SPEC = AlgoSpec(...)`` in ``algos/NAME_spec.py``
 beside it (torch-free, unlike the algorithm). ``spec_for(settings)`` finds the spec of the
@@ -117,6 +117,23 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class Buffer:
+    """Records an algorithm preallocates per member, as many as a key of its settings says (a
+    replay ring, ``algos/replay.py``): ``record`` bytes each (the ring's fields summed; a test
+    of each algorithm checks the figure against the ring it builds). A run holds them whole
+    from its start, so ``population.spec.memory_estimate`` counts ``key`` x ``record`` per member."""
+
+    key: str  # algo.KEY: the records
+    record: int  # bytes of one record
+    what: str  # what the records are, for the memory check's advice
+
+    def bytes(self, settings: Settings) -> int:
+        """Bytes of one member's buffer for these settings (0 when the key is unset)."""
+        n = value_of(settings, self.key)
+        return int(n) * self.record if is_int(n) and n > 0 else 0
+
+
+@dataclass(frozen=True)
 class AlgoSpec:
     """One algorithm, as the config check, a population and the shell see it.
 
@@ -144,6 +161,7 @@ class AlgoSpec:
     check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
     population: Callable[[Settings], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)
+    buffers: tuple[Buffer, ...] = ()  # what it preallocates per member, sized by its settings
 
     def __post_init__(self) -> None:
         if self.hyper is not None and not self.target:
@@ -153,6 +171,10 @@ class AlgoSpec:
         """The hyperparameters' defaults as constructor arguments (``_target_`` left out):
         ``PPO(net, **SPEC.defaults())`` builds what ``algo=ppo`` builds."""
         return {f.name: f.default for f in fields(self.hyper) if f.name != "_target_"}
+
+    def buffer_bytes(self, settings: Settings) -> int:
+        """Bytes one member's preallocated buffers take for these settings (``buffers``)."""
+        return sum(b.bytes(settings) for b in self.buffers)
 
     def rule(self, key: str) -> Rule | None:
         """The rule of ``algo.KEY`` (``key`` without the prefix)."""

@@ -244,6 +244,13 @@ def count(plan: Plan) -> int:
 BASE_BYTES = 480 * 2**20
 
 
+# A member's preallocated buffers (a replay ring) are held twice at the peak: the ring, and
+# the checkpoint Lightning serialises whole in memory before writing it (a resume loads one
+# too). Measured: algo=dqn debug=tiny with algo.capacity=20,000,000 (a 534 MB ring) peaked
+# 1,020 MB above algo.capacity=50,000, whether or not the ring had been written.
+BUFFER_COPIES = 2
+
+
 POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
 
 
@@ -262,6 +269,7 @@ class MemoryEstimate:
     per_member: float  # bytes
     base: float  # bytes, per process
     processes: int = 1
+    buffers: float = 0  # bytes of ``per_member`` for the buffers (a replay, and its checkpoint)
 
     @property
     def total(self) -> float:
@@ -272,7 +280,8 @@ class MemoryEstimate:
 class Shapes:
     """What a run's peak memory depends on, read from its config (``train/runspec.shapes``):
     its algorithm's fitted model, the net's hidden layers and input encoding, the games of
-    one update (and the ``rollouts`` they are played in), and the seat(s) it trains."""
+    one update (and the ``rollouts`` they are played in), the seat(s) it trains, and the
+    buffers (a replay) each member preallocates, in bytes."""
 
     model: Memory
     layers: tuple[int, ...]
@@ -280,6 +289,7 @@ class Shapes:
     games_per_update: int
     rollouts: int
     side: str
+    buffers: int = 0  # bytes one member preallocates (``algos.spec.AlgoSpec.buffer_bytes``)
 
 
 def memory_estimate(shapes: Shapes, members: int = 1, processes: int = 1) -> MemoryEstimate:
@@ -300,6 +310,9 @@ def memory_estimate(shapes: Shapes, members: int = 1, processes: int = 1) -> Mem
     if model.table is not None:  # no hidden layer: the table's values
         hidden, params = 0, model.table
     per_member = (model.per_member + games * (model.per_game + model.per_game_unit * hidden)
-                  + positions * model.per_table_unit * hidden + params * PER_PARAM * model.nets)
-    # One agent under DDP: every process plays its own batch; a population is shared out.
-    return MemoryEstimate(members if members > 1 else processes, per_member, BASE_BYTES, processes)
+                  + positions * model.per_table_unit * hidden + params * PER_PARAM * model.nets
+                  + shapes.buffers * BUFFER_COPIES)  # a replay ring, and its checkpoint
+    # One agent under DDP: every process plays its own batch (and its own replay); a population
+    # is shared out.
+    return MemoryEstimate(members if members > 1 else processes, per_member, BASE_BYTES, processes,
+                          shapes.buffers * BUFFER_COPIES)

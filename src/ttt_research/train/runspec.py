@@ -65,7 +65,8 @@ def shapes(cfg: DictConfig) -> pop.Shapes:
         encoding=OmegaConf.select(cfg, "net.encoding"),
         games_per_update=int(cfg.algo.games_per_update),
         rollouts=int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1),
-        side=str(OmegaConf.select(cfg, "seat.side", default="both")))
+        side=str(OmegaConf.select(cfg, "seat.side", default="both")),
+        buffers=algo_spec(cfg).buffer_bytes(settings(cfg)))
 
 
 def memory_estimate(cfg: DictConfig, processes: int = 1) -> pop.MemoryEstimate:

@@ -17,6 +17,7 @@ folder of a refused job are ``train/refusal.py``'s.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
@@ -396,11 +397,13 @@ def _gb(n: float) -> str:
 
 
 def check_memory(cfg: DictConfig) -> None:
-    """Refuse a run whose estimated peak memory (``train/runspec.memory_estimate``) exceeds what
-    the machine has available, before it starts rather than in the allocator minutes later.
-    CPU runs only (on a GPU the batches live in the GPU's memory); in the process the user
-    started (a DDP rank's own start would see the others' memory as taken)."""
-    if value_of(cfg, "trainer.accelerator") not in ("cpu", None) or os.environ.get("LOCAL_RANK", "0") != "0":
+    """Refuse a run whose estimated peak memory (``train/runspec.memory_estimate``: the
+    algorithm's model, and the buffers its spec declares, a replay of ``algo.capacity``
+    records) exceeds what the machine has available, before it starts rather than in the
+    allocator minutes later. On a GPU the batches live in the GPU's memory, but the buffers
+    are made on the host first (then moved): they and the baseline are checked. In the process
+    the user started (a DDP rank's own start would see the others' memory as taken)."""
+    if os.environ.get("LOCAL_RANK", "0") != "0":
         return
     free = available_memory()
     if free is None:
@@ -408,15 +411,28 @@ def check_memory(cfg: DictConfig) -> None:
     devices = value_of(cfg, "trainer.devices")
     here = devices if is_int(devices) and devices > 0 else 1  # processes on this machine
     est = runspec.memory_estimate(cfg, here)
+    if value_of(cfg, "trainer.accelerator") not in ("cpu", None):
+        est = replace(est, per_member=est.buffers)
     if est.total <= free:
         return
-    if est.members > here:  # a population: how many members would fit
+    spec, settings = runspec.algo_spec(cfg), runspec.settings(cfg)
+    held = f"{est.members:,} x {_gb(est.per_member)}"
+    if est.buffers * 2 >= est.per_member and spec.buffers:  # its replay is most of it
+        buffer = max(spec.buffers, key=lambda b: b.bytes(settings))
+        n = value_of(settings, buffer.key)
+        held += (f": {buffer.key}={n:,} {buffer.what} x {buffer.record} B, held twice (the replay and "
+                 f"its checkpoint) = {_gb(est.buffers)} a member,")
+        room = free - est.processes * est.base - est.members * (est.per_member - est.buffers)
+        fit = max(0, int(room // (est.members * buffer.record * pop.BUFFER_COPIES)))
+        what = f"a population of {est.members:,} members" if est.members > here else "this run"
+        advice = f"lower {buffer.key} (at most {fit:,} fit here)"
+    elif est.members > here:  # a population: how many members would fit
         fit = max(0, int((free - est.processes * est.base) // est.per_member))
         what, advice = (f"a population of {est.members:,} members",
                         f"at most {fit:,} members fit here (population.size, or the grid of "
                         "population.vary); train the rest in another job (-m seed=...)")
     else:
         what, advice = "this run", "play fewer games per update (algo.games_per_update)"
-    raise ConfigError(f"{what} needs about {_gb(est.total)} of memory ({est.members:,} x "
-                      f"{_gb(est.per_member)} + {_gb(est.processes * est.base)} for Python and torch), "
+    raise ConfigError(f"{what} needs about {_gb(est.total)} of memory ({held} + "
+                      f"{_gb(est.processes * est.base)} for Python and torch), "
                       f"more than the {_gb(free)} this machine has available (MemAvailable): {advice}")
