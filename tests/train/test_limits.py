@@ -160,7 +160,7 @@ def test_a_replay_the_machine_cannot_hold_is_refused_with_its_size(monkeypatch):
         validate(make_cfg("algo=dqn", "algo.capacity=29055303"))
     validate(make_cfg("algo=dqn"))  # the default replay (50,000) is far from it
     # A population's members each hold their own; trainer=ddp's processes each hold one agent's.
-    with pytest.raises(ConfigError, match=r"^a population of 4 members needs about 4\.9 GB .* \(4 x 1\.1 GB: "):
+    with pytest.raises(ConfigError, match=r"^a population of 4 members needs about 4\.9 GB .*\(4 x 1\.1 GB:"):
         validate(make_cfg("algo=alphazero", "algo.capacity=12000000", "population.size=4"))
     with pytest.raises(ConfigError, match=r"^this run needs .* \(2 x 1\.1 GB: algo\.capacity=20,000,000 "):
         validate(make_cfg("algo=dqn", "algo.capacity=20000000", "trainer=ddp", "trainer.devices=2"))
