@@ -3,12 +3,14 @@ other processes leave free, given back within a window when another job starts a
 again when it ends; the thread count changes no number of a population's run on this host."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
-from ttt_research.train import cores
+from ttt_research.train import cores, cpus
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 
@@ -162,6 +164,32 @@ def test_auto_starts_every_run_on_one_thread_and_a_number_fixes_it():
     validate(make_cfg("threads=null"))
     with pytest.raises(ConfigError, match=r"^threads must be auto, a positive integer or null, got 'many'$"):
         validate(make_cfg("threads=many"))
+
+
+def test_threads_are_bounded_by_the_cpus_the_process_may_use(monkeypatch):
+    """Before: threads=100000000 passed the check and the run died of a segmentation fault (exit
+    139) once its folder was claimed."""
+    monkeypatch.setattr(cpus, "affinity", lambda: {0, 1, 2})
+    validate(make_cfg("threads=3"))
+    for n in (4, 100000000):
+        with pytest.raises(ConfigError) as e:
+            validate(make_cfg(f"threads={n}"))
+        assert str(e.value) == ("threads must be at most 3, the CPUs this process may use "
+                                f"(os.sched_getaffinity), or auto, got {n}")
+    monkeypatch.setattr(cpus, "affinity", lambda: None)  # the OS does not say: the host's count
+    monkeypatch.setattr(cpus.os, "cpu_count", lambda: 5)
+    assert cpus.allowed() == 5 and cpus.usable_cpus() <= 5
+    validate(make_cfg("threads=5"))
+
+
+@pytest.mark.slow  # a command in a subprocess (~3 s)
+def test_too_many_threads_are_refused_before_torch_without_a_folder(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ttt_research", "threads=100000000",
+                          f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.splitlines() == [f"error: threads must be at most {cpus.allowed()}, the CPUs this "
+                                       "process may use (os.sched_getaffinity), or auto, got 100000000"]
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow  # two populations of three trained: over 3 s on the 2-core host

@@ -31,7 +31,6 @@ may, as any thread count may (docs/reliability.md): ``threads=1`` fixes it.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import time
@@ -40,43 +39,13 @@ from collections.abc import Callable
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from ttt_research.train.cpus import affinity, usable_cpus
+
 MOST = 4  # the population's matrices are small: past a few threads the fork/join costs more
 # Cores of others' use that still leave a core free (daemons, the shell; 0.0001 on the idle 2-core
 # host): a quarter let a process keep two threads where 5 populations held 9 threads on 8 CPUs.
 OTHERS_SLACK = 0.1
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def affinity() -> set[int] | None:
-    """The CPUs this process may run on (None where the OS does not say)."""
-    try:
-        return set(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return None
-
-
-def quota_cpus() -> float | None:
-    """The CPUs' worth of time the process's cgroup may use (``cpu.max``, cgroup v2, or
-    ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``, v1); None without a quota."""
-    try:
-        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        quota = int(open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read())
-        period = int(open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read())
-        return None if quota <= 0 else quota / period
-    except (OSError, ValueError):
-        return None
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may use: its affinity (else the host's), capped by its cgroup's
-    quota (rounded up)."""
-    cpus = len(affinity() or ()) or os.cpu_count() or 1
-    quota = quota_cpus()
-    return max(1, min(cpus, math.ceil(quota))) if quota is not None else cpus
 
 
 def host_busy_seconds(cpus: set[int] | None = None) -> float | None:

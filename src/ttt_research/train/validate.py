@@ -4,7 +4,8 @@ Hydra already refuses unknown group options (with the list of choices). This mod
 the *values*: each rule names its key and what is allowed, and the first broken rule
 becomes the one-line error a user sees (``ConfigError``), with no traceback.
 
-Values are also bounded by what the code can hold (``SEED_MAX``, ``GAMES_MAX``, ``VALUE_MAX``),
+Values are also bounded by what the code can hold (``SEED_MAX``, ``GAMES_MAX``, ``VALUE_MAX``;
+``threads`` by the CPUs the process may use, ``cpus.allowed``),
 so a value that passes here never overflows later, and a population's memory is estimated
 (``train/runspec.memory_estimate``) and refused when the machine cannot hold it.
 
@@ -35,7 +36,7 @@ from ttt_research.contract import (
 from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
-from ttt_research.train import runspec
+from ttt_research.train import cpus, runspec
 from ttt_research.train.cells import check_chosen
 from ttt_research.train.confdir import config_dir
 
@@ -67,6 +68,10 @@ def _validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "threads")
     need(v is None or v == "auto" or (is_int(v) and v > 0), "threads",
          "auto, a positive integer or null", v)
+    if is_int(v):  # more threads than CPUs only wait for each other (1e8: OpenMP's segfault)
+        most = cpus.allowed()
+        need(v <= most, "threads", f"at most {most}, the CPUs this process may use "
+             "(os.sched_getaffinity), or auto", v)
     v = value_of(cfg, "progress")
     need(v in ("auto", True, False, "lines"), "progress", "auto, true, false or lines", v)
     v = value_of(cfg, "optimized_metric")
