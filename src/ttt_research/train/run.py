@@ -33,7 +33,7 @@ from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.models.stacks import stack_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as population
-from ttt_research.train import allocator, cells, cores, early_stop, runfolder, runspec
+from ttt_research.train import allocator, cells, cores, early_stop, launch, runfolder, runspec
 from ttt_research.train import population as population_run
 from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, final_report
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
@@ -202,6 +202,11 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
         validate(cfg)
     check_optimizer(cfg)
     early_stop.check()  # a stop signal while the command started: nothing claimed, nothing trained
+    # A process this run started: the first one answers before Lightning's wait in C++, deaf to
+    # signals; one that came while it waited ends it here, nothing trained.
+    signum = launch.wait_for_first(lambda: early_stop.noted)
+    if signum:
+        raise early_stop.StoppedEarly(signum)
     job_cfg = cfg  # as the command composed it: what .hydra/config.yaml and the checks compare
     members = runspec.members(cfg)
     if len(members) == 1:  # a population of one is the single run of its seed and values
@@ -209,6 +214,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: bool = False, valid
     quiet_lightning()
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "checkpoints"
+    first = runfolder.several_processes(cfg) and not runfolder.secondary(cfg)  # it starts the others
+    launch.mark(first)
     with runfolder.claim(run_dir, job_cfg, sweep) as folder:
         if folder.finished is not None:  # a finished job of a continued sweep: nothing to do
             print(f"{run_dir} finished already: left as it is", file=sys.stderr)  # (not in train.log)

@@ -36,7 +36,7 @@ from ttt_research.contract import (
 from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
-from ttt_research.train import cpus, runspec
+from ttt_research.train import cpus, launch, runspec
 from ttt_research.train.cells import check_chosen
 from ttt_research.train.confdir import config_dir
 
@@ -382,6 +382,9 @@ def _validate_trainer(cfg: DictConfig) -> None:
     spec = runspec.algo_spec(cfg)
     if runspec.processes(cfg) > 1 and spec.one_process:
         need(False, "algo", spec.one_process, spec.name)
+    why = launch.stray(runspec.processes(cfg))  # LOCAL_RANK=1 left set: a 30-minute wait, deaf to signals
+    if why:
+        raise ConfigError(why)
 
 
 def available_memory() -> int | None:
