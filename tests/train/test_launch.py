@@ -44,7 +44,7 @@ def test_a_launchers_rank_variables_are_its_own(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv(launch.MARK, str(os.getppid()))  # Lightning started it for this run's first process
     validate(make_cfg(*DDP))
-    monkeypatch.setenv(launch.MARK, str(os.getpid()))  # a mark that is not its parent's: stray again
+    monkeypatch.setenv(launch.MARK, "999999999")  # another process's mark (an earlier run's): stray again
     with pytest.raises(ConfigError):
         validate(make_cfg(*DDP))
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "run")  # torchrun's
@@ -59,17 +59,17 @@ def test_a_launchers_rank_variables_are_its_own(monkeypatch):
     validate(make_cfg(*DDP))
 
 
-def test_the_first_process_takes_back_what_lightning_left_in_its_environment(monkeypatch):
+def test_the_first_process_marks_the_ones_it_starts_and_its_own_later_jobs(monkeypatch):
     """Lightning sets LOCAL_RANK=0 and the address in the first process's own environment and
-    leaves them: the next job of a multirun would take itself for a launched process."""
-    monkeypatch.setenv("MASTER_PORT", "1234")
-    with launch.marked(True):
-        assert os.environ[launch.MARK] == str(os.getpid())
-        os.environ.update(LOCAL_RANK="0", MASTER_PORT="5555", WORLD_SIZE="2")
-    assert launch.MARK not in os.environ and "LOCAL_RANK" not in os.environ
-    assert os.environ["MASTER_PORT"] == "1234" and "WORLD_SIZE" not in os.environ
-    with launch.marked(False):
-        assert launch.MARK not in os.environ
+    leaves them: the next job of a multirun meets the processes it started there."""
+    launch.mark(False)
+    assert launch.MARK not in os.environ
+    launch.mark(True)
+    assert os.environ[launch.MARK] == str(os.getpid())
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    validate(make_cfg(*DDP))  # its own leftover, not a stray one
+    assert launch.ours() and not launch.started()
+    assert launch.wait_for_first(lambda: 0, wait_s=0.1) == 0  # the first process waits for nobody
 
 
 def free_port() -> int:

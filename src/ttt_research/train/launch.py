@@ -8,9 +8,8 @@ elsewhere: with ``LOCAL_RANK=1 ... trainer=ddp trainer.devices=2`` the run waite
 (torch's default timeout) for a first process nobody had started, deaf to SIGTERM (twice: the
 wait is in C++, where Python's handlers never run).
 
-* ``marked``: the process that starts the others writes its pid in ``MARK`` (Lightning copies
-  the environment into the processes it starts); afterwards the variables Lightning left in its
-  environment (``LOCAL_RANK=0``, the address) go, so the next job of a multirun starts clean.
+* ``mark``: the process that starts the others writes its pid in ``MARK`` (Lightning copies
+  the environment into the processes it starts; in a multirun, its own later jobs see it too).
 * ``stray``: a rank variable that no launch set (not ours, nor torchrun's, nor SLURM's) is
   refused by the config check, in one line, before anything is claimed.
 * ``wait_for_first``: a process this run started waits for the first process's address in
@@ -25,16 +24,21 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ttt_research.errors import UserError
 
 MARK = "TTT_RESEARCH_LAUNCHED_BY"  # the pid of the process that started the run's others
-LEFT_BY_LIGHTNING = ("LOCAL_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE")
 WAIT_S = 60.0  # the first process listens before it starts the others: seconds are plenty
 
 
 def ours() -> bool:
+    """The rank variables are this run's: ``MARK`` names this process's parent (the first
+    process started it) or this process (the first process, in a later job of a multirun)."""
+    return os.environ.get(MARK) in (str(os.getppid()), str(os.getpid()))
+
+
+def started() -> bool:
     """This process was started by the run's first process (``MARK`` names its parent)."""
     return os.environ.get(MARK) == str(os.getppid())
 
@@ -72,24 +76,13 @@ def stray(processes: int) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def marked(first: bool) -> Iterator[None]:
-    """While the block runs, this process (``first``: the one that starts the others) marks
-    their environment with its pid; after it, the variables Lightning set in its environment
-    are taken back. Not ``first``: nothing."""
-    if not first:
-        yield
-        return
-    saved = {var: os.environ.get(var) for var in (MARK, *LEFT_BY_LIGHTNING)}
-    os.environ[MARK] = str(os.getpid())
-    try:
-        yield
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+def mark(first: bool) -> None:
+    """``first``: this process starts the run's others; it marks their environment (and its own)
+    with its pid. What Lightning leaves in its environment after a job (``LOCAL_RANK=0``, the
+    address) stays: in a multirun, the first process's next job meets the processes it started
+    for the first job (each runs the sweep too) at that address, as Lightning arranges it."""
+    if first:
+        os.environ[MARK] = str(os.getpid())
 
 
 class FirstGone(UserError):
@@ -97,7 +90,7 @@ class FirstGone(UserError):
 
 
 def wait_for_first(stopped: Callable[[], int], wait_s: float = WAIT_S, poll_s: float = 0.2) -> int:
-    """In a process this run started (``ours``, rank > 0): until the first process's address
+    """In a process this run started (``started``): until the first process's address
     (``MASTER_ADDR:MASTER_PORT``) accepts a connection. Raises ``FirstGone`` after ``wait_s``
     seconds, or as soon as the first process has ended (this one's parent changed); returns
     at once where there is nothing to wait for. ``stopped()``: the stop signal noted (0: none),
@@ -105,7 +98,7 @@ def wait_for_first(stopped: Callable[[], int], wait_s: float = WAIT_S, poll_s: f
     process answered), for the caller to stop on. A signal noted before an address that
     answers at once is left as it was (the processes then stop together, after an update)."""
     host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
-    if not (ours() and host and port.isdigit()):
+    if not (started() and host and port.isdigit()):
         return 0
     parent, start, told = os.environ[MARK], time.monotonic(), False
     while True:
