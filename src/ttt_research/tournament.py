@@ -91,13 +91,18 @@ def worst_case_order(cases: dict[str, dict]) -> list[str]:
     return sorted(cases, key=lambda name: cases[name]["nashconv"] if not cases[name]["unbeatable"] else 0.0)
 
 
+def seats_of(case: dict) -> tuple[dict, dict]:
+    """A player's games against its best response as X, then as O (the report's keys)."""
+    return tuple(case[REPORT_KEY[s]] for s in EVAL_SEATS)
+
+
 def worst_case_text(cases: dict[str, dict]) -> str:
     width = max(len("player"), *(len(s) for s in cases))
     rows = [WORST_CASE_HEAD + ":", f"{'player':<{width}}  {'as X':>7}  {'as O':>7}"]
     for name in worst_case_order(cases):
         b = cases[name]
-        rows.append(f"{name:<{width}}  {b['as_x']['best_response']:>7.4f}  {b['as_o']['best_response']:>7.4f}"
-                    f"  {beaten(b)}")
+        x, o = seats_of(b)
+        rows.append(f"{name:<{width}}  {x['best_response']:>7.4f}  {o['best_response']:>7.4f}  {beaten(b)}")
     return "\n".join(rows)
 
 
@@ -108,7 +113,7 @@ def worst_case_csv(cases: dict[str, dict]) -> str:
     w.writerow(["player", "x_best_response", "o_best_response", "nashconv", "unbeatable",
                 "x_win", "x_loss", "x_tie", "o_win", "o_loss", "o_tie"])
     for name, b in cases.items():
-        x, o = b["as_x"], b["as_o"]
+        x, o = seats_of(b)
         w.writerow([name, repr(x["best_response"]), repr(o["best_response"]), repr(b["nashconv"]),
                     str(b["unbeatable"]).lower(),
                     *(repr(side[k]) for side in (x, o) for k in ("win", "loss", "tie"))])
@@ -125,8 +130,9 @@ def worst_case_md(cases: dict[str, dict]) -> list[str]:
              "| player | best response vs it as X | as O | NashConv | verdict |", "|---|---:|---:|---:|---|"]
     for name in worst_case_order(cases):
         b = cases[name]
-        lines.append(f"| {name.replace('|', chr(92) + '|')} | {b['as_x']['best_response']:.4f} | "
-                     f"{b['as_o']['best_response']:.4f} | {b['nashconv']:.4f} | {beaten(b)} |")
+        x, o = seats_of(b)
+        lines.append(f"| {name.replace('|', chr(92) + '|')} | {x['best_response']:.4f} | "
+                     f"{o['best_response']:.4f} | {b['nashconv']:.4f} | {beaten(b)} |")
     return lines + [""]
 
 
