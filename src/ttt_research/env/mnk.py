@@ -1,0 +1,125 @@
+"""The m,n,k game as a value: ``MNK(m, n, k)``, a board of m rows and n columns where the
+first to put k pieces in a line (a row, a column or a diagonal) wins; X moves first.
+
+Tic-tac-toe is ``MNK(3, 3, 3)``. The training stack still plays it through ``game.py``
+(its tables over all 3^9 codes); this value is what the exact facts of any board start
+from (``positions.py``): its cells, its lines, its symmetries and its encoding.
+
+* **Cells** row by row: cell ``r * n + c`` is row r, column c.
+* **Lines**: every run of k cells in a row, a column or a diagonal, as index tuples.
+* **Symmetries** as cell permutations: ``board[..., perm]`` is the board turned. A square
+  has 8 (the rotations and reflections), a rectangle 4 (identity, the two mirrors and the
+  half turn).
+* **Codes**: a position's code is ``sum(digit_i * 3**i)``, digit 0 empty, 1 X, 2 O, as in
+  ``game.py``; int64 holds every code of a board of up to 16 cells (3^16 < 2^26).
+
+Only boards of at most ``MAX_CELLS`` cells with ``1 < k <= max(m, n)`` are games here; any
+other is refused with ``ConfigError``, one line naming the keys.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ttt_research.errors import ConfigError, is_int
+
+# 3^16 = 43M codes would fit int64, but not a table per code and cell; the reachable
+# positions of 4x4 (9.7M at most) are what positions.py indexes.
+MAX_CELLS = 16
+EMPTY, X_DIGIT, O_DIGIT = 0, 1, 2
+
+
+def problem(m, n, k, prefix: str = "game.") -> str | None:
+    """Why ``(m, n, k)`` is no board this module plays (one line naming the keys), or None."""
+    for key, v in (("m", m), ("n", n), ("k", k)):
+        if not is_int(v) or v < 1:
+            return f"{prefix}{key} must be a positive integer, got {v!r}"
+    if m * n > MAX_CELLS:
+        return (f"{prefix}m={m} {prefix}n={n}: a board of {m * n} cells; at most {MAX_CELLS} "
+                f"(m * n <= {MAX_CELLS}: the positions of a larger board do not fit in memory)")
+    if not 1 < k <= max(m, n):
+        why = "one piece is no line" if k < 2 else f"no line of {k} fits on the board"
+        return f"{prefix}k={k}: k must be in 2..{max(m, n)} on a {m}x{n} board (1 < k <= max(m, n): {why})"
+    return None
+
+
+@dataclass(frozen=True)
+class MNK:
+    """An m,n,k board; ``MNK(3, 3, 3)`` is tic-tac-toe. Refuses a board ``problem`` names."""
+
+    m: int
+    n: int
+    k: int
+
+    def __post_init__(self):
+        if (why := problem(self.m, self.n, self.k)) is not None:
+            raise ConfigError(why)
+
+    @property
+    def cells(self) -> int:
+        return self.m * self.n
+
+    @property
+    def name(self) -> str:
+        return f"{self.m},{self.n},{self.k}"
+
+    @functools.cached_property
+    def lines(self) -> tuple[tuple[int, ...], ...]:
+        """Every line of k cells: rows, columns, then both diagonals, each as cell indices."""
+        m, n, k = self.m, self.n, self.k
+        out = []
+        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+            for r in range(m):
+                for c in range(n):
+                    end_r, end_c = r + dr * (k - 1), c + dc * (k - 1)
+                    if 0 <= end_r < m and 0 <= end_c < n:
+                        out.append(tuple((r + dr * i) * n + c + dc * i for i in range(k)))
+        return tuple(out)
+
+    @functools.cached_property
+    def symmetries(self) -> np.ndarray:
+        """(8 or 4, cells) int64 cell permutations, row 0 the identity: ``board[..., s]`` is
+        the board turned by s. 8 on a square; 4 on a rectangle (a quarter turn would swap
+        m and n)."""
+        grid = np.arange(self.cells).reshape(self.m, self.n)
+        if self.m == self.n:
+            turns = [np.rot90(grid, t) for t in range(4)]
+            perms = turns + [t.T for t in turns]
+        else:
+            perms = [grid, grid[::-1], grid[:, ::-1], grid[::-1, ::-1]]
+        return np.stack([p.reshape(-1) for p in perms]).astype(np.int64)
+
+    @functools.cached_property
+    def pow3(self) -> np.ndarray:
+        """(cells,) int64 the place value of each cell in a code."""
+        return 3 ** np.arange(self.cells, dtype=np.int64)
+
+    def encode(self, boards: np.ndarray) -> np.ndarray:
+        """(B, cells) boards, +1 X / -1 O / 0 empty -> (B,) int64 codes."""
+        return (np.remainder(np.asarray(boards, dtype=np.int64), 3) * self.pow3).sum(-1)
+
+    def digits(self, codes: np.ndarray) -> np.ndarray:
+        """(B,) codes -> (B, cells) int8 digits (0 empty, 1 X, 2 O), one column at a time
+        (a (B, cells) int64 temporary would be 8x the answer's memory)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        out = np.empty((codes.size, self.cells), dtype=np.int8)
+        rest = codes.copy()
+        for i in range(self.cells):
+            out[:, i] = rest % 3
+            rest //= 3
+        return out
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """(B,) codes -> (B, cells) int8 boards, +1 X / -1 O / 0 empty."""
+        d = self.digits(codes)
+        return np.where(d == O_DIGIT, -1, d).astype(np.int8)
+
+    def transposed(self) -> MNK:
+        """The same game on the board turned on its side (n rows, m columns)."""
+        return MNK(self.n, self.m, self.k)
+
+
+TIC_TAC_TOE = MNK(3, 3, 3)

@@ -1,0 +1,183 @@
+"""Every reachable position of an m,n,k game (``mnk.MNK``), solved exactly, and its facts.
+
+A table per code and cell (``game.py``'s way for 3^9 codes) would not fit a 4x4 board
+(3^16 codes x 16 cells), so the positions reachable from the empty board are indexed
+instead, ply by ply, and every step is a batched numpy operation, never a Python loop over
+positions:
+
+* **Forward, building** (``build``): a ply's unfinished codes, expanded by every empty cell
+  (the mover's digit added at that cell's place value), sorted and made unique, are the next
+  ply; a child is finished when the player who just moved has a line of k, or the board is
+  full (the game stops at the first line). The same pass carries the probability that two
+  uniformly random players reach each position and the number of move sequences that do
+  (exact in float64: at most 16! < 2^53), so the random-vs-random outcome and the number of
+  complete games are sums over the finished positions.
+* **Backward, solving**: the value of each position under perfect play, from X's side (+1,
+  0, -1), from the last ply to the first: X takes the best of its children, O the worst. A
+  child is found by ``searchsorted`` in the next ply's sorted codes.
+
+``positions(game)`` builds once per board and keeps the result in the user's cache folder
+(``cache.py``); ``Positions.facts`` is what ``python -m ttt_research.solve`` prints.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ttt_research.env.mnk import MNK, O_DIGIT, X_DIGIT
+
+SHOW_AFTER_S = 2.0  # a build that takes longer shows its progress on stderr
+VALUE_WORDS = {1: "X wins", 0: "draw", -1: "O wins"}
+
+
+@dataclass(frozen=True)
+class Positions:
+    """The reachable positions of ``game``, ply after ply, each ply's codes sorted."""
+
+    game: MNK
+    codes: np.ndarray  # (N,) int64, ply 0 first; sorted within each ply
+    offsets: np.ndarray  # (plies + 1,) int64: ply p is codes[offsets[p]:offsets[p + 1]]
+    winner: np.ndarray  # (N,) int8, +1 X has a line, -1 O has one, 0 nobody
+    done: np.ndarray  # (N,) bool, a line or a full board: nobody is to move
+    value: np.ndarray  # (N,) int8, the result under perfect play from X's side
+    facts: dict = field(compare=False)  # ``Positions.facts``' figures, from the build
+
+    def ply(self, p: int) -> slice:
+        return slice(int(self.offsets[p]), int(self.offsets[p + 1]))
+
+    def index(self, codes: np.ndarray) -> np.ndarray:
+        """(B,) codes of reachable positions -> their rows; -1 where a code is not one."""
+        codes = np.asarray(codes, dtype=np.int64)
+        order = np.argsort(self.codes, kind="stable")
+        at = np.searchsorted(self.codes, codes, sorter=order).clip(0, self.codes.size - 1)
+        rows = order[at]
+        return np.where(self.codes[rows] == codes, rows, -1)
+
+
+class _Shown:
+    """Progress on stderr once a build has taken ``SHOW_AFTER_S``: a rich bar on a terminal,
+    a line per step off one (a log keeps lines, not a redrawn bar)."""
+
+    def __init__(self, what: str, steps: int):
+        self.what, self.steps, self.start = what, steps, time.perf_counter()
+        self.bar = self.task = None
+
+    def __call__(self, done: int, note: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        if elapsed < SHOW_AFTER_S and self.bar is None:
+            return
+        if sys.stderr.isatty():
+            if self.bar is None:
+                from rich.console import Console
+                from rich.progress import Progress
+
+                self.bar = Progress(console=Console(stderr=True), transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task(self.what, total=self.steps)
+            self.bar.update(self.task, completed=done, description=f"{self.what}: {note}")
+        else:
+            print(f"{self.what}: {note} ({done}/{self.steps}, {elapsed:.1f} s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _mover_digit(ply: int) -> int:
+    return X_DIGIT if ply % 2 == 0 else O_DIGIT
+
+
+def _children(game: MNK, live: np.ndarray, ply: int):
+    """For each cell: the rows of ``live`` (a ply's unfinished codes) where it is empty, and
+    the codes after the mover plays it there (sorted, since ``live`` is)."""
+    empty = game.digits(live) == 0
+    d = _mover_digit(ply)
+    for i in range(game.cells):
+        rows = np.flatnonzero(empty[:, i])
+        yield rows, live[rows] + d * game.pow3[i]
+
+
+def _lined(game: MNK, codes: np.ndarray, digit: int) -> np.ndarray:
+    """(B,) bool: the player of ``digit`` has a line of k on each board."""
+    mine = game.digits(codes) == digit
+    won = np.zeros(codes.size, dtype=bool)
+    for line in game.lines:
+        won |= np.logical_and.reduce([mine[:, c] for c in line])
+    return won
+
+
+def build(game: MNK) -> Positions:
+    """Every reachable position of ``game``, solved, with its facts (see the module)."""
+    shown = _Shown(f"positions of {game.name}", 2 * game.cells)
+    try:
+        return _build(game, shown)
+    finally:
+        shown.close()
+
+
+def _build(game: MNK, shown: _Shown) -> Positions:
+    codes, winner, done = [np.zeros(1, np.int64)], [np.zeros(1, np.int8)], [np.zeros(1, bool)]
+    reach, paths = [np.ones(1)], [np.ones(1)]  # P(random play reaches it), move sequences to it
+    for ply in range(game.cells):
+        live_rows = np.flatnonzero(~done[ply])
+        live = codes[ply][live_rows]
+        if live.size == 0:
+            break
+        found = list(_children(game, live, ply))
+        nxt = np.unique(np.concatenate([c for _, c in found]))
+        moves = game.cells - ply  # every empty cell of an unfinished board is a legal move
+        share = reach[ply][live_rows] / moves
+        r, n = np.zeros(nxt.size), np.zeros(nxt.size)
+        for rows, child in found:
+            at = np.searchsorted(nxt, child)
+            r += np.bincount(at, weights=share[rows], minlength=nxt.size)
+            n += np.bincount(at, weights=paths[ply][live_rows][rows], minlength=nxt.size)
+        del found
+        d = _mover_digit(ply)
+        won = _lined(game, nxt, d)
+        codes.append(nxt)
+        winner.append(np.where(won, 1 if d == X_DIGIT else -1, 0).astype(np.int8))
+        done.append(won | (ply + 1 == game.cells))
+        reach.append(r)
+        paths.append(n)
+        shown(ply + 1, f"ply {ply + 1}, {nxt.size:,} positions")
+    value = _solve(game, codes, winner, done, shown)
+    return _positions(game, codes, winner, done, value, reach, paths)
+
+
+def _solve(game: MNK, codes, winner, done, shown: _Shown) -> list[np.ndarray]:
+    """Backward induction, last ply first: each ply's values from the next ply's."""
+    value = [w.copy() for w in winner]
+    for ply in range(len(codes) - 2, -1, -1):
+        live_rows = np.flatnonzero(~done[ply])
+        x_moves = _mover_digit(ply) == X_DIGIT
+        best = np.full(live_rows.size, -2 if x_moves else 2, np.int8)
+        pick = np.maximum if x_moves else np.minimum
+        for rows, child in _children(game, codes[ply][live_rows], ply):
+            best[rows] = pick(best[rows], value[ply + 1][np.searchsorted(codes[ply + 1], child)])
+        value[ply][live_rows] = best
+        shown(2 * game.cells - ply, f"solved ply {ply}")
+    return value
+
+
+def _positions(game, codes, winner, done, value, reach, paths) -> Positions:
+    cat = np.concatenate
+    offsets = np.cumsum([0] + [c.size for c in codes]).astype(np.int64)
+    done_all, winner_all = cat(done), cat(winner)
+    reach_all, paths_all = cat(reach), cat(paths)
+    to_move = [int((~d).sum()) for d in done]
+    ended = {w: float(reach_all[done_all & (winner_all == w)].sum()) for w in (1, 0, -1)}
+    facts = {
+        "game": game.name, "m": game.m, "n": game.n, "k": game.k,
+        "lines": len(game.lines), "symmetries": len(game.symmetries),
+        "reachable": int(offsets[-1]), "terminal": int(done_all.sum()),
+        "to_move": sum(to_move), "to_move_by_ply": to_move,
+        "value": VALUE_WORDS[int(value[0][0])],
+        "random_vs_random": {"x_wins": ended[1], "draw": ended[0], "o_wins": ended[-1]},
+        "complete_games": int(paths_all[done_all].astype(np.int64).sum()),
+    }
+    return Positions(game, cat(codes), offsets, winner_all, done_all, cat(value), facts)
