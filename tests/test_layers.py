@@ -25,8 +25,8 @@ LAYERS: list[set[str]] = [
     {"analysis", "algos"},
     {"population"},
     {"train"},
-    {"__main__", "evaluate", "play", "export", "report", "bench", "dashboard", "tournament", "web",
-     "baselines"},
+    {"__main__", "evaluate", "play", "export", "report", "bench", "dashboard", "tournament", "solve",
+     "web", "baselines"},
 ]
 PEERS_APART = [{"analysis", "algos"}]
 TOP_LEVEL = {"__init__", "contract", "errors"} | LAYERS[-1]  # modules allowed beside the folders

@@ -255,7 +255,7 @@ COMMANDS = ["python -m ttt_research", "ttt-train", "ttt_research.evaluate", "ttt
             "ttt_research.play", "ttt-play", "--web", "ttt_research.export", "ttt-export",
             "ttt_research.report", "ttt-report", "ttt_research.bench", "ttt-bench",
             "ttt_research.dashboard", "ttt-dashboard", "ttt_research.tournament", "ttt-tournament",
-            "ttt_research.baselines.sb3"]
+            "ttt_research.solve", "ttt-solve", "ttt_research.baselines.sb3"]
 
 
 def test_help_lists_every_command_and_config_group():
