@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -49,8 +50,12 @@ def test_the_facts_are_the_tables(board):
     assert got[:4] == (reachable, terminal, to_move, value) and got[5] == games
     digits = 4 if board[0] * board[1] < 16 else 6
     assert tuple(round(p, digits) for p in got[4]) == random
-    assert sum(got[4]) == pytest.approx(1, abs=1e-12)
     assert sum(f["to_move_by_ply"]) == to_move and f["to_move_by_ply"][0] == 1
+    exact = f["random_vs_random_exact"]
+    assert tuple(float(Fraction(exact[w])) for w in ("x_wins", "draw", "o_wins")) == got[4]
+    assert sum(Fraction(p) for p in exact.values()) == 1
+    if board == (3, 3, 3):  # docs/facts.md's fractions
+        assert exact == {"x_wins": "737/1260", "draw": "8/63", "o_wins": "121/420"}
 
 
 def test_a_board_and_its_transpose_have_the_same_facts():

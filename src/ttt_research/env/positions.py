@@ -8,10 +8,11 @@ positions:
 * **Forward, building** (``build``): a ply's unfinished codes, expanded by every empty cell
   (the mover's digit added at that cell's place value), sorted and made unique, are the next
   ply; a child is finished when the player who just moved has a line of k, or the board is
-  full (the game stops at the first line). The same pass carries the probability that two
-  uniformly random players reach each position and the number of move sequences that do
-  (exact in float64: at most 16! < 2^53), so the random-vs-random outcome and the number of
-  complete games are sums over the finished positions.
+  full (the game stops at the first line). The same pass carries the number of move
+  sequences that reach each position (whole numbers in float64, exact: at most 16! < 2^53).
+  Under random play every sequence of p moves has the same probability, 1 / (cells (cells -
+  1) ... (cells - p + 1)), so the random-vs-random outcome is an exact fraction, and the
+  number of complete games a sum, over the finished positions.
 * **Backward, solving**: the value of each position under perfect play, from X's side (+1,
   0, -1), from the last ply to the first: X takes the best of its children, O the worst. A
   child is found by ``searchsorted`` in the next ply's sorted codes.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -91,14 +93,30 @@ def _mover_digit(ply: int) -> int:
     return X_DIGIT if ply % 2 == 0 else O_DIGIT
 
 
-def _children(game: MNK, live: np.ndarray, ply: int):
+def _children(game: MNK, live: np.ndarray, ply: int, empty: np.ndarray | None = None):
     """For each cell: the rows of ``live`` (a ply's unfinished codes) where it is empty, and
-    the codes after the mover plays it there (sorted, since ``live`` is)."""
-    empty = game.digits(live) == 0
+    the codes after the mover plays it there (sorted, since ``live`` is). ``empty``: live's
+    empty cells, when the caller has them."""
+    empty = game.digits(live) == 0 if empty is None else empty
     d = _mover_digit(ply)
     for i in range(game.cells):
         rows = np.flatnonzero(empty[:, i])
         yield rows, live[rows] + d * game.pow3[i]
+
+
+def _next_ply(game: MNK, live: np.ndarray, ply: int, empty: np.ndarray) -> np.ndarray:
+    """The sorted distinct codes the moves from ``live`` reach: every child written into one
+    array, sorted in place and deduplicated (``np.unique`` would sort a second copy)."""
+    out = np.empty(int(empty.sum()), np.int64)
+    at = 0
+    for _, child in _children(game, live, ply, empty):
+        out[at:at + child.size] = child
+        at += child.size
+    out.sort()
+    keep = np.empty(out.size, bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
 
 
 def _lined(game: MNK, codes: np.ndarray, digit: int) -> np.ndarray:
@@ -121,32 +139,38 @@ def build(game: MNK) -> Positions:
 
 def _build(game: MNK, shown: _Shown) -> Positions:
     codes, winner, done = [np.zeros(1, np.int64)], [np.zeros(1, np.int8)], [np.zeros(1, bool)]
-    reach, paths = [np.ones(1)], [np.ones(1)]  # P(random play reaches it), move sequences to it
+    paths = np.ones(1)  # this ply's: the move sequences that reach each position
+    # Every unfinished board at ply p offers cells - p moves, so each sequence of p moves has
+    # probability 1 / (cells (cells - 1) ... (cells - p + 1)) under random play: the outcome is
+    # a sum of whole numbers over those, exact (a transposed board gives the same digits).
+    ended = {1: Fraction(0), 0: Fraction(0), -1: Fraction(0)}
+    sequences_of_ply = 1
+    games = 0
     for ply in range(game.cells):
         live_rows = np.flatnonzero(~done[ply])
         live = codes[ply][live_rows]
         if live.size == 0:
             break
-        found = list(_children(game, live, ply))
-        nxt = np.unique(np.concatenate([c for _, c in found]))
+        empty = game.digits(live) == 0
+        nxt = _next_ply(game, live, ply, empty)
         moves = game.cells - ply  # every empty cell of an unfinished board is a legal move
-        share = reach[ply][live_rows] / moves
-        r, n = np.zeros(nxt.size), np.zeros(nxt.size)
-        for rows, child in found:
-            at = np.searchsorted(nxt, child)
-            r += np.bincount(at, weights=share[rows], minlength=nxt.size)
-            n += np.bincount(at, weights=paths[ply][live_rows][rows], minlength=nxt.size)
-        del found
+        sequences_of_ply *= moves
+        sequences, paths = paths[live_rows], np.zeros(nxt.size)
+        for rows, child in _children(game, live, ply, empty):
+            paths += np.bincount(np.searchsorted(nxt, child), weights=sequences[rows], minlength=nxt.size)
+        del empty, sequences
         d = _mover_digit(ply)
         won = _lined(game, nxt, d)
         codes.append(nxt)
         winner.append(np.where(won, 1 if d == X_DIGIT else -1, 0).astype(np.int8))
         done.append(won | (ply + 1 == game.cells))
-        reach.append(r)
-        paths.append(n)
+        whole = paths.astype(np.int64)  # exact: each count is below 16! < 2^53
+        for w in ended:
+            ended[w] += Fraction(int(whole[done[-1] & (winner[-1] == w)].sum()), sequences_of_ply)
+        games += int(whole[done[-1]].sum())
         shown(ply + 1, f"ply {ply + 1}, {nxt.size:,} positions")
     value = _solve(game, codes, winner, done, shown)
-    return _positions(game, codes, winner, done, value, reach, paths)
+    return _positions(game, codes, winner, done, value, ended, games)
 
 
 def _solve(game: MNK, codes, winner, done, shown: _Shown) -> list[np.ndarray]:
@@ -164,20 +188,18 @@ def _solve(game: MNK, codes, winner, done, shown: _Shown) -> list[np.ndarray]:
     return value
 
 
-def _positions(game, codes, winner, done, value, reach, paths) -> Positions:
-    cat = np.concatenate
+def _positions(game, codes, winner, done, value, ended, games) -> Positions:
     offsets = np.cumsum([0] + [c.size for c in codes]).astype(np.int64)
-    done_all, winner_all = cat(done), cat(winner)
-    reach_all, paths_all = cat(reach), cat(paths)
     to_move = [int((~d).sum()) for d in done]
-    ended = {w: float(reach_all[done_all & (winner_all == w)].sum()) for w in (1, 0, -1)}
     facts = {
         "game": game.name, "m": game.m, "n": game.n, "k": game.k,
         "lines": len(game.lines), "symmetries": len(game.symmetries),
-        "reachable": int(offsets[-1]), "terminal": int(done_all.sum()),
+        "reachable": int(offsets[-1]), "terminal": int(sum(int(d.sum()) for d in done)),
         "to_move": sum(to_move), "to_move_by_ply": to_move,
         "value": VALUE_WORDS[int(value[0][0])],
-        "random_vs_random": {"x_wins": ended[1], "draw": ended[0], "o_wins": ended[-1]},
-        "complete_games": int(paths_all[done_all].astype(np.int64).sum()),
+        "random_vs_random": {"x_wins": float(ended[1]), "draw": float(ended[0]), "o_wins": float(ended[-1])},
+        "random_vs_random_exact": {"x_wins": str(ended[1]), "draw": str(ended[0]), "o_wins": str(ended[-1])},
+        "complete_games": games,
     }
-    return Positions(game, cat(codes), offsets, winner_all, done_all, cat(value), facts)
+    cat = np.concatenate
+    return Positions(game, cat(codes), offsets, cat(winner), cat(done), cat(value), facts)
