@@ -109,3 +109,20 @@ def test_a_slow_build_shows_its_progress(monkeypatch, capsys):
     monkeypatch.setattr(positions, "SHOW_AFTER_S", 60.0)
     positions.build(MNK(3, 3, 2))
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+@pytest.mark.alone  # it times a build: a loaded core would blur it
+def test_4_4_4_is_built_within_a_minute_and_read_within_two_seconds(folder):
+    """Issue 59's budget: the 4,4,4 tables built in <= 60 s the first time, loaded in <= 2 s after."""
+    import time
+
+    game = MNK(4, 4, 4)
+    start = time.perf_counter()
+    built = cache.positions(game)
+    build_s = time.perf_counter() - start
+    start = time.perf_counter()
+    read = cache.positions(game)
+    read_s = time.perf_counter() - start
+    assert same(built, read) and read.facts["reachable"] == 9_722_011
+    assert build_s <= 60 and read_s <= 2, (build_s, read_s)

@@ -18,7 +18,7 @@ positions:
   child is found by ``searchsorted`` in the next ply's sorted codes.
 
 ``positions(game)`` builds once per board and keeps the result in the user's cache folder
-(``cache.py``); ``Positions.facts`` is what ``python -m ttt_research.solve`` prints.
+(``cache.py``); its ``facts`` are what ``python -m ttt_research.solve`` prints.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Positions:
     winner: np.ndarray  # (N,) int8, +1 X has a line, -1 O has one, 0 nobody
     done: np.ndarray  # (N,) bool, a line or a full board: nobody is to move
     value: np.ndarray  # (N,) int8, the result under perfect play from X's side
-    facts: dict = field(compare=False)  # ``Positions.facts``' figures, from the build
+    facts: dict = field(compare=False)  # the figures ``solve`` prints (``_positions``), from the build
 
     def ply(self, p: int) -> slice:
         return slice(int(self.offsets[p]), int(self.offsets[p + 1]))
