@@ -44,6 +44,7 @@ COMMANDS = {
     "ttt_research.bench": ["--threads", "0"],
     "ttt_research.tournament": ["missing-player"],
     "ttt_research.dashboard": [],  # --entity is required
+    "ttt_research.solve": ["game=mnk", "game.m=5", "game.n=4"],  # 20 cells: more than 16
 }
 START_LIMIT_S = 0.5  # --help or a refusal slower than this is named (issue 43)
 
