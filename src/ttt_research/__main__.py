@@ -29,7 +29,7 @@ from ttt_research.evaluation.objectives import objective  # noqa: E402
 from ttt_research.train import hydra_errors, hydra_writes  # noqa: E402
 from ttt_research.train.confdir import app_help, config_dir, existed_before, made_by_this_run, plain_overrides  # noqa: E402
 from ttt_research.train.hydra_hooks import Refused  # noqa: E402
-from ttt_research.train.refusal import discard_run_dir, validate_added  # noqa: E402
+from ttt_research.train.refusal import discard_run_dir, discard_sweep_dir, validate_added  # noqa: E402
 from ttt_research.train.validate import validate  # noqa: E402
 
 
@@ -161,6 +161,12 @@ def main() -> None:
     except Refused as e:  # refused before Hydra wrote anything (train/hydra_writes.py)
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except early_stop.StoppedEarly as e:  # while the sweeper composed its jobs (early_stop.Composing)
+        hydra_writes.put_back_record()
+        if early_stop.composing is not None:
+            discard_sweep_dir(early_stop.composing, Path.cwd(), existed=existed_before)
+        print(e, file=sys.stderr)
+        sys.exit(e.code)
     except BrokenPipeError:  # `--help | head`
         sys.exit(reader_gone())
     finally:

@@ -220,3 +220,43 @@ def test_a_signal_noted_as_the_folder_is_claimed_stops_after_the_first_update(tm
     with pytest.raises(early_stop.StoppedEarly, match="stopped by SIGINT before training started"):
         train(make_cfg(*FAST), tmp_path / "other")
     assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_stop_while_a_big_sweep_composes_its_jobs_is_at_once(tmp_path, resume):
+    """Hydra's basic sweeper composes every job's config before the first job starts (about a
+    quarter of a second each here: 12 minutes for a grid of 3,000), a stretch without a safe
+    point. A stop signal there ends the command at once: one line, exit 143, the sweep's new
+    folder gone, a continued sweep's multirun.yaml put back byte for byte. Before: the signal
+    was noted and the command went on composing (a SIGTERM 40 s in ended it after 276 s)."""
+    sweep = tmp_path / "multirun" / "grid"
+    record = sweep / "multirun.yaml"
+    old = b"# a stopped sweep's record\n"
+    if resume:
+        sweep.mkdir(parents=True)
+        record.write_bytes(old)
+    grid = ",".join(str(i) for i in range(1, 3001))
+    proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "-m", "debug=tiny", f"seed={grid}",
+                             f"hydra.sweep.dir={sweep}", *(["resume=true"] if resume else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() or record.read_bytes() == old:  # the sweeper wrote its record: it composes
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    assert err == "stopped by SIGTERM before training started: nothing was trained\n"
+    assert took < 10  # not the minutes the rest of the grid would take to compose
+    if resume:
+        assert sorted(p.name for p in sweep.iterdir()) == ["multirun.yaml"] and record.read_bytes() == old
+    else:
+        assert not (tmp_path / "multirun").exists()

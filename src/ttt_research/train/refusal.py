@@ -45,9 +45,24 @@ def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
         run_dir.rmdir()
     except OSError:  # gone, not a folder, or written to meanwhile: leave what is left
         return False
+    _discard_parents(run_dir.resolve().parents, sweep_dir, cwd, existed)
+    return True
+
+
+def discard_sweep_dir(sweep_dir: str | Path, cwd: str | Path,
+                      existed: Callable[[Path], bool] = lambda folder: False) -> None:
+    """A sweep stopped before its first job (the basic sweeper composes every job's config
+    first): its folder goes if it holds nothing but the ``multirun.yaml`` this sweep wrote, then
+    its parents left empty, as ``discard_run_dir`` leaves them."""
+    sweep = Path(sweep_dir).resolve()
+    _discard_parents([sweep, *sweep.parents], sweep_dir, cwd, existed)
+
+
+def _discard_parents(parents, sweep_dir: str | Path | None, cwd: str | Path,
+                     existed: Callable[[Path], bool]) -> None:
     sweep = Path(sweep_dir).resolve() if sweep_dir is not None else None
     cwd = Path(cwd).resolve()
-    for parent in run_dir.resolve().parents:  # e.g. outputs/DATE/, then outputs/
+    for parent in parents:  # e.g. outputs/DATE/, then outputs/
         if cwd not in parent.parents and parent != sweep:
             break
         try:
@@ -60,7 +75,6 @@ def discard_run_dir(run_dir: str | Path, job_name: str, cwd: str | Path,
             parent.rmdir()  # only if empty
         except OSError:
             break
-    return True
 
 
 # Where `+key=value` may add a key the config does not declare: arguments passed on to another
