@@ -148,7 +148,7 @@ def main() -> None:
     """``python -m ttt_research`` and ``ttt-train``: the Hydra app on the command line, where
     ``+experiment=NAME`` also works (``confdir.plain_overrides``) and Hydra's own errors are
     one line (``hydra_errors``)."""
-    sys.argv[1:] = plain_overrides(sys.argv[1:])
+    sys.argv[1:] = hydra_errors.flags_first(plain_overrides(sys.argv[1:]))
     if sys.argv[1:] in (["--help"], ["-h"]) and (text := app_help()) is not None:
         try:  # Hydra's text, written without composing the tree once per group (confdir.app_help)
             print(text)

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from ttt_research.train import hydra_errors
+
 # A stand-in for a machine without the sweep and SLURM plugins: Hydra's plugin scan skips a
 # module whose sys.modules entry is None, as if the package were not installed.
 WITHOUT_PLUGINS = """
@@ -123,3 +125,26 @@ def test_a_bug_in_the_job_keeps_its_traceback(monkeypatch):
         hydra_errors.run(app, argv=[])
     assert seen["full"] == "1"
     assert "HYDRA_FULL_ERROR" not in os.environ and hydra_errors.OURS not in os.environ
+
+
+def test_a_bare_flag_after_the_overrides_is_read_as_hydra_reads_it_before_them():
+    """``debug=tiny -m seed=0,1``: Hydra's parser stopped at ``-m`` and refused the rest in its
+    usage text; the flag now goes first, so the command sweeps as it says."""
+    assert hydra_errors.flags_first(["debug=tiny", "-m", "seed=0,1", "--resolve"]) == [
+        "-m", "--resolve", "debug=tiny", "seed=0,1"]
+    assert hydra_errors.flags_first(["--cfg", "job", "seed=1"]) == ["--cfg", "job", "seed=1"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--bogus", "seed=1"], "unrecognized arguments: --bogus"),
+    (["--cfg"], "argument --cfg/-c: expected one argument"),
+    ([f"--x{i}" for i in range(3000)], "unrecognized arguments: --x0 --x1"),
+])
+def test_hydras_own_flag_errors_are_one_short_line(capsys, argv, says):
+    """Before: argparse's usage text (7 lines) and the arguments echoed whole (3,000 of them: a
+    line of 23 KB), exit 2."""
+    with pytest.raises(SystemExit) as e:
+        hydra_errors.check_flags(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith(f"error: {says}")
+    assert len(err) < 400 and "usage:" not in err

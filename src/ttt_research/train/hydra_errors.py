@@ -65,6 +65,7 @@ def run(app: Callable[[], object], argv: list[str] | None = None) -> None:
     if user_wants_full_report():
         app()
         return
+    check_flags(sys.argv[1:] if argv is None else argv)
     saved = {k: os.environ.get(k) for k in (FULL, OURS)}
     os.environ[FULL] = os.environ[OURS] = "1"
     try:
@@ -81,6 +82,32 @@ def run(app: Callable[[], object], argv: list[str] | None = None) -> None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+# Hydra's flags that take no value: where a user puts one after an override (``debug=tiny -m
+# seed=0,1``), Hydra's parser stops at it and refuses the rest in a usage text that echoes it whole.
+BARE_FLAGS = ("-m", "--multirun", "--run", "-r", "--resolve")
+
+
+def flags_first(argv: list[str]) -> list[str]:
+    """The command line with Hydra's bare flags before the overrides, as its parser reads it;
+    ``python -m ttt_research debug=tiny -m seed=0,1`` then sweeps, as it says."""
+    return [a for a in argv if a in BARE_FLAGS] + [a for a in argv if a not in BARE_FLAGS]
+
+
+def check_flags(argv: list[str]) -> None:
+    """Hydra's own parser over ``argv``, its refusal (an unknown flag, a flag without its value)
+    one ``error:`` line and exit 2, not its usage text with the whole command line echoed."""
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> None:
+        print(f"error: {clipped(message)} (python -m ttt_research --help lists the options)", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = refuse  # argparse's way to report: usage lines, then exit 2
+    parser.parse_args(argv)
 
 
 def overrides(argv: list[str]) -> list[str]:
