@@ -1,12 +1,14 @@
 """The training command run in the test's own process, and what the refusal tests compare:
 ``cli`` (Hydra's app, as ``python -m ttt_research``: it saves the ~10 s a subprocess spends
-importing torch and Lightning), a folder's checksums, and the one line of a refusal."""
+importing torch and Lightning), a test's copy of a folder made once, a folder's checksums, and
+the one line of a refusal."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import io
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,6 +28,13 @@ def cli(*args: str) -> tuple[int, str, str]:
     finally:
         sys.argv = argv
     return code, out.getvalue(), err.getvalue()
+
+
+def copy_of(made: Path, name: str, tmp_path: Path) -> Path:
+    """A test's own copy of the folder ``name`` that a module's fixture made once under ``made``."""
+    folder = tmp_path / name
+    shutil.copytree(made / name, folder)
+    return folder
 
 
 def checksums(folder: Path) -> dict[str, str]:

@@ -9,12 +9,11 @@ sweep into a sweep folder rewrote its ``multirun.yaml`` to name the jobs of seed
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.command import checksums, cli, one_error_line
+from tests.helpers.command import checksums, cli, copy_of, one_error_line
 
 TINY = ["debug=tiny", "progress=false", "threads=1"]
 
@@ -30,16 +29,10 @@ def made(tmp_path_factory) -> Path:
     return base
 
 
-def copy(made: Path, name: str, tmp_path: Path) -> Path:
-    folder = tmp_path / name
-    shutil.copytree(made / name, folder)
-    return folder
-
-
 @pytest.mark.parametrize("subdir", [".hydra", "other", ".hydra/../.hydra"])
 @pytest.mark.parametrize("resume", [[], ["resume=true"]])
 def test_an_output_subdir_is_refused_before_hydra_writes_it(made, tmp_path, subdir, resume):
-    folder = copy(made, "run", tmp_path)
+    folder = copy_of(made, "run", tmp_path)
     before = checksums(folder)
     code, _, err = cli(*TINY, "seed=7", *resume, f"hydra.output_subdir={subdir}", f"hydra.run.dir={folder}")
     assert code == 2
@@ -59,7 +52,7 @@ def test_an_output_subdir_leaves_no_folder_for_a_new_run_or_sweep(tmp_path, monk
 
 
 def test_a_new_sweep_into_a_sweep_folder_is_refused_before_its_record_is_rewritten(made, tmp_path):
-    sweep = copy(made, "sweep", tmp_path)
+    sweep = copy_of(made, "sweep", tmp_path)
     before = checksums(sweep)
     code, out, err = cli("-m", *TINY, "seed=5,6", f"hydra.sweep.dir={sweep}")
     assert code == 2
@@ -74,7 +67,7 @@ def test_a_new_sweep_into_a_sweep_folder_is_refused_before_its_record_is_rewritt
 def test_a_refused_continuation_puts_the_sweeps_record_back(made, tmp_path):
     """resume=true rewrites multirun.yaml as the sweep starts (Hydra's sweeper); its first job
     is refused (another seed than its folder's run): the record goes back as it was."""
-    sweep = copy(made, "sweep", tmp_path)
+    sweep = copy_of(made, "sweep", tmp_path)
     before = checksums(sweep)
     code, _, err = cli("-m", *TINY, "seed=5,6", "resume=true", f"hydra.sweep.dir={sweep}")
     assert code == 2

@@ -18,7 +18,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from tests.helpers.command import checksums, cli, one_error_line
+from tests.helpers.command import checksums, cli, copy_of, one_error_line
 from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
 from ttt_research.train import runfolder
@@ -36,12 +36,6 @@ def runs(tmp_path_factory):
         code, _, err = cli(*TINY, *extra, f"hydra.run.dir={base / name}")
         assert code == 0, err
     return base
-
-
-def copy_of(runs: Path, name: str, tmp_path: Path) -> Path:
-    folder = tmp_path / name
-    shutil.copytree(runs / name, folder)
-    return folder
 
 
 # ----------------------------------------------------------------------- resume checks
