@@ -41,7 +41,7 @@ NETWORK_SUFFIXES = (".onnx", ".ckpt")
 @dataclass(frozen=True)
 class Participant:
     name: str
-    probs: torch.Tensor | None  # (M, 9) float64 move probabilities at decision_codes(); None: the responder
+    probs: torch.Tensor | None  # (M, cells) float64 at decision_codes(); None: the best responder
     plays: str  # how it chooses its moves, in words ("greedy (argmax)", "built-in", ...)
     note: str = ""  # something the user should know (no acting metadata, ...)
 

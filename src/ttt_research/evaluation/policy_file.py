@@ -65,7 +65,7 @@ class PolicyFileError(UserError):
 
 def _checked(path: Path, logits) -> torch.Tensor:
     """The strict check of every decision position (``exact.check_logits``), as a
-    ``PolicyFileError`` that names the file; returns the (M, 9) logits."""
+    ``PolicyFileError`` that names the file; returns the (M, cells) logits."""
     try:
         return check_policy(logits, where=f"{path}: ", strict=True)
     except IllegalMoveError as e:
@@ -89,7 +89,7 @@ def _greedy_differs(got: torch.Tensor, whole: torch.Tensor, legal: torch.Tensor)
 
 def _batch_free(path: Path, logits, batched: torch.Tensor) -> None:
     """Refuse a model whose greedy move on a board depends on the batch it comes in: the
-    ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, 9) logits
+    ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, cells) logits
     of every decision position in one batch (what ``evaluate`` scores; ``play`` and the page
     run one board at a time)."""
     codes = decision_codes()
