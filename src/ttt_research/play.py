@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         from ttt_research.env import game
         from ttt_research.evaluation.policy_file import load_policy  # PolicyFileError: a UserError
 
-        policy, _ = load_policy(args.path)
+        policy, _ = load_policy(args.path, played=True)  # a board at a time: every board checked alone
         decide(policy, game.EMPTY_CODE)  # a model that loads but cannot run fails here
         play_session(policy, SEAT_PIECE[args.seat])
     except KeyboardInterrupt:

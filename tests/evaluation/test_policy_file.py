@@ -21,8 +21,25 @@ def test_a_model_that_plays_another_policy_alone_is_refused(tmp_path):
         load_onnx(path)
     assert str(e.value) == (
         f"{path}: the model plays differently by batch: at .../.../... (X to move) it picks cell 0 alone "
-        f"and cell 8 in a batch of all 4,520 positions (97 of {SAMPLE} sampled boards differ); refused, "
+        f"and cell 8 in a batch of all 4,520 positions (97 of {SAMPLE} boards checked differ); refused, "
         "its scores would describe another policy than the one that plays")
+
+
+def test_a_model_that_switches_on_one_board_outside_the_sample_is_refused_where_it_plays(tmp_path):
+    """Found by review: the sample is fixed, so a model that plays another move alone on one
+    board outside it was scored as one policy and played as another. Where a model plays a
+    board at a time (``play``, the page) every position goes alone."""
+    from ttt_research.env import game
+    from ttt_research.evaluation.exact import decision_codes
+
+    rows = torch.linspace(0, decision_codes().numel() - 1, SAMPLE).round().long().tolist()
+    hidden = next(i for i in range(decision_codes().numel()) if i not in rows)
+    view = game.tables().view[decision_codes()[hidden]].float().tolist()
+    path = batch_switch_model(tmp_path / "one_board.onnx", HIGHEST, LOWEST, only=view)
+    load_onnx(path)  # scored: the sample cannot tell
+    with pytest.raises(PolicyFileError) as e:
+        load_onnx(path, played=True)
+    assert " alone and cell " in str(e.value) and "(1 of 4,520 boards checked differ)" in str(e.value)
 
 
 def test_the_same_policy_alone_and_in_a_batch_loads(tmp_path):

@@ -84,18 +84,26 @@ def _preference_nodes(preference, out, prefix):
     return nodes, inits
 
 
-def batch_switch_model(path, batched, alone, metadata=None):
+def batch_switch_model(path, batched, alone, metadata=None, only=None):
     """A model that plays preference ``batched`` on a batch of many boards and ``alone`` on a
     batch of one, built from Shape, Gather, Equal and Where (issue 58 item 2): scored as one
-    policy (``evaluate`` runs 4,520 boards at once), played as another (a board at a time)."""
+    policy (``evaluate`` runs 4,520 boards at once), played as another (a board at a time).
+    ``only``: a view (9 numbers), the one board where it switches, alone; elsewhere ``batched``."""
     many, many_inits = _preference_nodes(batched, "many", "b")
     one, one_inits = _preference_nodes(alone, "one", "a")
     inits = [*many_inits, *one_inits, numpy_helper.from_array(np.asarray(0, np.int64), "axis0"),
              numpy_helper.from_array(np.asarray(1, np.int64), "single")]
     nodes = [*many, *one, helper.make_node("Shape", ["board"], ["shape"]),
              helper.make_node("Gather", ["shape", "axis0"], ["n"], axis=0),
-             helper.make_node("Equal", ["n", "single"], ["is_one"]),
-             helper.make_node("Where", ["is_one", "one", "many"], ["logits"])]
+             helper.make_node("Equal", ["n", "single"], ["is_one" if only is None else "n_is_one"])]
+    if only is not None:  # alone and on that board: every cell equal, (N, 1)
+        inits.append(numpy_helper.from_array(np.asarray([only], np.float32), "only"))
+        nodes += [helper.make_node("Equal", ["board", "only"], ["same"]),
+                  helper.make_node("Cast", ["same"], ["same_f"], to=TensorProto.FLOAT),
+                  helper.make_node("ReduceMin", ["same_f"], ["all_f"], axes=[1], keepdims=1),
+                  helper.make_node("Cast", ["all_f"], ["all_same"], to=TensorProto.BOOL),
+                  helper.make_node("And", ["all_same", "n_is_one"], ["is_one"])]
+    nodes.append(helper.make_node("Where", ["is_one", "one", "many"], ["logits"]))
     return _policy_model(path, nodes, inits, metadata)
 
 

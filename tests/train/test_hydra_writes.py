@@ -83,3 +83,24 @@ def test_a_continuation_needs_a_sweep_folder(tmp_path, monkeypatch, where):
     code, _, err = cli("-m", *TINY, "seed=0,1", "resume=true", *folder)
     assert code == 2 and one_error_line(err).startswith("error: resume=true with -m continues")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"] and not any((tmp_path / "empty").iterdir())
+
+
+def test_a_ddp_process_the_job_started_reruns_the_sweep_into_its_folder(tmp_path, monkeypatch):
+    """Found by review: Lightning starts a trainer=ddp job's second process by rerunning the
+    command, ``-m`` and ``hydra.sweep.dir`` included, once the first wrote the sweep's record:
+    refused as "a new sweep into a sweep folder", it never met the first process."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from ttt_research.train import hydra_writes, launch
+
+    (tmp_path / "multirun.yaml").write_text("hydra: {}\n")
+    config = OmegaConf.create({"resume": False, "hydra": {
+        "output_subdir": None, "sweep": {"dir": str(tmp_path)},
+        "sweeper": {"_target_": hydra_writes.BASIC_SWEEPER}, "overrides": {"hydra": [], "task": []}}})
+    monkeypatch.delenv(launch.MARK, raising=False)
+    with pytest.raises(hydra_writes.Refused):  # a user's new sweep there: refused, as before
+        hydra_writes.FirstChecks().on_multirun_start(config)
+    monkeypatch.setenv(launch.MARK, str(os.getppid()))  # started by this run's first process
+    hydra_writes.FirstChecks().on_multirun_start(config)

@@ -64,6 +64,7 @@ def test_the_first_process_marks_the_ones_it_starts_and_its_own_later_jobs(monke
     leaves them: the next job of a multirun meets the processes it started there."""
     launch.mark(False)
     assert launch.MARK not in os.environ
+    monkeypatch.setenv(launch.MARK, "")  # so that the mark mark() sets directly goes with the test
     launch.mark(True)
     assert os.environ[launch.MARK] == str(os.getpid())
     monkeypatch.setenv("LOCAL_RANK", "0")

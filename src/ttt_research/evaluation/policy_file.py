@@ -87,19 +87,20 @@ def _greedy_differs(got: torch.Tensor, whole: torch.Tensor, legal: torch.Tensor)
     return (a != b) & ~(tied(got) & tied(whole))
 
 
-def _batch_free(path: Path, logits, batched: torch.Tensor) -> None:
+def _batch_free(path: Path, logits, batched: torch.Tensor, played: bool = False) -> None:
     """Refuse a model whose greedy move on a board depends on the batch it comes in: the
     ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, cells) logits
-    of every decision position in one batch (what ``evaluate`` scores; ``play`` and the page
-    run one board at a time)."""
+    of every decision position in one batch (what ``evaluate`` scores). ``played``: the model is
+    about to play a board at a time (``play``, the page), so every decision position goes alone
+    (about 0.1 s on 3x3): a model that switches on one board outside the sample is refused too."""
     codes = decision_codes()
-    rows = torch.linspace(0, codes.numel() - 1, SAMPLE).round().long()
-    views = game.tables().view[codes[rows]].float()
-    legal = game.tables().legal[codes[rows]]
-    runs = {"alone": lambda: torch.cat([logits(v[None]) for v in views]),
-            f"in a batch of {SAMPLE}": lambda: logits(views)}
-    for how, run in runs.items():
-        got = run().float()
+    sample = torch.linspace(0, codes.numel() - 1, SAMPLE).round().long()
+    every = torch.arange(codes.numel())
+    checks = {"alone": every if played else sample, f"in a batch of {SAMPLE}": sample}
+    for how, rows in checks.items():
+        views = game.tables().view[codes[rows]].float()
+        legal = game.tables().legal[codes[rows]]
+        got = (logits(views) if how != "alone" else torch.cat([logits(v[None]) for v in views])).float()
         differs = _greedy_differs(got, batched[rows], legal)
         if bool(differs.any()):
             i = int(differs.nonzero()[0])
@@ -109,8 +110,8 @@ def _batch_free(path: Path, logits, batched: torch.Tensor) -> None:
             raise PolicyFileError(
                 f"{path}: the model plays differently by batch: at {board} it picks cell {move} {how} "
                 f"and cell {other} in a batch of all {codes.numel():,} positions "
-                f"({int(differs.sum())} of {SAMPLE} sampled boards differ); refused, its scores would "
-                "describe another policy than the one that plays")
+                f"({int(differs.sum())} of {rows.numel():,} boards checked differ); refused, its scores "
+                "would describe another policy than the one that plays")
 
 
 def _unreadable(e: Exception) -> str:
@@ -169,13 +170,14 @@ def _allowed_bytes(path: Path) -> bytes:
     return data
 
 
-def load_onnx(path: str | Path):
-    """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one."""
-    _, logits, meta = onnx_model(path)
+def load_onnx(path: str | Path, played: bool = False):
+    """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one.
+    ``played``: it will play a board at a time (``_batch_free`` checks every position alone)."""
+    _, logits, meta = onnx_model(path, played)
     return logits, meta
 
 
-def onnx_model(path: str | Path) -> tuple[bytes, object, dict]:
+def onnx_model(path: str | Path, played: bool = False) -> tuple[bytes, object, dict]:
     """(the file's bytes, logits_fn, metadata) for an ONNX policy file, checked as
     ``load_onnx`` says: the bytes are those checked and run (the page serves them)."""
     path = Path(path)
@@ -210,7 +212,7 @@ def onnx_model(path: str | Path) -> tuple[bytes, object, dict]:
         return torch.from_numpy(out)
 
     batched = _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
-    _batch_free(path, logits, batched)  # scored in one batch, played a board at a time: the same moves
+    _batch_free(path, logits, batched, played)  # scored in a batch, played alone: same moves
     meta = dict(session.get_modelmeta().custom_metadata_map)
     return data, logits, meta
 
@@ -327,9 +329,9 @@ def run_policy(path: str | Path) -> Path:
     return path / RUN_POLICY
 
 
-def load_policy(path: str | Path):
+def load_policy(path: str | Path, played: bool = False):
     """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt); a run
-    folder stands for its ``policy.onnx``."""
+    folder stands for its ``policy.onnx``. ``played``: see ``load_onnx``."""
     path = run_policy(path)
     if path.suffix == ".ckpt":
         net, meta = load_checkpoint(path)
@@ -340,7 +342,7 @@ def load_policy(path: str | Path):
 
         return logits, meta
     if path.suffix == ".onnx" or not path.suffix:
-        return load_onnx(path)
+        return load_onnx(path, played)
     raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ttt_research.files.atomic import write_atomic
+from ttt_research.train import launch
 from ttt_research.train.hydra_hooks import Hooks, Refused
 
 RECORD = "multirun.yaml"
@@ -62,6 +63,8 @@ class FirstChecks(Hooks):
         global _sweep
         _sweep = _Sweep()
         _check_output_subdir(config)
+        if launch.started():  # a trainer=ddp process the job started reruns the sweep's command:
+            return  # its folder and record are the first process's, made a moment ago
         resume = OmegaConf.select(config, "resume", default=False) is True
         if str(OmegaConf.select(config, "hydra.sweeper._target_", default="")) == BASIC_SWEEPER:
             hydra = [o for o in config.hydra.overrides.hydra

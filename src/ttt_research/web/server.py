@@ -90,8 +90,8 @@ def load_model(path: str | Path) -> tuple[bytes | None, dict]:
                 export(net, onnx_path, meta)
                 data = onnx_path.read_bytes()
         else:
-            # the bytes checked (every board in a batch, a sample alone) are the bytes served
-            data, policy, meta = onnx_model(path)
+            # the bytes checked (every board in a batch and every board alone) are the bytes served
+            data, policy, meta = onnx_model(path, played=True)
             policy(torch.zeros(1, 9))  # a model that loads but cannot run fails here, not in the page
         info["meta"] = meta
         return data, info
