@@ -33,7 +33,8 @@ import numpy as np
 from ttt_research.env.mnk import MNK, O_DIGIT, X_DIGIT
 
 SHOW_AFTER_S = 2.0  # a build that takes longer shows its progress on stderr
-VALUE_WORDS = {1: "X wins", 0: "draw", -1: "O wins"}
+# A game's value in words, from X's side (the contract's WORST_NAME is a seat's own: win/draw/loss).
+VALUE_WORDS = dict(zip((1, 0, -1), ("X wins", "draw", "O wins"), strict=True))
 
 
 @dataclass(frozen=True)
