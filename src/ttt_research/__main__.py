@@ -83,7 +83,12 @@ def app(cfg: DictConfig) -> float:
         return job(cfg)
     except early_stop.StoppedEarly as e:  # torch was loading, or the folder was being checked
         leave_nothing()
-        print(e, file=sys.stderr)
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN and hc.job.num > 0:  # the jobs before it are done: say how to go on
+            print(f"{e} in job {hc.job.num} of the sweep (the jobs before it are done): resume=true "
+                  f"continues: {resume_command(hc)}", file=sys.stderr)
+        else:
+            print(e, file=sys.stderr)
         sys.exit(e.code)
     finally:
         early_stop.rearm()

@@ -54,3 +54,31 @@ def test_a_stopped_sweep_continues_with_the_command_its_line_prints(tmp_path, mo
     assert (sweep / "1" / "eval.json").is_file() and (sweep / "2" / "eval.json").is_file()
     sessions = [json.loads((sweep / job / "run.json").read_text())["sessions"] for job in ("1", "2")]
     assert [[s["resumed"] for s in job] for job in sessions] == [[False, True], [False]]
+
+
+@pytest.mark.slow  # two tiny jobs, then the third: ~8 s on the 2-core host
+def test_a_sweep_stopped_as_a_job_starts_says_how_to_go_on(tmp_path, monkeypatch):
+    """Found on a fresh clone: a signal between two jobs (job 2 loading) printed only "nothing was
+    trained", with no command, while jobs 0 and 1 were finished; the sweep's command continues it."""
+    from ttt_research.train import early_stop
+
+    monkeypatch.chdir(tmp_path)
+    check = early_stop.check
+
+    def stop_as_job_2_starts():
+        if HydraConfig.get().job.num == 2:
+            raise early_stop.StoppedEarly(signal.SIGTERM)
+        check()
+
+    with monkeypatch.context() as m:
+        m.setattr(early_stop, "check", stop_as_job_2_starts)
+        code, _, err = cli("-m", *TINY, "seed=0,1,2", "hydra.sweep.dir=sweep")
+    assert code == 143, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("stopped by SIGTERM before training started: nothing was trained in job 2 of "
+                           "the sweep (the jobs before it are done): resume=true continues: python -m ")
+    sweep = tmp_path / "sweep"
+    assert sorted(p.name for p in sweep.iterdir()) == ["0", "1", "multirun.yaml"]
+    code, _, err = cli(*shlex.split(line.split("continues: ", 1)[1])[3:])
+    assert code == 0, err
+    assert all((sweep / job / "eval.json").is_file() for job in ("0", "1", "2"))
