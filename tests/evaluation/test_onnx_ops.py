@@ -163,16 +163,32 @@ def test_every_node_that_carries_a_subgraph_is_refused(op):
     assert refused_operator(data) == op
 
 
-def test_external_data_and_a_sparse_constant_too_large_once_dense_are_refused(tmp_path):
-    # The dynamo exporter's default: the weights in policy.onnx.data, which no command reads.
-    path = torch_export(MaskedMLP(), tmp_path / "external.onnx")
+def test_external_data_beside_the_model_is_read_into_it_and_elsewhere_refused(tmp_path):
+    """torch.onnx.export's default since torch 2.9 (the dynamo exporter) writes the weights in
+    NAME.onnx.data beside the file: found on a fresh clone, a user's plain export was refused. Now
+    they are read into the model (every command and the page run one self-contained model); data
+    in another folder, or more than a policy may use, is refused."""
+    net = MaskedMLP()
+    plain = torch_export(net, tmp_path / "plain.onnx")
+    path = torch_export(net, tmp_path / "external.onnx")
     onnx.save(onnx.load(str(path)), str(path), save_as_external_data=True, location="external.onnx.data",
               size_threshold=0)
+    assert (tmp_path / "external.onnx.data").stat().st_size > path.stat().st_size  # the weights moved out
+    views = torch.eye(9)[:4] - torch.eye(9)[4:8]
+    assert torch.equal(load_onnx(path)[0](views), load_onnx(plain)[0](views))
+    model = onnx.load(str(path), load_external_data=False)
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = "../elsewhere.data"
+    (tmp_path.parent / "elsewhere.data").write_bytes((tmp_path / "external.onnx.data").read_bytes())
+    onnx.save(model, str(tmp_path / "outside.onnx"))
     with pytest.raises(PolicyFileError) as e:
-        load_onnx(path)
-    assert str(e.value).startswith(f"{path}: tensor ") and str(e.value).endswith(
-        "keeps its data in another file (ONNX external data); a policy file must hold its weights "
-        "(torch.onnx.export(..., external_data=False))")
+        load_onnx(tmp_path / "outside.onnx")
+    assert "keeps its data in '../elsewhere.data', not a file beside the model; refused" in str(e.value)
+
+
+def test_a_sparse_constant_too_large_once_dense_is_refused(tmp_path):
     # 500 million floats, one of them set: onnxruntime made them dense (2 GB) as it loaded.
     small = sparse_model(tmp_path / "sparse.onnx", 500_000_000)
     assert small.stat().st_size < 1000

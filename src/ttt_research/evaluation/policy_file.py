@@ -144,8 +144,8 @@ def _check_io(name: str, arg, kind: str) -> None:
 def _allowed_bytes(path: Path) -> bytes:
     """The ONNX file's bytes, once ``onnx_ops`` finds no control flow or custom operator in
     them (a ``Loop`` of 2^62 turns would hang every command) and nothing that allocates before
-    the arena of ``onnx_session`` bounds it: a sparse tensor larger than that once dense, data
-    kept in another file."""
+    the arena of ``onnx_session`` bounds it: a sparse tensor larger than that once dense. Data
+    kept in another file beside it (``NAME.onnx.data``) is read into the model (``_inlined``)."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -159,15 +159,60 @@ def _allowed_bytes(path: Path) -> bytes:
         raise PolicyFileError(f"{path}: the model uses the ONNX operator {op[:60]!r}; refused: a policy may "
                               "not use control flow (Loop, If, Scan: it could run without end) or a custom "
                               "domain's operators")
+    if any(t.external for t in found.tensors):  # torch.onnx.export's default since torch 2.9
+        return _allowed_bytes_of(path, _inlined(path, data))
     for t in found.tensors:
-        if t.external:
-            raise PolicyFileError(f"{path}: tensor {t.name[:60]!r} keeps its data in another file (ONNX "
-                                  "external data); a policy file must hold its weights "
-                                  "(torch.onnx.export(..., external_data=False))")
         if t.sparse and t.nbytes > onnx_session.MAX_BYTES:
             raise PolicyFileError(f"{path}: sparse tensor {t.name[:60]!r} is {t.nbytes / 2**30:.1f} GiB once "
                                   f"dense; a policy may use at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
     return data
+
+
+def _allowed_bytes_of(path: Path, data: bytes) -> bytes:
+    """``_allowed_bytes`` of a model's bytes already read (its external data inlined)."""
+    found = contents(data)
+    for t in found.tensors:
+        if t.external:  # a location _inlined would not read: never reached, never trusted
+            raise PolicyFileError(f"{path}: tensor {t.name[:60]!r} keeps its data in another file")
+        if t.sparse and t.nbytes > onnx_session.MAX_BYTES:
+            raise PolicyFileError(f"{path}: sparse tensor {t.name[:60]!r} is {t.nbytes / 2**30:.1f} GiB once "
+                                  f"dense; a policy may use at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
+    return data
+
+
+def _inlined(path: Path, data: bytes) -> bytes:
+    """The model with its external data (``torch.onnx.export`` writes ``NAME.onnx.data`` beside
+    the file) read into it, so that every command and the page run one self-contained model.
+    Each data file must be a plain file in the model's own folder (a ``location`` naming another
+    folder is refused: a model may not read the user's other files), all of them within the
+    bytes a policy may use."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, load_external_data_for_model
+
+    try:
+        model = onnx.load_from_string(data)  # bytes: their external data is never read here
+    except Exception as e:
+        raise PolicyFileError(f"{path}: not a valid ONNX model ({str(e)[:160]})") from None
+    total = 0
+    for tensor in _get_all_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        info = ExternalDataInfo(tensor)
+        where = path.parent / info.location
+        if Path(info.location).name != info.location or not where.is_file() or where.is_symlink():
+            raise PolicyFileError(f"{path}: tensor {tensor.name[:60]!r} keeps its data in "
+                                  f"{info.location[:80]!r}, not a file beside the model; refused (export "
+                                  "with external_data=False)")
+        length = info.length if info.length else where.stat().st_size - (info.offset or 0)
+        total += max(length, 0)
+    if total > onnx_session.MAX_BYTES:
+        raise PolicyFileError(f"{path}: its external data holds {total / 2**30:.1f} GiB; a policy may use "
+                              f"at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except Exception as e:
+        raise PolicyFileError(f"{path}: its external data cannot be read ({str(e)[:160]})") from None
+    return model.SerializeToString()
 
 
 def load_onnx(path: str | Path, played: bool = False):
