@@ -142,14 +142,19 @@ def _check_io(name: str, arg, kind: str) -> None:
 
 
 def _allowed_bytes(path: Path) -> bytes:
-    """The ONNX file's bytes, once ``onnx_ops`` finds no control flow or custom operator in
-    them (a ``Loop`` of 2^62 turns would hang every command) and nothing that allocates before
-    the arena of ``onnx_session`` bounds it: a sparse tensor larger than that once dense. Data
-    kept in another file beside it (``NAME.onnx.data``) is read into the model (``_inlined``)."""
+    """The ONNX file's bytes, once ``_allowed`` passed them."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise PolicyFileError(f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
+    return _allowed(path, data)
+
+
+def _allowed(path: Path, data: bytes, inlined: bool = False) -> bytes:
+    """``data``, once ``onnx_ops`` finds no control flow or custom operator in it (a ``Loop`` of
+    2^62 turns would hang every command) and nothing that allocates before the arena of
+    ``onnx_session`` bounds it: a sparse tensor larger than that once dense. Data kept in another
+    file beside it (``NAME.onnx.data``) is read into the model (``_inlined``), then checked again."""
     try:
         found = contents(data)
     except NotProtobuf as e:
@@ -159,21 +164,12 @@ def _allowed_bytes(path: Path) -> bytes:
         raise PolicyFileError(f"{path}: the model uses the ONNX operator {op[:60]!r}; refused: a policy may "
                               "not use control flow (Loop, If, Scan: it could run without end) or a custom "
                               "domain's operators")
-    if any(t.external for t in found.tensors):  # torch.onnx.export's default since torch 2.9
-        return _allowed_bytes_of(path, _inlined(path, data))
+    external = next((t for t in found.tensors if t.external), None)
+    if external is not None:  # torch.onnx.export's default since torch 2.9
+        if inlined:  # a location _inlined did not read: never trusted
+            raise PolicyFileError(f"{path}: tensor {external.name[:60]!r} keeps its data in another file")
+        return _allowed(path, _inlined(path, data), inlined=True)
     for t in found.tensors:
-        if t.sparse and t.nbytes > onnx_session.MAX_BYTES:
-            raise PolicyFileError(f"{path}: sparse tensor {t.name[:60]!r} is {t.nbytes / 2**30:.1f} GiB once "
-                                  f"dense; a policy may use at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
-    return data
-
-
-def _allowed_bytes_of(path: Path, data: bytes) -> bytes:
-    """``_allowed_bytes`` of a model's bytes already read (its external data inlined)."""
-    found = contents(data)
-    for t in found.tensors:
-        if t.external:  # a location _inlined would not read: never reached, never trusted
-            raise PolicyFileError(f"{path}: tensor {t.name[:60]!r} keeps its data in another file")
         if t.sparse and t.nbytes > onnx_session.MAX_BYTES:
             raise PolicyFileError(f"{path}: sparse tensor {t.name[:60]!r} is {t.nbytes / 2**30:.1f} GiB once "
                                   f"dense; a policy may use at most {onnx_session.MAX_BYTES / 2**30:g} GiB")
