@@ -133,8 +133,7 @@ class OtherLaunchers(Hooks):
     as the sweep starts, and one noted already is delivered again."""
 
     def on_multirun_start(self, config, **kwargs) -> None:
-        launcher = str(getattr(getattr(config.hydra, "launcher", None), "_target_", ""))
-        if not launcher.endswith("BasicLauncher") and (signum := uninstall()):
+        if not basic_launcher(config) and (signum := uninstall()):
             signal.raise_signal(signum)
 
 
@@ -148,13 +147,17 @@ class Composing(Hooks):
 
     def on_multirun_start(self, config, **kwargs) -> None:
         global composing
-        launcher = str(getattr(getattr(config.hydra, "launcher", None), "_target_", ""))
-        if launcher.endswith("BasicLauncher"):
+        if basic_launcher(config):
             composing = str(config.hydra.sweep.dir)  # resolved as the sweeper resolves it
 
     def on_job_start(self, config, **kwargs) -> None:
         global composing
         composing = None
+
+
+def basic_launcher(config) -> bool:
+    """Whether a sweep's jobs run in this process (Hydra's basic launcher)."""
+    return str(getattr(getattr(config.hydra, "launcher", None), "_target_", "")).endswith("BasicLauncher")
 
 
 def is_ours(handler: object) -> bool:
