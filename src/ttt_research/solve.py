@@ -22,12 +22,10 @@ import argparse
 import json
 
 from ttt_research.env import cache
-from ttt_research.env.mnk import MNK, problem
+from ttt_research.env.mnk import MNK, config_problem
 from ttt_research.errors import ConfigError, UserError, command
 from ttt_research.train import hydra_errors
 from ttt_research.train.confdir import config_dir
-
-TTT = (3, 3, 3)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,14 +54,9 @@ def game_of(overrides: list[str]) -> MNK:
         if line is None:
             raise  # a bug: its traceback
         raise UserError(line) from e
-    g = cfg.game
-    board = (g.m, g.n, g.k)
-    if (why := problem(*board)) is not None:
+    if (why := config_problem(cfg.game)) is not None:
         raise ConfigError(why)
-    if g.name == "ttt" and board != TTT:
-        raise ConfigError(f"game=ttt is the 3,3,3 board, got game.m={g.m} game.n={g.n} game.k={g.k}; "
-                          "choose game=mnk for another board")
-    return MNK(*board)
+    return MNK(cfg.game.m, cfg.game.n, cfg.game.k)
 
 
 def facts_text(f: dict) -> str:

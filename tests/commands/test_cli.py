@@ -208,6 +208,14 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
     assert out.stderr.strip().splitlines() == [
         "error: algo.lr cannot be resolved: Interpolation key 'nope' not found"]
     assert list(runs.iterdir()) == []
+    # A board that is no game here, or one the algorithm does not train on: one line each.
+    for args, says in ((["game=mnk", "game.m=5", "game.n=4"], "error: game.m=5 game.n=4: a board of 20 cells"),
+                       (["game=mnk444", "algo=dqn"], "error: algo=dqn trains on tic-tac-toe only (game=ttt), "
+                                                     "not on the 4,4,4 board of game=mnk")):
+        out = run("ttt_research", *args, f"hydra.run.dir={runs / 'job'}")
+        assert out.returncode == 2 and out.stdout == "", out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(says), out.stderr
+    assert list(runs.iterdir()) == []
 
 
 def test_refused_job_keeps_a_run_folder_that_holds_anything_else(tmp_path):

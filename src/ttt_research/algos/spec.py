@@ -158,6 +158,7 @@ class AlgoSpec:
     # to hope for): net -> the page that shows it. A run on one says so in its first lines.
     no_cell: Mapping[str, str] = field(default_factory=dict)
     one_process: str = ""  # why it cannot train in several processes ("" : it can)
+    any_board: bool = False  # it trains on any m,n,k board (game=mnk); False: tic-tac-toe only
     check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
     population: Callable[[Settings], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)

@@ -27,10 +27,10 @@ from ttt_research.env.mnk import MNK
 from ttt_research.env.positions import Positions, build
 from ttt_research.files.atomic import OutputError, atomic_path
 
-VERSION = 1  # raise it whenever the file's layout or the meaning of an array changes
+VERSION = 2  # raise it whenever the file's layout or the meaning of an array changes
 MAGIC = b"ttt_research m,n,k positions\n"
 DIGEST = 32  # bytes of the BLAKE2b digest at the end
-ARRAYS = ("codes", "offsets", "winner", "done", "value")
+ARRAYS = ("codes", "offsets", "winner", "done", "value", "next")
 ENV = "TTT_RESEARCH_CACHE"
 
 

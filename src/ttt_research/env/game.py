@@ -171,9 +171,20 @@ class Tables:
     wins: torch.Tensor  # (N * 9,) int8, the winner when the move ends the game (-mover on a forfeit), else 0
 
     @property
+    def cells(self) -> int:
+        """The board's cells (9 for tic-tac-toe): the width of every per-cell table."""
+        return self.legal.shape[1]
+
+    @property
+    def states(self) -> int:
+        """N, the rows of every per-position table: all 3^9 codes for tic-tac-toe, the
+        reachable positions of another board (``env/indexed.py``)."""
+        return self.legal.shape[0]
+
+    @property
     def next2d(self) -> torch.Tensor:
-        """(N, 9) view of ``next``."""
-        return self.next.view(N_CODES, CELLS)
+        """(N, cells) view of ``next``."""
+        return self.next.view(self.states, self.cells)
 
 
 def _build_tables() -> Tables:
@@ -269,11 +280,13 @@ def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> S
     finished board is left alone.
     """
     t = t or tables(code.device)
+    cells = t.cells
     # The usual case, every move in 0..8, checked on the CPU only (a GPU would wait for it).
-    inside = action.device.type == "cpu" and action.numel() > 0 and _in_cells(action)
-    cell = action if inside else action.clamp(0, CELLS - 1)
-    flat = torch.add(cell, code, alpha=CELLS)  # code * 9 + cell, one operation
-    s = Step(at(t.next, flat), at(t.ends, flat), at(t.wins, flat), at(t.forfeits, flat))
+    inside = action.device.type == "cpu" and action.numel() > 0 and _in_cells(action, cells)
+    cell = action if inside else action.clamp(0, cells - 1)
+    flat = torch.add(cell, code, alpha=cells)  # code * 9 + cell, one operation
+    # ``.long()``: another board's tables hold int32 rows (a no-op on tic-tac-toe's int64).
+    s = Step(at(t.next, flat).long(), at(t.ends, flat), at(t.wins, flat), at(t.forfeits, flat))
     if inside:
         return s
     # A move outside 0..8 (the tables hold 0..8) forfeits, unless the board is finished.
@@ -282,10 +295,10 @@ def step(code: torch.Tensor, action: torch.Tensor, t: Tables | None = None) -> S
                 torch.where(outside, -at(t.mover, code), s.winner), s.illegal | outside)
 
 
-def _in_cells(action: torch.Tensor) -> bool:
-    """Every move of ``action`` (B,), B > 0, is a cell in 0..8 (one pass for both ends)."""
+def _in_cells(action: torch.Tensor, cells: int = CELLS) -> bool:
+    """Every move of ``action`` (B,), B > 0, is a cell in 0..cells-1 (one pass for both ends)."""
     low, high = torch.aminmax(action)
-    return bool(low >= 0) and bool(high < CELLS)
+    return bool(low >= 0) and bool(high < cells)
 
 
 def random_moves(code: torch.Tensor, generator=None, t: Tables | None = None) -> torch.Tensor:
@@ -300,8 +313,8 @@ def random_moves(code: torch.Tensor, generator=None, t: Tables | None = None) ->
     flat = code.reshape(-1)
     n = at(t.n_legal, flat)
     u = uniform(code.shape, code.device, generator).reshape(-1)
-    k = (u * n).long().clamp_max(CELLS - 1)
-    return at(t.kth_legal, flat * CELLS + k).view(code.shape)
+    k = (u * n).long().clamp_max(t.cells - 1)
+    return at(t.kth_legal, flat * t.cells + k).long().view(code.shape)
 
 
 class Games:
@@ -312,8 +325,8 @@ class Games:
     games that just ended finished, and then resets those games in place.
     """
 
-    def __init__(self, batch: int, device: torch.device | str = "cpu"):
-        self.t = tables(device)
+    def __init__(self, batch: int, device: torch.device | str = "cpu", t: Tables | None = None):
+        self.t = t or tables(device)
         self.code = torch.full((batch,), EMPTY_CODE, dtype=torch.long, device=device)
 
     @property

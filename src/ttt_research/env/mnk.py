@@ -1,9 +1,9 @@
 """The m,n,k game as a value: ``MNK(m, n, k)``, a board of m rows and n columns where the
 first to put k pieces in a line (a row, a column or a diagonal) wins; X moves first.
 
-Tic-tac-toe is ``MNK(3, 3, 3)``. The training stack still plays it through ``game.py``
-(its tables over all 3^9 codes); this value is what the exact facts of any board start
-from (``positions.py``): its cells, its lines, its symmetries and its encoding.
+Tic-tac-toe is ``MNK(3, 3, 3)``. This is the board's geometry: its cells, its lines, its
+symmetries and its encoding, what the exact facts of any board start from
+(``positions.py``). ``board.Game`` adds its rule tables: the value every layer is given.
 
 * **Cells** row by row: cell ``r * n + c`` is row r, column c.
 * **Lines**: every run of k cells in a row, a column or a diagonal, as index tuples.
@@ -43,6 +43,20 @@ def problem(m, n, k, prefix: str = "game.") -> str | None:
     if not 1 < k <= max(m, n):
         why = "one piece is no line" if k < 2 else f"no line of {k} fits on the board"
         return f"{prefix}k={k}: k must be in 2..{max(m, n)} on a {m}x{n} board (1 < k <= max(m, n): {why})"
+    return None
+
+
+def config_problem(g) -> str | None:
+    """Why a composed ``game`` group (``conf/game/``: ``name``, ``m``, ``n``, ``k``) names no
+    board here (one line naming the key: ``problem``, or ``game=ttt`` given another size:
+    ``game=mnk`` is the option for any board), or None. No torch: the training command checks
+    its config before torch loads."""
+    board = (g.m, g.n, g.k)
+    if (why := problem(*board)) is not None:
+        return why
+    if g.name == "ttt" and board != (3, 3, 3):
+        return (f"game=ttt is the 3,3,3 board, got game.m={g.m} game.n={g.n} game.k={g.k}; "
+                "choose game=mnk for another board")
     return None
 
 
@@ -123,3 +137,4 @@ class MNK:
 
 
 TIC_TAC_TOE = MNK(3, 3, 3)
+

@@ -15,7 +15,8 @@ positions:
   number of complete games a sum, over the finished positions.
 * **Backward, solving**: the value of each position under perfect play, from X's side (+1,
   0, -1), from the last ply to the first: X takes the best of its children, O the worst. A
-  child is found by ``searchsorted`` in the next ply's sorted codes.
+  child is found by ``searchsorted`` in the next ply's sorted codes; the same pass keeps it
+  (``next``: the row after each move, what the rule tables of ``indexed.py`` step with).
 
 ``positions(game)`` builds once per board and keeps the result in the user's cache folder
 (``cache.py``); its ``facts`` are what ``python -m ttt_research.solve`` prints.
@@ -47,6 +48,8 @@ class Positions:
     winner: np.ndarray  # (N,) int8, +1 X has a line, -1 O has one, 0 nobody
     done: np.ndarray  # (N,) bool, a line or a full board: nobody is to move
     value: np.ndarray  # (N,) int8, the result under perfect play from X's side
+    next: np.ndarray  # (N * cells,) int32, flat: [row * cells + cell] is the row after the move
+    #                   (the row itself where the cell is taken or the game is over)
     facts: dict = field(compare=False)  # the figures ``solve`` prints (``_positions``), from the build
 
     def ply(self, p: int) -> slice:
@@ -170,27 +173,33 @@ def _build(game: MNK, shown: _Shown) -> Positions:
             ended[w] += Fraction(int(whole[done[-1] & (winner[-1] == w)].sum()), sequences_of_ply)
         games += int(whole[done[-1]].sum())
         shown(ply + 1, f"ply {ply + 1}, {nxt.size:,} positions")
-    value = _solve(game, codes, winner, done, shown)
-    return _positions(game, codes, winner, done, value, ended, games)
+    offsets = np.cumsum([0] + [c.size for c in codes]).astype(np.int64)
+    value, nxt = _solve(game, codes, offsets, winner, done, shown)
+    return _positions(game, codes, offsets, winner, done, value, nxt, ended, games)
 
 
-def _solve(game: MNK, codes, winner, done, shown: _Shown) -> list[np.ndarray]:
-    """Backward induction, last ply first: each ply's values from the next ply's."""
+def _solve(game: MNK, codes, offsets, winner, done, shown: _Shown) -> tuple[list[np.ndarray], np.ndarray]:
+    """Backward induction, last ply first: each ply's values from the next ply's; and the
+    (N, cells) rows after each move (``Positions.next``), found on the way."""
     value = [w.copy() for w in winner]
+    # int32: 9.7M rows of 4x4 fit, at half int64's 1.2 GB. Untaken moves lead to the row itself.
+    nxt = np.repeat(np.arange(int(offsets[-1]), dtype=np.int32)[:, None], game.cells, axis=1)
     for ply in range(len(codes) - 2, -1, -1):
         live_rows = np.flatnonzero(~done[ply])
         x_moves = _mover_digit(ply) == X_DIGIT
         best = np.full(live_rows.size, -2 if x_moves else 2, np.int8)
         pick = np.maximum if x_moves else np.minimum
-        for rows, child in _children(game, codes[ply][live_rows], ply):
-            best[rows] = pick(best[rows], value[ply + 1][np.searchsorted(codes[ply + 1], child)])
+        here = nxt[offsets[ply]:offsets[ply + 1]]
+        for cell, (rows, child) in enumerate(_children(game, codes[ply][live_rows], ply)):
+            at = np.searchsorted(codes[ply + 1], child)
+            here[live_rows[rows], cell] = at + offsets[ply + 1]
+            best[rows] = pick(best[rows], value[ply + 1][at])
         value[ply][live_rows] = best
         shown(2 * game.cells - ply, f"solved ply {ply}")
-    return value
+    return value, nxt.reshape(-1)
 
 
-def _positions(game, codes, winner, done, value, ended, games) -> Positions:
-    offsets = np.cumsum([0] + [c.size for c in codes]).astype(np.int64)
+def _positions(game, codes, offsets, winner, done, value, nxt, ended, games) -> Positions:
     to_move = [int((~d).sum()) for d in done]
     facts = {
         "game": game.name, "m": game.m, "n": game.n, "k": game.k,
@@ -203,4 +212,4 @@ def _positions(game, codes, winner, done, value, ended, games) -> Positions:
         "complete_games": games,
     }
     cat = np.concatenate
-    return Positions(game, cat(codes), offsets, cat(winner), cat(done), cat(value), facts)
+    return Positions(game, cat(codes), offsets, cat(winner), cat(done), cat(value), nxt, facts)

@@ -33,6 +33,7 @@ from ttt_research.contract import (
     TRAINING_SEATS,
     VALUE_MAX,
 )
+from ttt_research.env.mnk import MNK, TIC_TAC_TOE, config_problem
 from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
@@ -77,6 +78,7 @@ def _validate(cfg: DictConfig) -> None:
     v = value_of(cfg, "optimized_metric")
     need(v in OBJECTIVES, "optimized_metric", f"one of {', '.join(OBJECTIVES)}", v)
     _validate_tuned()
+    _validate_game(cfg)
 
     _validate_net(cfg)
 
@@ -104,6 +106,25 @@ def _validate(cfg: DictConfig) -> None:
     validate_population(cfg)
     _validate_trainer(cfg)
     check_memory(cfg)
+
+
+def _validate_game(cfg: DictConfig) -> None:
+    """The board (``mnk.config_problem``), and an algorithm that trains on it (its spec's
+    ``any_board``)."""
+    if (why := config_problem(cfg.game)) is not None:
+        raise ConfigError(why)
+    game = MNK(cfg.game.m, cfg.game.n, cfg.game.k)
+    spec = runspec.algo_spec(cfg)
+    if game != TIC_TAC_TOE and not spec.any_board:
+        takers = " or ".join(f"algo={s.name}" for s in specs().values() if s.any_board)
+        raise ConfigError(f"algo={spec.name} trains on tic-tac-toe only (game=ttt), not on the {game.name} "
+                          f"board of game={_choice_of(cfg)}; " + (f"use {takers}" if takers else
+                          "training on other boards is not built yet: python -m ttt_research.solve "
+                          "gives their exact facts"))
+
+
+def _choice_of(cfg: DictConfig) -> str:
+    return "ttt" if value_of(cfg, "game.name") == "ttt" else "mnk"
 
 
 TABLE_NET = "ttt_research.models.qtable.QTable"  # net=qtable: a table of action values

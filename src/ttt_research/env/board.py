@@ -1,0 +1,57 @@
+"""The game as a value: ``Game(m, n, k)``, the one object every layer is given and asks.
+
+It is an ``mnk.MNK`` (cells, lines, symmetries, codes) with what the rules and the solver
+know about it: ``tables`` (the rule tables of ``game.Tables``: tic-tac-toe's over all 3^9
+codes, built by ``game.py`` as every 3x3 run always has; another board's over its reachable
+positions, ``indexed.py``) and ``positions`` (every reachable position solved, from the
+user's cache, ``cache.py``). A training run builds it from the ``game`` config group
+(``of_config``); nothing outside ``env/`` writes a board size.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from ttt_research.env import cache, indexed
+from ttt_research.env import game as rules
+from ttt_research.env.mnk import MNK, config_problem
+from ttt_research.env.positions import Positions
+from ttt_research.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Game(MNK):
+    """An m,n,k game (``Game(3, 3, 3)`` is tic-tac-toe) and its tables."""
+
+    def tables(self, device: torch.device | str = "cpu") -> rules.Tables:
+        """The rule tables on ``device``, built once per process and device (another board's
+        from the cache of its positions: 4,4,4's hold 1.8 GB)."""
+        return _tables(self, str(torch.device(device)))
+
+    def positions(self) -> Positions:
+        """Every reachable position, solved (``positions.Positions``), from the cache."""
+        return cache.positions(self)
+
+
+TIC_TAC_TOE = Game(3, 3, 3)
+
+
+def of_config(g) -> Game:
+    """The board a composed ``game`` group names (``conf/game/``); ``ConfigError`` naming the
+    key when it names none (``mnk.config_problem``)."""
+    if (why := config_problem(g)) is not None:
+        raise ConfigError(why)
+    return Game(g.m, g.n, g.k)
+
+
+@functools.lru_cache(maxsize=4)  # a few boards and devices at most in one process
+def _tables(game: Game, device: str) -> rules.Tables:
+    if game == TIC_TAC_TOE:
+        return rules.tables(device)  # the 3^9-code tables every 3x3 run has always used
+    if device != "cpu":
+        cpu = _tables(game, "cpu")
+        return rules.Tables(**{key: v.to(device) for key, v in vars(cpu).items()})
+    return indexed.build(game, game.positions())

@@ -1,0 +1,79 @@
+"""The game as a value (``env/board.py``): tic-tac-toe's tables are the ones every 3x3 run has
+used, and another board's tables (``env/indexed.py``, rows = reachable positions) follow the
+rules: random play over them gives the exact facts the solver prints."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import torch
+
+from ttt_research.env import game as rules
+from ttt_research.env.board import TIC_TAC_TOE, Game, of_config
+from ttt_research.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTT_RESEARCH_CACHE", str(tmp_path))
+
+
+def test_tic_tac_toe_is_the_3x3_tables_themselves():
+    assert TIC_TAC_TOE.tables() is rules.tables()
+    assert TIC_TAC_TOE.tables().states == 3**9 and TIC_TAC_TOE.tables().cells == 9
+
+
+def _random_outcome(t: rules.Tables) -> list[Fraction]:
+    """X wins / draw / O wins under random play, exactly, by a pass over the rows backwards
+    (a child always has one more piece, so a later ply is solved first)."""
+    ply = t.ply.long()
+    out = [[Fraction(0)] * 3 for _ in range(t.states)]
+    for p in range(int(ply.max()), -1, -1):
+        for row in (ply == p).nonzero().squeeze(-1).tolist():
+            if t.done[row]:
+                out[row] = [Fraction(int(t.winner[row] == w)) for w in (1, 0, -1)]
+                continue
+            cells = t.legal[row].nonzero().squeeze(-1).tolist()
+            kids = [out[int(t.next2d[row, c])] for c in cells]
+            out[row] = [sum((k[i] for k in kids), Fraction(0)) / len(cells) for i in range(3)]
+    return out[rules.EMPTY_CODE]
+
+
+def test_another_boards_tables_play_its_exact_random_outcome():
+    g = Game(3, 4, 3)
+    t = g.tables()
+    facts = g.positions().facts
+    assert (t.states, t.cells) == (facts["reachable"], 12) == (111_973, 12)
+    assert int((~t.done).sum()) == facts["to_move"] == 79_563
+    want = [Fraction(facts["random_vs_random_exact"][w]) for w in ("x_wins", "draw", "o_wins")]
+    assert _random_outcome(t) == want
+    # kth_legal's first legal cell, and a step: the row after a move holds the mover's piece there.
+    row = int(t.next2d[0, 5])
+    assert t.board[row].tolist() == [0] * 5 + [1] + [0] * 6 and int(t.mover[row]) == rules.O
+    assert int(t.kth_legal.view(-1, 12)[row, 5]) == 6  # cell 5 is taken: the 6th legal is cell 6
+
+
+def test_games_step_another_board_with_auto_reset():
+    t = Game(3, 4, 3).tables()
+    g = rules.Games(512, t=t)
+    gen = torch.Generator().manual_seed(0)
+    ended = 0
+    for _ in range(40):
+        s = g.step(rules.random_moves(g.code, gen, t))
+        assert not bool(s.illegal.any())
+        ended += int(s.ended.sum())
+    assert ended > 512  # every game ended at least once within 40 plies (12 at most each)
+    assert g.code.dtype == torch.long and bool((g.code < t.states).all())
+
+
+@pytest.mark.parametrize(("board", "says"), [
+    (dict(name="mnk", m=5, n=4, k=4), "game.m=5 game.n=4: a board of 20 cells"),
+    (dict(name="mnk", m=3, n=3, k=4), "game.k=4: k must be in 2..3"),
+    (dict(name="ttt", m=4, n=4, k=3), "game=ttt is the 3,3,3 board"),
+])
+def test_a_board_that_is_no_game_is_refused_in_one_line(board, says):
+    from omegaconf import OmegaConf
+
+    with pytest.raises(ConfigError, match=says):
+        of_config(OmegaConf.create(board))
