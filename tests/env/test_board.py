@@ -77,3 +77,17 @@ def test_a_board_that_is_no_game_is_refused_in_one_line(board, says):
 
     with pytest.raises(ConfigError, match=says):
         of_config(OmegaConf.create(board))
+
+
+def test_the_solver_answers_for_another_board_over_its_rows():
+    from ttt_research.env.solver import solve
+
+    g = Game(3, 4, 3)
+    t, s = g.tables(), solve(g=g)
+    assert int(s.value[rules.EMPTY_CODE]) == 1  # X wins 3,4,3
+    # An optimal move keeps the value: X's optimal first moves all lead to X-won positions,
+    # and some first moves do not (else the test would prove nothing).
+    first = s.optimal[rules.EMPTY_CODE]
+    assert bool(first.any()) and not bool(first.all())
+    assert s.value[t.next2d[rules.EMPTY_CODE][first].long()].tolist() == [1] * int(first.sum())
+    assert solve(g=TIC_TAC_TOE) is solve()  # tic-tac-toe: the 3^9-code solution, as before

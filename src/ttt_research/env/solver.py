@@ -1,4 +1,4 @@
-"""Exact minimax over every tic-tac-toe position, as lookup tables.
+"""Exact minimax over every position of a game (tic-tac-toe unless told), as lookup tables.
 
 The game tree is small (5,478 reachable positions), so we solve it completely once, by
 backward induction over plies, and then every question about perfect play is a gather
@@ -16,7 +16,9 @@ such tables playing each other (``outcome_probs``), and the best response to one
 
 Backward induction works layer by layer: a position with ``p`` pieces only leads to
 positions with ``p + 1``, so solving plies 9, 8, ..., 0 in turn needs 10 batched steps,
-not a recursive search. X takes the max of its children's values, O the min.
+not a recursive search. X takes the max of its children's values, O the min. Another
+board (``solve(game=...)``) is solved by its positions (``Game.positions``, the same
+induction in numpy, kept in the user's cache), over the rows of its tables.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 
 
 @dataclass(frozen=True)
@@ -52,22 +55,31 @@ def _solve() -> Solution:
     return Solution(value=value, optimal=optimal)
 
 
-@functools.lru_cache(maxsize=1)
-def _solution_cpu() -> Solution:
-    return _solve()
+def _solve_board(g: Game) -> Solution:
+    """Another board's solution over its tables' rows: the values its positions were solved
+    with, and the legal moves whose child keeps the value."""
+    t = g.tables("cpu")
+    value = torch.from_numpy(g.positions().value.copy())  # (N,) int8, rows as the tables'
+    child = value.index_select(0, t.next).view(t.states, t.cells)  # (N, cells): int32 rows as they are
+    return Solution(value=value, optimal=t.legal & (child == value[:, None]))
 
 
-@functools.cache
-def _solution_on(device: str) -> Solution:
-    cpu = _solution_cpu()
+@functools.lru_cache(maxsize=2)
+def _solution_cpu(g: Game = TIC_TAC_TOE) -> Solution:
+    return _solve() if g == TIC_TAC_TOE else _solve_board(g)
+
+
+@functools.lru_cache(maxsize=4)
+def _solution_on(device: str, g: Game = TIC_TAC_TOE) -> Solution:
+    cpu = _solution_cpu(g)
     if device == "cpu":
         return cpu
     return Solution(**{k: v.to(device) for k, v in vars(cpu).items()})
 
 
-def solve(device: torch.device | str = "cpu") -> Solution:
-    """The exact solution on ``device``, computed once per process and cached."""
-    return _solution_on(str(torch.device(device)))
+def solve(device: torch.device | str = "cpu", g: Game = TIC_TAC_TOE) -> Solution:
+    """The exact solution of ``g`` on ``device``, computed once per process and cached."""
+    return _solution_on(str(torch.device(device)), g)
 
 
 # --------------------------------------------------------------------------- move tables
