@@ -29,6 +29,9 @@ OUTCOMES = ("win", "loss", "tie")
 # names the result in eval.json; WORST_VALUE is the eval/*_worst_case metric of each name.
 WORST_NAME = {1: "win", 0: "draw", -1: "loss"}
 WORST_VALUE = {name: float(v) for v, name in WORST_NAME.items()}
+# The greedy block's share of optimal moves over every decision point of the game, both seats
+# (lean4-mlir's measure), beside ``optimal_move_rate``: over the points the policy reaches.
+OPTIMAL_ALL = "optimal_move_rate_all"
 
 
 def eval_name(seat: str, what: str) -> str:

@@ -35,7 +35,7 @@ from ttt_research.env.board import TIC_TAC_TOE, Game
 @dataclass(frozen=True)
 class Solution:
     value: torch.Tensor  # (N,) int8, perfect-play result from X's side: +1 / 0 / -1
-    optimal: torch.Tensor  # (N, 9) bool, legal moves that keep the value
+    optimal: torch.Tensor  # (N, cells) bool, legal moves that keep the value
 
 
 def _solve() -> Solution:
@@ -86,57 +86,63 @@ def solve(device: torch.device | str = "cpu", g: Game = TIC_TAC_TOE) -> Solution
 
 
 def uniform_over(mask: torch.Tensor) -> torch.Tensor:
-    """(N, 9) bool -> (N, 9) float64 probabilities, uniform over the True cells (rows with
-    none stay all zero)."""
+    """(N, cells) bool -> (N, cells) float64 probabilities, uniform over the True cells (rows
+    with none stay all zero)."""
     m = mask.double()
     return m / m.sum(-1, keepdim=True).clamp_min(1.0)
 
 
-def random_probs() -> torch.Tensor:
-    """(N, 9) float64: a uniformly random legal move at every code."""
-    return uniform_over(game.tables().legal)
+# The (N, cells) float64 tables below suit tic-tac-toe and boards up to 3,4,3 (112k rows:
+# 11 MB); on 4x4 one would be 1.2 GB, so the evaluation of a big board computes a ply's rows
+# where it reads them (``evaluation/tree.py``), with the same ``uniform_over``.
 
 
-def perfect_probs() -> torch.Tensor:
-    """(N, 9) float64: a uniformly random minimax-optimal move at every code."""
-    return uniform_over(solve().optimal)
+def random_probs(g: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(N, cells) float64: a uniformly random legal move at every row of ``g``'s tables."""
+    return uniform_over(g.tables().legal)
 
 
-def one_hot(actions: torch.Tensor) -> torch.Tensor:
-    """(N,) action table -> (N, 9) float64 deterministic move probabilities (legal rows only)."""
-    t = game.tables()
-    probs = torch.nn.functional.one_hot(actions, game.CELLS).double()
+def perfect_probs(g: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(N, cells) float64: a uniformly random minimax-optimal move at every row."""
+    return uniform_over(solve(g=g).optimal)
+
+
+def one_hot(actions: torch.Tensor, g: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(N,) action table -> (N, cells) float64 deterministic move probabilities (legal rows only)."""
+    t = g.tables()
+    probs = torch.nn.functional.one_hot(actions, t.cells).double()
     return probs * t.legal.any(-1, keepdim=True)
 
 
-def plies_backwards():
-    """The unfinished codes of each ply, from ply 8 down to 0: (R,) int64 per ply."""
-    t = game.tables()
-    for ply in range(game.CELLS - 1, -1, -1):
+def plies_backwards(g: Game = TIC_TAC_TOE):
+    """The unfinished rows of each ply, from the last ply that moves down to 0: (R,) int64 per ply."""
+    t = g.tables()
+    for ply in range(t.cells - 1, -1, -1):
         yield ((t.ply == ply) & ~t.done).nonzero().squeeze(-1)
 
 
-def outcome_probs(pi_x: torch.Tensor, pi_o: torch.Tensor) -> torch.Tensor:
+def outcome_probs(pi_x: torch.Tensor, pi_o: torch.Tensor, g: Game = TIC_TAC_TOE) -> torch.Tensor:
     """Exact outcome probabilities when X plays ``pi_x`` and O plays ``pi_o``.
 
     Args:
-        pi_x, pi_o: (N, 9) float64 move probabilities at every code.
+        pi_x, pi_o: (N, cells) float64 move probabilities at every row of ``g``'s tables.
 
     Returns:
-        (N, 3) float64: P(X wins), P(O wins), P(tie) from every code.
+        (N, 3) float64: P(X wins), P(O wins), P(tie) from every row.
     """
-    t = game.tables()
+    t = g.tables()
     pi = torch.where((t.mover == game.X)[:, None], pi_x, pi_o)
     result = torch.stack([t.winner == game.X, t.winner == game.O, t.done & (t.winner == 0)],
                          -1).double()  # terminal rows are one-hot; the rest is filled in
     nxt = t.next2d
-    for rows in plies_backwards():
+    for rows in plies_backwards(g):
         result[rows] = torch.einsum("rc,rck->rk", pi[rows], result[nxt[rows]])
     return result
 
 
 def best_response(opponent: torch.Tensor, seat: int, reward: tuple[float, float, float],
-                  allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  allowed: torch.Tensor | None = None,
+                  g: Game = TIC_TAC_TOE) -> tuple[torch.Tensor, torch.Tensor]:
     """The deterministic policy that maximises expected reward against a known opponent.
 
     Expectimax over the tree: at the agent's positions take the best child (ties to the
@@ -145,26 +151,25 @@ def best_response(opponent: torch.Tensor, seat: int, reward: tuple[float, float,
     player is computed (``docs/facts.md``).
 
     Args:
-        opponent: (N, 9) float64 move probabilities of the opponent at every code.
+        opponent: (N, cells) float64 move probabilities of the opponent at every row.
         seat: ``game.X`` or ``game.O``, the side the agent plays.
         reward: (win, tie, loss) for the agent.
-        allowed: optional (N, 9) bool restricting the agent's moves (e.g. ``optimal``).
+        allowed: optional (N, cells) bool restricting the agent's moves (e.g. ``optimal``).
 
     Returns:
-        (actions, value): (N,) int64 chosen cells at every code (0 where the agent does
-        not move) and (N,) float64 expected rewards from every code.
+        (actions, value): (N,) int64 chosen cells at every row (0 where the agent does
+        not move) and (N,) float64 expected rewards from every row.
     """
-    t = game.tables("cpu")
+    t = g.tables("cpu")
     win, tie, loss = reward
     # Terminal rewards from the agent's side: winner * seat is +1 win, -1 loss, 0 tie.
     outcome = (t.winner * seat).double()
     value = torch.where(outcome > 0, win, torch.where(outcome < 0, loss, tie)).double()
-    actions = torch.zeros(game.N_CODES, dtype=torch.long)
+    actions = torch.zeros(t.states, dtype=torch.long)
     mask = t.legal if allowed is None else t.legal & allowed
     nxt = t.next2d
-    for ply in range(game.CELLS - 1, -1, -1):
-        rows = ((t.ply == ply) & ~t.done).nonzero().squeeze(-1)
-        child = value[nxt[rows]]  # (R, 9)
+    for rows in plies_backwards(g):
+        child = value[nxt[rows]]  # (R, cells)
         expected = (opponent[rows] * child).sum(-1)
         # Values equal up to rounding count as ties, which then go to the lowest cell.
         masked = torch.where(mask[rows], child, -torch.inf)

@@ -26,13 +26,11 @@ the 2-core host at a load of 4 (threads spinning while they wait for each other)
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import torch
 
 from ttt_research.env import game
 from ttt_research.evaluation.exact import _Compact, _compact
+from ttt_research.evaluation.tree import one_thread  # noqa: F401 (ratings, tournament import it from here)
 
 # Bytes of one block's value table (R, a, b, 2) float64; a ply's temporaries are about as
 # large. Small blocks stay nearer the cache: on the 2-core host, 100 policies took 1.1-1.4 s
@@ -105,19 +103,6 @@ def cross_play(probs: torch.Tensor, block_bytes: int = BLOCK_BYTES) -> torch.Ten
         raise ValueError(f"cross_play wants (n, {m}, 9) move probabilities, got {list(probs.shape)}")
     with one_thread(probs.device):  # why: the module's docstring, "Threads"
         return _cross_play(probs, block_bytes)
-
-
-@contextlib.contextmanager
-def one_thread(device: torch.device | str = "cpu") -> Iterator[None]:
-    """Run the block on one torch thread when on the CPU, then restore the count: for work
-    made of many small operations (see "Threads" above; the ratings' Newton steps too)."""
-    threads = torch.get_num_threads()
-    if torch.device(device).type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _cross_play(probs: torch.Tensor, block_bytes: int) -> torch.Tensor:

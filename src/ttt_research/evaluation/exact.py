@@ -27,85 +27,83 @@ masked, and a reader of the file that does not mask again would play the taken c
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
 
 from ttt_research.contract import (
     EVAL_SEATS,
+    OPTIMAL_ALL,
     REPORT_KEY,
     SEAT_PIECE,
     WORST_NAME,
 )
-from ttt_research.env import game
-from ttt_research.env.solver import (
-    perfect_probs,
-    random_probs,
-    solve,
-)
+from ttt_research.env import game as rules
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.errors import IllegalMoveError
+from ttt_research.evaluation.tree import Tree, decision_codes, one_thread, tree
 from ttt_research.models.nets import MLPStack
 from ttt_research.models.qtable import QTableStack
 
-PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, 9) float32 mover's view -> (M, 9) logits
+PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, cells) float32 mover's view -> (M, cells) logits
+_Compact, _compact = Tree, tree  # the names crossplay.py and older callers know the tree by
+# Positions per forward call and per check: a board's every decision position at once would
+# hold (9M, H) activations on 4,4,4 (4.6 GB at H = 128); 2^18 rows keep a chunk near 130 MB.
+# Tic-tac-toe (4,520) and 3,4,3 (79,563) are one call, as they always were.
+ROWS = 2**18
 
 
 # --------------------------------------------------------------------------- positions
 
 
-def decision_codes() -> torch.Tensor:
-    """(M,) the reachable codes where somebody is to move (M = 4,520), in code order."""
-    t = game.tables()
-    return (t.reachable & ~t.done).nonzero().squeeze(-1)
-
-
-def decision_logits(policy: PolicyFn) -> torch.Tensor:
-    """(M, 9) float32 logits of ``policy`` at ``decision_codes()``, on the CPU: one call."""
-    views = game.tables().view[decision_codes()].float()
+def decision_logits(policy: PolicyFn, game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(M, cells) float32 logits of ``policy`` at ``decision_codes(game)``, on the CPU: one
+    call per ``ROWS`` positions."""
+    t, codes = game.tables(), decision_codes(game)
+    out = None
     with torch.no_grad():
-        return policy(views).detach().to("cpu", torch.float32)
+        for lo in range(0, codes.numel(), ROWS):
+            logits = policy(t.view[codes[lo:lo + ROWS]].float()).detach().to("cpu", torch.float32)
+            if codes.numel() <= ROWS:
+                return logits
+            if out is None:
+                out = torch.empty(codes.numel(), logits.shape[-1], dtype=torch.float32)
+            out[lo:lo + ROWS] = logits
+    return out
 
 
-def greedy_actions(policy: PolicyFn) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_actions(policy: PolicyFn, game: Game = TIC_TAC_TOE) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``policy`` once on every decision position and take its greedy moves.
 
-    Returns ``(actions, raw_illegal)``: (N,) int64 masked-argmax moves over all codes (0
-    where nobody moves), and (N,) bool marking where the unmasked argmax was an occupied
-    cell (the raw policy's illegal choices). Nothing is refused here (PPO without masking
-    counts its raw illegal choices with it); ``evaluate_policy`` checks first.
+    Returns ``(actions, raw_illegal)``: (N,) int64 masked-argmax moves over all rows of the
+    game's tables (0 where nobody moves), and (N,) bool marking where the unmasked argmax was
+    an occupied cell (the raw policy's illegal choices). Nothing is refused here (PPO without
+    masking counts its raw illegal choices with it); ``evaluate_policy`` checks first.
     """
-    return _greedy(decision_logits(policy))
+    return _greedy(decision_logits(policy, game), game)
 
 
-def _greedy(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``greedy_actions`` from the (M, 9) logits at ``decision_codes()``."""
-    t = game.tables()
-    codes = decision_codes()
-    legal = t.legal[codes]
-    # torch.argmax returns the first maximal index: ties go to the lowest cell.
-    masked = torch.where(legal, logits, -torch.inf)
-    actions = torch.zeros(game.N_CODES, dtype=torch.long)
-    actions[codes] = masked.argmax(-1)
-    raw_illegal = torch.zeros(game.N_CODES, dtype=torch.bool)
-    raw_illegal[codes] = ~legal.gather(1, logits.argmax(-1, keepdim=True)).squeeze(-1)
-    return actions, raw_illegal
+def _greedy(logits: torch.Tensor, game: Game = TIC_TAC_TOE) -> tuple[torch.Tensor, torch.Tensor]:
+    """``greedy_actions`` from the (M, cells) logits at ``decision_codes(game)``."""
+    actions, raw_illegal = greedy_actions_stack(logits[None], game)
+    return actions[0], raw_illegal[0]
 
 
 # --------------------------------------------------------------------------- exactness at the edges
 
 
-def board_text(code: int) -> str:
-    """A board in one word, rows split by '/': ``X.O/.X./...`` (and who is to move)."""
+def board_text(code: int, game: Game = TIC_TAC_TOE) -> str:
+    """A board in one word, rows split by '/': ``X.O/.X./...`` (and who is to move); ``code``
+    is a row of the game's tables (tic-tac-toe: its code)."""
     t = game.tables()
-    marks = "".join({game.X: "X", game.O: "O", game.EMPTY: "."}[v] for v in t.board[code].tolist())
-    mover = "X" if int(t.mover[code]) == game.X else "O"
-    return f"{marks[:3]}/{marks[3:6]}/{marks[6:]} ({mover} to move)"
+    marks = "".join({rules.X: "X", rules.O: "O", rules.EMPTY: "."}[v] for v in t.board[code].tolist())
+    mover = "X" if int(t.mover[code]) == rules.X else "O"
+    return "/".join(marks[r * game.n:(r + 1) * game.n] for r in range(game.m)) + f" ({mover} to move)"
 
 
 def _why(row: torch.Tensor, legal: torch.Tensor, strict: bool) -> str | None:
-    """Why the (9,) logits ``row`` give no legal greedy move where ``legal`` (9,) holds
-    (the rule of ``check_logits``), or None when they do. Cells are named 1-9, as in ``play``."""
+    """Why the (cells,) logits ``row`` give no legal greedy move where ``legal`` (cells,) holds
+    (the rule of ``check_logits``), or None when they do. Cells are named from 1, as in ``play``."""
     def cells(mask: torch.Tensor) -> str:
         return " ".join(str(i + 1) for i in mask.nonzero().flatten().tolist())
 
@@ -128,14 +126,26 @@ def _why(row: torch.Tensor, legal: torch.Tensor, strict: bool) -> str | None:
     return None
 
 
+def _bad(x: torch.Tensor, legal: torch.Tensor, strict: bool) -> torch.Tensor:
+    """(N, m) bool: the positions of (N, m, cells) logits ``x`` without a legal greedy move."""
+    nan = x.isnan()
+    if strict:
+        best = x.argmax(-1, keepdim=True)  # NaN counts as the maximum
+        bad = nan.any(-1) | ~legal.gather(-1, best).squeeze(-1)
+    else:
+        best = torch.where(legal, x, -torch.inf).argmax(-1, keepdim=True)
+        bad = (nan & legal).any(-1)
+    return bad | x.gather(-1, best).squeeze(-1).isinf()  # (N, m)
+
+
 def check_logits(logits: torch.Tensor, codes: torch.Tensor | None = None, where: str = "",
-                 strict: bool = False, first: int = 0) -> None:
+                 strict: bool = False, first: int = 0, game: Game = TIC_TAC_TOE) -> None:
     """Refuse logits that give some position no legal greedy move (``IllegalMoveError``).
 
     Args:
-        logits: (M, 9), or (N, M, 9) for N policies (members ``first``, ``first + 1``, ...),
-            float logits at the positions ``codes`` (M,) (default: ``decision_codes()``);
-            on any device (only a refusal leaves it).
+        logits: (M, cells), or (N, M, cells) for N policies (members ``first``, ``first + 1``,
+            ...), float logits at the rows ``codes`` (M,) of ``game``'s tables (default:
+            ``decision_codes(game)``); on any device (only a refusal leaves it).
         where: what the message starts with (``"policy.onnx: "``).
         strict: the rule for a policy file, whose logits the ONNX contract says are
             masked already and whose greedy move is "the argmax": then a NaN anywhere, an
@@ -145,39 +155,32 @@ def check_logits(logits: torch.Tensor, codes: torch.Tensor | None = None, where:
             to choose; +inf: no probabilities).
 
     The message names how many positions fail, the first one's board and what it picks.
+    Positions are checked ``ROWS`` at a time (4,4,4's 9M would want 1.5 GB of temporaries).
     """
     device = logits.device
-    codes = (decision_codes() if codes is None else codes).to(device)
+    codes = (decision_codes(game) if codes is None else codes).to(device)
     x = logits.detach().float()
-    x = x if x.dim() == 3 else x[None]  # (N, M, 9)
-    legal = game.tables(device).legal[codes].expand_as(x)  # (N, M, 9)
-    nan = x.isnan()
-    if strict:
-        best = x.argmax(-1, keepdim=True)  # NaN counts as the maximum
-        bad = nan.any(-1) | ~legal.gather(-1, best).squeeze(-1)
-    else:
-        best = torch.where(legal, x, -torch.inf).argmax(-1, keepdim=True)
-        bad = (nan & legal).any(-1)
-    bad |= x.gather(-1, best).squeeze(-1).isinf()  # (N, M)
+    x = x if x.dim() == 3 else x[None]  # (N, M, cells)
+    legal_all = game.tables(device).legal
+    bad = torch.cat([_bad(x[:, lo:lo + ROWS], legal_all[codes[lo:lo + ROWS]].expand_as(x[:, lo:lo + ROWS]),
+                          strict) for lo in range(0, max(codes.numel(), 1), ROWS)], 1)  # (N, M)
     if not bool(bad.any()):  # the one sync with the device
         return
     member, row = (int(i) for i in bad.nonzero()[0])
     who = f"member {first + member}: " if logits.dim() == 3 else ""
     count = int(bad[member].sum())
-    why = _why(x[member, row].cpu(), legal[member, row].cpu(), strict)
+    why = _why(x[member, row].cpu(), legal_all[codes[row]].cpu(), strict)
     raise IllegalMoveError(
         f"{where}{who}the policy has no legal greedy move at {count} of {codes.numel()} positions "
-        f"where it moves, first at {board_text(int(codes[row]))}: {why}; refused, not scored")
+        f"where it moves, first at {board_text(int(codes[row]), game)}: {why}; refused, not scored")
 
 
-def check_policy(policy: PolicyFn, where: str = "", strict: bool = False) -> torch.Tensor:
-    """Run ``policy`` on every decision position and ``check_logits``; returns the (M, 9) logits."""
-    logits = decision_logits(policy)
-    check_logits(logits, where=where, strict=strict)
+def check_policy(policy: PolicyFn, where: str = "", strict: bool = False,
+                 game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """Run ``policy`` on every decision position and ``check_logits``; returns the (M, cells) logits."""
+    logits = decision_logits(policy, game)
+    check_logits(logits, where=where, strict=strict, game=game)
     return logits
-
-
-# --------------------------------------------------------------------------- the DPs
 
 
 # --------------------------------------------------------------------------- the report
@@ -186,38 +189,38 @@ def check_policy(policy: PolicyFn, where: str = "", strict: bool = False) -> tor
 def _wlt_row(row: torch.Tensor | list[float], seat: int) -> dict[str, float]:
     # Rounded to 12 places: the sums are exact rationals, float64 only adds noise below that.
     x, o, tie = (round(float(p), 12) + 0.0 for p in row)
-    win, loss = (x, o) if seat == game.X else (o, x)
+    win, loss = (x, o) if seat == rules.X else (o, x)
     return {"win": win, "loss": loss, "tie": tie}
 
 
-def evaluate_actions(actions: torch.Tensor) -> dict:
+def evaluate_actions(actions: torch.Tensor, game: Game = TIC_TAC_TOE) -> dict:
     """The ``eval.json`` report for a deterministic policy given as an (N,) action table (a
-    cell 0..8 at every reachable code, the finished boards' included: any cell there, since
-    no move is made from them): the population's evaluation of one member
+    cell at every row of the game's tables, the finished boards' included: any cell there,
+    since no move is made from them): the population's evaluation of one member
     (``evaluate_actions_stack``), one path for one agent and many."""
-    return evaluate_actions_stack(actions[None])[0]
+    return evaluate_actions_stack(actions[None], game=game)[0]
 
 
-def evaluate_policy(policy: PolicyFn) -> dict:
+def evaluate_policy(policy: PolicyFn, game: Game = TIC_TAC_TOE) -> dict:
     """The ``eval.json`` report for a policy given as a batched logits function; a policy
     without a legal greedy move somewhere is refused (``check_logits``), never scored."""
-    actions, _ = _greedy(check_policy(policy))
-    return evaluate_actions(actions)
+    actions, _ = _greedy(check_policy(policy, game=game), game)
+    return evaluate_actions(actions, game)
 
 
 # --------------------------------------------------------------------------- populations
 #
 # The same report for N policies at once (a population of agents): one forward over the
-# decision positions for all members, then every DP above with a member axis. The DPs keep
-# only the 5,478 reachable codes (children of reachable positions are reachable, so nothing
-# else is ever read) and lay tables out as (codes, members, ...), so that following a move
-# gathers whole rows of members; members go through in chunks to bound memory. They run on
-# the device of the logits (CPU or GPU). One agent is a population of one here:
+# decision positions for all members, then every DP below with a member axis. The DPs keep
+# only the reachable positions (``tree.Tree``: children of reachable positions are reachable,
+# so nothing else is ever read) and lay tables out as (rows, members, ...), so that following
+# a move gathers whole rows of members; members go through in chunks to bound memory. They
+# run on the device of the logits (CPU or GPU). One agent is a population of one here:
 # ``evaluate_actions`` is this evaluation of one member (tests/evaluation/test_exact.py holds
 # it to a plain recursion over the game tree, tests/models/test_population_core.py holds a
 # member's report to its single policy's).
 
-StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, 9) views -> (N, M, 9) logits
+StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, cells) views -> (N, M, cells) logits
 # Members per DP pass. On the CPU small chunks keep the (5,478, chunk, 3) float64 tables
 # in cache (64 was faster than 256 or 1,024 at N=1,024); a GPU wants them all at once.
 CHUNK = {"cpu": 64}
@@ -228,100 +231,69 @@ FORWARD_CHUNK = {"cpu": 16}
 GPU_FORWARD_CHUNK = 1024
 
 
-class _Compact:
-    """The reachable codes as rows 0..R-1, with the tables the DPs need in that indexing,
-    on one device (built on the CPU, then moved)."""
-
-    def __init__(self, device: str) -> None:
-        t = game.tables()
-        self.codes = t.reachable.nonzero().squeeze(-1)  # (R,) codes, R = 5,478, code order
-        index = torch.full((game.N_CODES,), -1, dtype=torch.long)
-        index[self.codes] = torch.arange(self.codes.numel())
-        # Occupied cells "lead" to the same board (game.tables), so every entry is reachable.
-        self.next = index[t.next2d[self.codes]]  # (R, 9) rows after each move
-        self.legal = t.legal[self.codes]  # (R, 9)
-        self.mover = t.mover[self.codes]  # (R,)
-        self.winner = t.winner[self.codes]  # (R,)
-        self.done = t.done[self.codes]  # (R,)
-        self.empty = int(index[game.EMPTY_CODE])
-        self.decision = index[decision_codes()]  # (M,) the row of each decision position, in their order
-        # Unfinished rows per ply, from ply 8 down to 0 (as solver.plies_backwards).
-        ply = t.ply[self.codes]
-        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(game.CELLS)]
-        # Who moves at each ply (X at even plies, O at odd ones), as Python ints: no device sync.
-        self.ply_mover = [int(t.mover[self.codes[rows[0]]]) for rows in self.plies]
-        self.optimal = solve().optimal[self.codes]  # (R, 9)
-        self.random = random_probs()[self.codes]  # (R, 9) float64
-        self.perfect = perfect_probs()[self.codes]  # (R, 9) float64
-        for name, value in vars(self).items():
-            if isinstance(value, torch.Tensor):
-                setattr(self, name, value.to(device))
-        self.plies = [rows.to(device) for rows in self.plies]
-
-
-@functools.cache
-def _compact(device: str) -> _Compact:
-    return _Compact(device)
-
-
-def greedy_actions_stack(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_actions_stack(logits: torch.Tensor, game: Game = TIC_TAC_TOE) -> tuple[torch.Tensor, torch.Tensor]:
     """``greedy_actions`` for N policies given their logits on the decision positions.
 
     Args:
-        logits: (N, M, 9) logits at ``decision_codes()`` (M = 4,520), masked or not.
+        logits: (N, M, cells) logits at ``decision_codes(game)``, masked or not.
 
     Returns:
-        ``(actions, raw_illegal)``: (N, 19683) int64 masked-argmax moves (0 where nobody
-        moves, ties to the lowest cell) and (N, 19683) bool unmasked argmax on an occupied cell.
+        ``(actions, raw_illegal)``: (N, rows) int64 masked-argmax moves over the rows of the
+        game's tables (0 where nobody moves, ties to the lowest cell) and (N, rows) bool
+        unmasked argmax on an occupied cell.
     """
     logits = logits.detach().float()
     device = logits.device
-    codes = decision_codes().to(device)
+    codes = decision_codes(game).to(device)
+    t = game.tables(device)
     n = logits.shape[0]
-    legal = game.tables(device).legal[codes]  # (M, 9)
-    masked = torch.where(legal, logits, -torch.inf)  # (N, M, 9)
-    actions = torch.zeros(n, game.N_CODES, dtype=torch.long, device=device)
-    actions[:, codes] = masked.argmax(-1)
-    raw_illegal = torch.zeros(n, game.N_CODES, dtype=torch.bool, device=device)
-    raw_illegal[:, codes] = ~legal.expand(n, -1, -1).gather(2, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    actions = torch.zeros(n, t.states, dtype=torch.long, device=device)
+    raw_illegal = torch.zeros(n, t.states, dtype=torch.bool, device=device)
+    for lo in range(0, codes.numel(), ROWS):  # one pass below 2^18 positions, as always
+        part, x = codes[lo:lo + ROWS], logits[:, lo:lo + ROWS]
+        legal = t.legal[part]  # (m, cells)
+        masked = torch.where(legal, x, -torch.inf)  # (N, m, cells)
+        actions[:, part] = masked.argmax(-1)
+        raw_illegal[:, part] = ~legal.expand(n, -1, -1).gather(2, x.argmax(-1, keepdim=True)).squeeze(-1)
     return actions, raw_illegal
 
 
-def _outcomes(c: _Compact, act: torch.Tensor, opponent: torch.Tensor, seat: int) -> torch.Tensor:
+def _outcomes(c: Tree, act: torch.Tensor, opponent: str | torch.Tensor, seat: int) -> torch.Tensor:
     """(n, 3) P(X wins), P(O wins), P(tie) from the empty board: n agents (act: (R, n)
-    deterministic moves) as ``seat`` against ``opponent`` ((R, 9) float64 move probabilities).
+    deterministic moves) as ``seat`` against ``opponent`` (``Tree.opponent``: ``"random"``,
+    ``"perfect"`` or an (R, cells) float64 table of move probabilities).
 
-    ``outcome_probs`` with a member axis after the code axis, so that a gather of child rows
+    ``outcome_probs`` with a member axis after the row axis, so that a gather of child rows
     moves whole (n, 3) blocks. At the agent's rows the single version's one-hot sum is
     exactly the chosen child's row (x * 1 + 0 * y + ... is x), so we gather it; at the
     opponent's rows we add p_c * child_c cell by cell from 0, the order in which the
-    single version's small (1 x 9) @ (9 x 3) products add them."""
+    single version's small (1 x cells) @ (cells x 3) products add them."""
     n = act.shape[1]
     members = torch.arange(n, device=act.device)
-    result = torch.stack([c.winner == game.X, c.winner == game.O, c.done & (c.winner == 0)],
+    result = torch.stack([c.winner == rules.X, c.winner == rules.O, c.done & (c.winner == 0)],
                          -1).double()[:, None].expand(-1, n, -1).clone()  # (R, n, 3)
-    for ply in reversed(range(game.CELLS)):
+    for ply in reversed(range(c.cells)):
         rows = c.plies[ply]
-        nxt = c.next[rows]  # (r, 9)
+        nxt = c.next[rows]  # (r, cells)
         if c.ply_mover[ply] == seat:
             result[rows] = result[nxt.gather(1, act[rows]), members]  # (r, n, 3)
         else:
-            pi = opponent[rows]  # (r, 9)
+            pi = c.opponent(opponent, ply)  # (r, cells)
             acc = torch.zeros(rows.numel(), n, 3, dtype=torch.float64, device=act.device)
-            for cell in range(game.CELLS):
+            for cell in range(c.cells):
                 acc = acc + pi[:, cell, None, None] * result.index_select(0, nxt[:, cell])
             result[rows] = acc
     return result[c.empty]
 
 
-def _worst_case(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+def _worst_case(c: Tree, act: torch.Tensor, seat: int) -> torch.Tensor:
     """(n,) ``worst_case`` of n agents (act: (R, n)) as ``seat``: +1 win, 0 draw, -1 loss."""
     n = act.shape[1]
     members = torch.arange(n, device=act.device)
     value = (c.winner * seat).to(torch.int8)[:, None].expand(-1, n).clone()  # (R, n), agent's side
-    for ply in reversed(range(game.CELLS)):
+    for ply in reversed(range(c.cells)):
         rows = c.plies[ply]
-        nxt = c.next[rows]  # (r, 9)
+        nxt = c.next[rows]  # (r, cells)
         if c.ply_mover[ply] == seat:
             value[rows] = value[nxt.gather(1, act[rows]), members]
         else:  # the opponent's best reply: the smallest legal child
@@ -329,15 +301,15 @@ def _worst_case(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
     return value[c.empty]
 
 
-def _decision_points(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
+def _decision_points(c: Tree, act: torch.Tensor, seat: int) -> torch.Tensor:
     """(R, n) bool ``decision_points`` of n agents (act: (R, n)) as ``seat``."""
     n = act.shape[1]
     members = torch.arange(n, device=act.device).expand(act.shape)
-    reach = torch.zeros(c.codes.numel(), n, dtype=torch.uint8, device=act.device)  # 0/1, for index_add_
+    reach = torch.zeros(c.size, n, dtype=torch.uint8, device=act.device)  # 0/1, for index_add_
     reach[c.empty] = 1
-    for ply in range(game.CELLS):
+    for ply in range(c.cells):
         rows = c.plies[ply]
-        nxt = c.next[rows]  # (r, 9)
+        nxt = c.next[rows]  # (r, cells)
         here = reach[rows].bool()  # (r, n)
         if c.ply_mover[ply] == seat:  # the agent follows its own move
             reach[nxt.gather(1, act[rows])[here], members[: rows.numel()][here]] = 1
@@ -347,21 +319,31 @@ def _decision_points(c: _Compact, act: torch.Tensor, seat: int) -> torch.Tensor:
     return reach.bool() & (~c.done & (c.mover == seat))[:, None]
 
 
-def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None) -> list[dict]:
-    """``evaluate_actions`` for N deterministic policies: (N, 19683) action tables -> N reports.
+def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None,
+                           game: Game = TIC_TAC_TOE) -> list[dict]:
+    """``evaluate_actions`` for N deterministic policies: (N, rows) action tables -> N reports.
     The DPs run on the actions' device, ``chunk`` members at a time."""
-    c = _compact(str(actions.device))
+    with one_thread(actions.device):  # small operations (tree.one_thread)
+        return _evaluate_actions_stack(actions, chunk, game)
+
+
+def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game) -> list[dict]:
+    c = tree(str(actions.device), game)
     chunk = chunk or CHUNK.get(actions.device.type, GPU_CHUNK)
+    # Every decision point of the game, for both seats: the share of optimal moves over them
+    # is lean4-mlir's measure, which does not depend on where the policy leads.
+    every = c.decision
     reports: list[dict] = []
     for start in range(0, actions.shape[0], chunk):
-        act = actions[start:start + chunk, c.codes].T.contiguous()  # (R, n)
+        part = actions[start:start + chunk]
+        act = (part if game != TIC_TAC_TOE else part[:, c.codes]).T.contiguous()  # (R, n)
         n = act.shape[1]
         blocks: list[dict] = [{} for _ in range(n)]
-        points = torch.zeros(c.codes.numel(), n, dtype=torch.bool, device=actions.device)
+        points = torch.zeros(c.size, n, dtype=torch.bool, device=actions.device)
         for side in EVAL_SEATS:
             seat = SEAT_PIECE[side]
-            vs_random = _outcomes(c, act, c.random, seat).tolist()
-            vs_perfect = _outcomes(c, act, c.perfect, seat).tolist()
+            vs_random = _outcomes(c, act, "random", seat).tolist()
+            vs_perfect = _outcomes(c, act, "perfect", seat).tolist()
             worst = _worst_case(c, act, seat).tolist()
             for k in range(n):  # building the dicts, not the hot path
                 blocks[k][REPORT_KEY[side]] = {
@@ -375,42 +357,48 @@ def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None) -> l
         # An integer count over an integer count: the same float as the single version's mean.
         rate = (kept.sum(0).double() / count.clamp_min(1).double()).tolist()
         count = count.tolist()
+        everywhere = (c.optimal[every].gather(1, act[every]).sum(0).double() / max(every.numel(), 1)).tolist()
         for k in range(n):
             blocks[k]["optimal_move_rate"] = rate[k] if count[k] else 1.0
             blocks[k]["decision_points"] = count[k]
+            blocks[k][OPTIMAL_ALL] = everywhere[k]
         reports += blocks
     return reports
 
 
 def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
-                   chunk: int | None = None, each: Callable | None = None) -> list[dict]:
+                   chunk: int | None = None, each: Callable | None = None,
+                   game: Game = TIC_TAC_TOE) -> list[dict]:
     """The ``eval.json`` report of each of N policies, as a list of N dicts.
 
     ``policy`` is one of:
 
-    * an ``nets.MLPStack`` (or a ``qtable.QTableStack``): run on the 4,520 decision
-      positions ``chunk`` members at a time (bounds the (chunk, 4,520, H) activations;
-      ``n`` defaults to its size);
-    * a function from (n, M, 9) float32 views to (n, M, 9) logits, called once;
-    * the (N, M, 9) logits at ``decision_codes()`` themselves.
+    * an ``nets.MLPStack`` (or a ``qtable.QTableStack``): run on the decision positions
+      (``decision_codes(game)``) ``chunk`` members and ``ROWS`` positions at a time (bounds
+      the (chunk, rows, H) activations; ``n`` defaults to its size);
+    * a function from (n, M, cells) float32 views to (n, M, cells) logits, called once;
+    * the (N, M, cells) logits at ``decision_codes(game)`` themselves.
 
     A member without a legal greedy move somewhere is refused (``check_logits``). ``each``,
     if given, is called with ``(first member, logits)`` for every checked block of logits (the
     policy as trained is scored from them: ``exploit.trained_blocks``), so no caller runs the
     forward pass twice or keeps all N members' logits.
     """
-    views = game.tables().view[decision_codes()].float()  # (M, 9)
+    codes = decision_codes(game)
+    views = game.tables().view[codes].float()  # (M, cells)
     if isinstance(policy, MLPStack | QTableStack):
         views = views.to(next(policy.parameters()).device)
         chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
         parts = []
         with torch.no_grad():
             for lo in range(0, policy.n, chunk):
-                logits = policy(views, slice(lo, lo + chunk))  # (chunk, M, 9)
-                check_logits(logits, first=lo)
+                members = slice(lo, lo + chunk)
+                logits = torch.cat([policy(views[r:r + ROWS], members)
+                                    for r in range(0, views.shape[0], ROWS)], 1)  # (chunk, M, cells)
+                check_logits(logits, first=lo, game=game)
                 if each is not None:
                     each(lo, logits)
-                parts.append(greedy_actions_stack(logits)[0])
+                parts.append(greedy_actions_stack(logits, game)[0])
         actions = torch.cat(parts)
     else:
         if callable(policy):
@@ -418,8 +406,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
                 raise ValueError("evaluate_stack needs n, the number of members, with a policy function")
             with torch.no_grad():
                 policy = policy(views.expand(n, -1, -1))
-        check_logits(policy)
+        check_logits(policy, game=game)
         if each is not None:
             each(0, policy)
-        actions, _ = greedy_actions_stack(policy)
-    return evaluate_actions_stack(actions)
+        actions, _ = greedy_actions_stack(policy, game)
+    return evaluate_actions_stack(actions, game=game)

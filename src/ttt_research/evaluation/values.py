@@ -41,26 +41,27 @@ from collections.abc import Callable
 import torch
 
 from ttt_research.contract import SEAT_PIECE, VALUE_KEY
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.reward import Reward
 from ttt_research.env.solver import solve
 
 ValuesFn = Callable[[torch.Tensor], torch.Tensor | None]  # (P, 9) views -> (P, 9) / (N, P, 9)
 
 
-def decision_positions(seats) -> torch.Tensor:
-    """(P,) the reachable unfinished codes with one of ``seats`` (``"x"``, ``"o"``) to move,
-    in code order (the order of ``RLModule.positions`` for a fixed seat)."""
+def decision_positions(seats, game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(P,) the reachable unfinished rows of ``game``'s tables (tic-tac-toe: codes) with one of
+    ``seats`` (``"x"``, ``"o"``) to move, in row order (the order of ``RLModule.positions`` for
+    a fixed seat)."""
     t = game.tables()
     pieces = torch.tensor([SEAT_PIECE[s] for s in seats], dtype=t.mover.dtype)
     return (t.reachable & ~t.done & torch.isin(t.mover, pieces)).nonzero().squeeze(-1)
 
 
-def move_outcomes(codes: torch.Tensor) -> torch.Tensor:
-    """(P, 9) int8 minimax result of each move at ``codes`` from the mover's side: +1 the
+def move_outcomes(codes: torch.Tensor, game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(P, cells) int8 minimax result of each move at ``codes`` from the mover's side: +1 the
     move wins under perfect play, 0 it draws, -1 it loses (occupied cells: 0, never read)."""
     t = game.tables()
-    after = solve().value[t.next2d[codes]]  # (P, 9) from X's side
+    after = solve(g=game).value[t.next2d[codes]]  # (P, cells) from X's side
     return torch.where(t.legal[codes], after * t.mover[codes, None], 0).to(torch.int8)
 
 
@@ -92,7 +93,8 @@ def read_outcome(value: torch.Tensor, reward: Reward) -> torch.Tensor:
 
 
 def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
-                   logits: ValuesFn | torch.Tensor | None = None) -> dict | list[dict] | None:
+                   logits: ValuesFn | torch.Tensor | None = None,
+                   game: Game = TIC_TAC_TOE) -> dict | list[dict] | None:
     """The ``value_accuracy`` block of the learned ``values`` (module docstring).
 
     Args:
@@ -108,18 +110,18 @@ def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
         ``{"sign_agreement", "mae", "decision_points"}``, a list of one per member for
         (N, P, 9) values, or None when there are no values.
     """
-    codes = decision_positions(seats)
-    views = game.tables().view[codes].float()  # (P, 9)
+    codes = decision_positions(seats, game)
+    views = game.tables().view[codes].float()  # (P, cells)
     values = values(views) if callable(values) else values
     if values is None:
         return None
     values = values.detach().to("cpu", torch.float64)
-    legal = game.tables().legal[codes]  # (P, 9)
+    legal = game.tables().legal[codes]  # (P, cells)
     logits = logits(views) if callable(logits) else logits
     scores = values if logits is None else logits.detach().to("cpu", torch.float64)
     greedy = torch.where(legal, scores, -torch.inf).argmax(-1, keepdim=True)  # (..., P, 1): first max
-    outcomes = move_outcomes(codes)  # (P, 9)
-    target = game_values(outcomes, reward)  # (P, 9) or (N, P, 9)
+    outcomes = move_outcomes(codes, game)  # (P, cells)
+    target = game_values(outcomes, reward)  # (P, cells) or (N, P, cells)
     agree = read_outcome(values.gather(-1, greedy).squeeze(-1), reward) == outcomes.expand(
         *values.shape[:-2], -1, -1).gather(-1, greedy).squeeze(-1)  # (..., P)
     error = torch.where(legal, (values - target).abs(), 0.0)  # (..., P, 9)

@@ -1,0 +1,217 @@
+"""The exact evaluation on another board (3,4,3: 3 rows, 4 columns, 3 in a row), against a
+plain recursion over the game tree written here, and on 4,4,4 (slow).
+
+The policy scored is "always the lowest empty cell", with logits that say so: every figure
+of its report is a sum over the tree that the recursion below computes with Fractions,
+knowing nothing of the tables, the solver or the evaluator."""
+
+from fractions import Fraction
+from functools import cache
+
+import pytest
+import torch
+
+from ttt_research.contract import OPTIMAL_ALL
+from ttt_research.env.board import Game
+from ttt_research.env.reward import Reward
+from ttt_research.evaluation import exact, exploit, values
+from ttt_research.evaluation.tree import decision_codes
+
+M, N, K = 3, 4, 3
+CELLS = M * N
+G = Game(M, N, K)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache(tmp_path_factory):
+    """The board's positions are built into a test folder (seconds), not the user's cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+# --------------------------------------------------------------------------- the reference
+#
+#   0  1  2  3
+#   4  5  6  7      3 in a row: 2 lines per row, 1 per column, 2 diagonals each way.
+#   8  9 10 11
+
+def _lines():
+    out = []
+    for r in range(M):
+        for c in range(N):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                cells = [(r + dr * i, c + dc * i) for i in range(K)]
+                if all(0 <= a < M and 0 <= b < N for a, b in cells):
+                    out.append(tuple(a * N + b for a, b in cells))
+    return out
+
+
+LINES = _lines()
+
+
+def winner(b):
+    for line in LINES:
+        s = sum(b[i] for i in line)
+        if abs(s) == K:
+            return s // K
+    return 0
+
+
+def done(b):
+    return winner(b) != 0 or 0 not in b
+
+
+def mover(b):
+    return 1 if sum(b) == 0 else -1
+
+
+def play(b, cell):
+    return b[:cell] + (mover(b),) + b[cell + 1:]
+
+
+def empty(b):
+    return [i for i, v in enumerate(b) if v == 0]
+
+
+@cache
+def minimax(b):
+    if done(b):
+        return winner(b)
+    vals = [minimax(play(b, c)) for c in empty(b)]
+    return max(vals) if mover(b) == 1 else min(vals)
+
+
+def lowest(b):
+    return {empty(b)[0]: Fraction(1)}
+
+
+def uniform(b):
+    cells = empty(b)
+    return {c: Fraction(1, len(cells)) for c in cells}
+
+
+def perfect(b):
+    cells = [c for c in empty(b) if minimax(play(b, c)) == minimax(b)]
+    return {c: Fraction(1, len(cells)) for c in cells}
+
+
+def outcome(b, seat, agent, opponent):
+    """(P X wins, P O wins, P tie) from ``b``: ``agent`` plays ``seat``, ``opponent`` the other."""
+    if done(b):
+        w = winner(b)
+        return (Fraction(w == 1), Fraction(w == -1), Fraction(w == 0))
+    total = [Fraction(0)] * 3
+    for cell, p in (agent if mover(b) == seat else opponent)(b).items():
+        total = [t + p * s for t, s in zip(total, outcome(play(b, cell), seat, agent, opponent), strict=True)]
+    return tuple(total)
+
+
+def worst(b, seat):
+    """The lowest-cell agent's result as ``seat`` against every reply: +1 / 0 / -1."""
+    if done(b):
+        return winner(b) * seat
+    if mover(b) == seat:
+        return worst(play(b, empty(b)[0]), seat)
+    return min(worst(play(b, c), seat) for c in empty(b))
+
+
+def wlt(p, seat):
+    x, o, tie = (float(v) for v in p)
+    win, loss = (x, o) if seat == 1 else (o, x)
+    return {"win": win, "loss": loss, "tie": tie}
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+def lowest_logits(game: Game) -> torch.Tensor:
+    """(M, cells) logits of "the lowest empty cell": cell 0 highest, every cell finite."""
+    return -torch.arange(game.cells, dtype=torch.float32).expand(decision_codes(game).numel(), -1)
+
+
+def test_the_lowest_cell_policy_is_scored_as_the_recursion_scores_it():
+    report = exact.evaluate_policy(lambda view: lowest_logits(G)[: view.shape[0]], game=G)
+    start = (0,) * CELLS
+    names = {1: "win", 0: "draw", -1: "loss"}
+    for key, seat in (("as_x", 1), ("as_o", -1)):
+        block = report[key]
+        assert block["vs_random"] == pytest.approx(wlt(outcome(start, seat, lowest, uniform), seat), abs=1e-12)
+        assert block["vs_perfect"] == pytest.approx(wlt(outcome(start, seat, lowest, perfect), seat), abs=1e-12)
+        assert block["worst_case"] == names[worst(start, seat)]
+    # 3,4,3 is a win for X (docs/facts.md): lowest-cell X must lose to perfect play from some line.
+    assert report["as_o"]["vs_perfect"]["loss"] == 1.0
+
+
+def test_the_share_of_optimal_moves_over_every_decision_point():
+    t = G.tables()
+    codes = decision_codes(G)
+    assert codes.numel() == 79_563  # docs/facts.md: 3,4,3 has 79,563 positions with someone to move
+    report = exact.evaluate_actions(exact.greedy_actions(lambda v: lowest_logits(G)[: v.shape[0]], G)[0], G)
+    boards = [tuple(b) for b in t.board[codes[::97]].tolist()]  # a sample, checked by the recursion
+    kept = [minimax(play(b, empty(b)[0])) == minimax(b) for b in boards]
+    share = report[OPTIMAL_ALL]
+    assert share == pytest.approx(sum(kept) / len(kept), abs=0.03)  # the sample's share, near
+    # ... and exactly the solver-free count over every point: the lowest cell keeps the value there.
+    optimal_lowest = exact.tree("cpu", G).optimal[codes].to(torch.int8).argmax(-1) == t.legal[codes].to(
+        torch.int8).argmax(-1)
+    assert share == float(optimal_lowest.double().mean())
+    assert 0 < share < 1 and report["decision_points"] < codes.numel()
+
+
+def test_the_policy_as_trained_and_values_take_the_board():
+    logits = lowest_logits(G)
+    greedy = exploit.trained_blocks(logits[None], exploit.Acting(0.0), game=G)[0]
+    report = exact.evaluate_actions(exact._greedy(logits, G)[0], G)
+    for key in ("as_x", "as_o"):  # the greedy policy as trained is the greedy report's policy
+        assert greedy[key]["vs_random"] == report[key]["vs_random"]
+        assert greedy[key]["vs_perfect"] == report[key]["vs_perfect"]
+    softmax = exploit.evaluate_agent(lambda v: lowest_logits(G)[: v.shape[0]], exploit.Acting(1.0), game=G)
+    assert softmax["as_trained"]["nashconv"] > 0
+    # Exact values: the solver's own move values score sign agreement 1 and error 0.
+    codes = values.decision_positions(("x", "o"), G)
+    exact_values = values.move_outcomes(codes, G).double()
+    block = values.value_accuracy(exact_values, Reward(1.0, 0.0, -1.0), ("x", "o"), game=G)
+    assert block == {"sign_agreement": 1.0, "mae": 0.0, "decision_points": 79_563}
+
+
+def test_big_board_chunks_give_the_figures_of_one_pass(monkeypatch):
+    """4x4 is read ``ROWS`` positions at a time and its policy as trained made a ply at a time;
+    on 3,4,3 with small chunks every figure must be the one-pass figure."""
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(CELLS, 16), torch.nn.ReLU(), torch.nn.Linear(16, CELLS))
+    whole = exploit.evaluate_agent(net, exploit.Acting(0.7, 0.1), game=G)
+    monkeypatch.setattr(exact, "ROWS", 5_000)
+    monkeypatch.setattr(exploit, "ROWS", 5_000)
+    chunked = exploit.evaluate_agent(net, exploit.Acting(0.7, 0.1), game=G)
+    assert leaves(chunked) == pytest.approx(leaves(whole), abs=1e-12)
+
+
+def leaves(tree, prefix=""):
+    """A nested report as {dotted key: number or name}."""
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in leaves(sub, f"{prefix}.{key}").items()}
+    return {prefix: tree}
+
+
+def test_logits_without_a_move_are_refused_naming_the_board():
+    logits = lowest_logits(G).clone()
+    logits[0] = -torch.inf
+    with pytest.raises(exact.IllegalMoveError, match=r"first at \.\.\.\./\.\.\.\./\.\.\.\. \(X to move\)"):
+        exact.check_logits(logits, game=G)
+
+
+@pytest.mark.slow
+def test_4_4_4_one_agent_is_scored_whole():
+    g = Game(4, 4, 4)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
+    report = exploit.evaluate_agent(net, exploit.Acting(1.0), game=g)
+    assert report["decision_points"] > 0 and 0 <= report[OPTIMAL_ALL] <= 1
+    assert report["as_trained"]["nashconv"] >= 0
+    assert report["as_x"]["vs_random"]["win"] + report["as_x"]["vs_random"]["loss"] <= 1 + 1e-12
+    codes = decision_codes(g)
+    t = g.tables()
+    lowest = exact.evaluate_actions(exact._greedy(lowest_logits(g), g)[0], g)
+    kept = exact.tree("cpu", g).optimal[codes].to(torch.int8).argmax(-1) == t.legal[codes].to(torch.int8).argmax(-1)
+    assert lowest[OPTIMAL_ALL] == float(kept.double().mean())
