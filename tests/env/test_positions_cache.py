@@ -112,17 +112,11 @@ def test_a_slow_build_shows_its_progress(monkeypatch, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # it times a build: a loaded core would blur it
-def test_4_4_4_is_built_within_a_minute_and_read_within_two_seconds(folder):
-    """Issue 59's budget: the 4,4,4 tables built in <= 60 s the first time, loaded in <= 2 s after."""
-    import time
-
+def test_4_4_4_is_built_once_and_read_back_whole(folder):
+    """Issue 59's 4,4,4: built the first time, read back the same from the cache after (its
+    times, <= 60 s and <= 2 s, are the bench's: ``bench/boards.py``, BENCHMARKS.md)."""
     game = MNK(4, 4, 4)
-    start = time.perf_counter()
     built = cache.positions(game)
-    build_s = time.perf_counter() - start
-    start = time.perf_counter()
     read = cache.positions(game)
-    read_s = time.perf_counter() - start
     assert same(built, read) and read.facts["reachable"] == 9_722_011
-    assert build_s <= 60 and read_s <= 2, (build_s, read_s)
+    assert int(read.next.size) == 9_722_011 * 16
