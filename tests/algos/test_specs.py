@@ -66,7 +66,8 @@ def test_the_constructor_takes_each_hyperparameter_and_restates_no_default(name)
     assert hyper <= set(params)
     assert [k for k in hyper if params[k].default is not inspect.Parameter.empty] == []
     assert all(params[k].kind is inspect.Parameter.KEYWORD_ONLY for k in hyper)
-    assert sorted(set(params) - hyper - {"self", "net"}) == sorted(
+    # the board (an algorithm of any board: the run's game, built once, not a hyperparameter)
+    assert sorted(set(params) - hyper - {"self", "net", "game"}) == sorted(
         k for k in params if k.endswith(("_net", "_head")))  # built by companion_nets
 
 

@@ -211,7 +211,9 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
     # A board that is no game here, or one the algorithm does not train on: one line each.
     for args, says in ((["game=mnk", "game.m=5", "game.n=4"], "error: game.m=5 game.n=4: a board of 20 cells"),
                        (["game=mnk444", "algo=dqn"], "error: algo=dqn trains on tic-tac-toe only (game=ttt), "
-                                                     "not on the 4,4,4 board of game=mnk")):
+                                                     "not on the 4,4,4 board of game=mnk"),
+                       (["game=mnk343", "algo=ppo", "opponent=rules"],
+                        "error: opponent RulesOpponent plays tic-tac-toe only (game=ttt), not the 3,4,3 board")):
         out = run("ttt_research", *args, f"hydra.run.dir={runs / 'job'}")
         assert out.returncode == 2 and out.stdout == "", out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(says), out.stderr

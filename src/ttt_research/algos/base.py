@@ -25,6 +25,7 @@ from typing import Protocol
 import torch
 
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import Opponent
 from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams, sample, uniform
@@ -67,7 +68,8 @@ class Run(Protocol):
 
     def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(P, 9) float views of the learner's decision positions, and the (3^9,) map from a
-        view's code to its row (-1: none)."""
+        view's code to its row (-1: none). Tic-tac-toe's only: another board's are too many
+        to table (9M on 4,4,4), its algorithms read the positions they reach (``reached.py``)."""
 
 
 def per_member(value, like: torch.Tensor):
@@ -127,10 +129,13 @@ class Algorithm(torch.nn.Module):
 
     name = "algorithm"  # each algorithm: its algo= option (checkpoints, ONNX metadata, console)
 
-    def __init__(self, net: torch.nn.Module, games_per_update: int):
+    def __init__(self, net: torch.nn.Module, games_per_update: int, game: Game = TIC_TAC_TOE):
         super().__init__()
-        self.net = net  # the policy: (..., 9) views -> masked logits; what evaluation and export see
+        self.net = net  # the policy: (..., cells) views -> masked logits; what evaluation and export see
         self.games_per_update = int(games_per_update)
+        # The board it plays (``board.Game``): an algorithm whose spec says ``any_board`` is given
+        # the run's; the others play tic-tac-toe (``train/validate.py`` refuses another board).
+        self.game = game
 
     @staticmethod
     def companion_nets(net: torch.nn.Module) -> dict[str, torch.nn.Module]:

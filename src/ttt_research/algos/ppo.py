@@ -22,6 +22,11 @@ game (``game.step``'s rule) with ``reward.illegal``.
 
 Self-play (``opponent=self``): the learner plays both sides, and both sides' moves are
 learned from, each with its own result.
+
+Any m,n,k board (``game``, a ``board.Game``): every shape below is (..., cells). Tic-tac-toe's
+games read the policy from a table of its 4,520 decision positions (one pass an update);
+another board's are too many to table (9M on 4,4,4), so there the policy runs once per ply
+on the live games.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import torch.nn.functional as F
 
 from ttt_research.algos.base import Algorithm, Run, Update, lookup, number, per_member
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, play_batch
 from ttt_research.env.streams import sample
@@ -174,13 +180,14 @@ class Moves:
     quantities (advantages, returns) are gathered with ``gather``."""
 
     def __init__(self, take: torch.Tensor, counts: torch.Tensor, valid: torch.Tensor | None,
-                 grid_view: torch.Tensor, grid_legal: torch.Tensor, grid_action: torch.Tensor):
+                 grid_view: torch.Tensor, grid_legal: torch.Tensor, grid_action: torch.Tensor,
+                 g: Game = TIC_TAC_TOE):
         self.take, self.counts, self.valid = take, counts, valid
-        self.view = take_rows(grid_view, take)  # (N, M, 9) int8
-        self.legal = take_rows(grid_legal, take)  # (N, M, 9)
+        self.view = take_rows(grid_view, take)  # (N, M, cells) int8
+        self.legal = take_rows(grid_legal, take)  # (N, M, cells)
         self.action = grid_action.gather(1, take)  # (N, M)
-        self.x = self.view.float()  # (N, M, 9) the networks' input
-        self.code = game.view_code(self.x)  # (N, M) equal codes, equal positions
+        self.x = self.view.float()  # (N, M, cells) the networks' input
+        self.code = g.view_code(self.x)  # (N, M) equal codes, equal positions
         # Set by ``PPO.trajectories``: the cells the policy picks among, what the batch's policy
         # and critic said of each move, the advantages and the returns.
         self.choices: torch.Tensor | None = None  # (N, M, 9) bool
@@ -190,8 +197,8 @@ class Moves:
         self.ret: torch.Tensor | None = None
 
     @classmethod
-    def of(cls, ep: Episodes) -> Moves:
-        """The moves where ``ep.learner`` is set, from (T, N, B) episodes."""
+    def of(cls, ep: Episodes, g: Game = TIC_TAC_TOE) -> Moves:
+        """The moves where ``ep.learner`` is set, from (T, N, B) episodes of ``g``."""
         T, N, B = ep.learner.shape
         mask = ep.learner.permute(1, 0, 2).reshape(N, T * B)
         counts = mask.sum(-1)  # (N,)
@@ -201,7 +208,7 @@ class Moves:
         valid = torch.arange(width, device=mask.device) < counts[:, None]
         grid = lambda x: x.transpose(0, 1).reshape(N, T * B, *x.shape[3:])  # noqa: E731
         return cls(take, counts, None if bool(valid.all()) else valid,
-                   grid(ep.view), grid(ep.legal), grid(ep.action))
+                   grid(ep.view), grid(ep.legal), grid(ep.action), g)
 
     def gather(self, per_ply: torch.Tensor) -> torch.Tensor:
         """(T, N, B) per-ply values -> (N, M) at the moves."""
@@ -223,8 +230,8 @@ class PPO(Algorithm):
                  ent_coef: float, ent_final: float | None, vf_coef: float,
                  epochs: int, minibatches: int, max_grad_norm: float,
                  masking: bool, shared_trunk: bool, norm_adv: bool,
-                 optimizer, value_net: torch.nn.Module | None = None):
-        super().__init__(net, games_per_update)
+                 optimizer, value_net: torch.nn.Module | None = None, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
         # A population's members may each set these: then an (N,) tensor (``number``).
         self.lr = number(lr)
         self.lr_final = lr_final  # (kept as given: a number, None or (N,))
@@ -247,7 +254,7 @@ class PPO(Algorithm):
         """The networks built right after the policy (a population builds them per member,
         under the member's seed, so each member starts as its single run does)."""
         spec = net.spec()
-        return {"value_net": MLP(spec["hidden"], spec["encoding"], outputs=1)}
+        return {"value_net": MLP(spec["hidden"], spec["encoding"], outputs=1, cells=net.cells)}
 
     def configure_optimizers(self):
         if self.optimizer_factory is None:  # Adam (a stack's: each member at its own rate)
@@ -286,7 +293,7 @@ class PPO(Algorithm):
         their advantages and returns."""
         T, N, B = ep.learner.shape
         device = ep.learner.device
-        moves = Moves.of(ep)
+        moves = Moves.of(ep, self.game)
         # the cells the policy picks among (masking=false: every cell)
         moves.choices = moves.legal if self.masking else torch.ones_like(moves.legal)
         with torch.no_grad():  # the batch's policy and critic, once per distinct position
@@ -330,27 +337,29 @@ class PPO(Algorithm):
         times). Returns (logp (N, W), value (N, W), entropy (N,)).
         """
         N, W = code.shape
+        C = view.shape[-1]  # cells
         dev = view.device
-        key = code + torch.arange(N, device=dev)[:, None] * game.N_CODES  # (N, W) member-major
+        codes = self.game.view_codes  # every view's code is below it
+        key = code + torch.arange(N, device=dev)[:, None] * codes  # (N, W) member-major
         uniq, inv = torch.unique(key.reshape(-1), return_inverse=True)  # sorted: member by member
         U = uniq.numel()
         first = torch.empty(U, dtype=torch.long, device=dev)
         first.scatter_(0, inv, torch.arange(N * W, device=dev))
-        owner = uniq // game.N_CODES  # (U,) the member of each distinct position
+        owner = uniq // codes  # (U,) the member of each distinct position
         per_member = torch.bincount(owner, minlength=N)  # (N,)
         width = int(per_member.max())  # the most distinct positions of any member
         local = torch.arange(U, device=dev) - (per_member.cumsum(0) - per_member)[owner]
         slot = owner * width + local  # (U,) row in the padded (N x width) layout
-        u = view.new_zeros(N * width, 9).index_copy_(0, slot, view.reshape(-1, 9)[first])
-        u_legal = legal.new_zeros(N * width, 9).index_copy_(0, slot, legal.reshape(-1, 9)[first])
-        u, u_legal = u.view(N, width, 9), u_legal.view(N, width, 9)
+        u = view.new_zeros(N * width, C).index_copy_(0, slot, view.reshape(-1, C)[first])
+        u_legal = legal.new_zeros(N * width, C).index_copy_(0, slot, legal.reshape(-1, C)[first])
+        u, u_legal = u.view(N, width, C), u_legal.view(N, width, C)
         at = local[inv].view(N, W)  # each move's row among its member's positions
-        logp_u = log_softmax9(self.logits(u)).reshape(N, width * 9)
-        logp = logp_u.gather(1, at * 9 + action)
+        logp_u = log_softmax9(self.logits(u)).reshape(N, width * C)
+        logp = logp_u.gather(1, at * C + action)
         count = torch.zeros(N, width, device=dev).scatter_add_(
             1, at, torch.ones_like(at, dtype=torch.float32) if valid is None else valid.float())
         # masked_entropy over every move = its per-position values weighted by their counts
-        ent = entropy_of(logp_u.view(N, width, 9), u_legal, count)
+        ent = entropy_of(logp_u.view(N, width, C), u_legal, count)
         return logp, self.value(u).view(N, width).gather(1, at), ent
 
     def minibatch(self, order: torch.Tensor, counts: torch.Tensor, j: int):
@@ -372,13 +381,17 @@ class PPO(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         ent_coef = run.scheduled(self.ent_coef, self.ent_final)
         member_optim.set_lr(opt.optimizer, lr)
-        # The policy is fixed while the batch is played: its logits at every decision
-        # position, once, and the games read them (the same numbers as a forward per ply).
-        views, row_of = run.positions()
-        with torch.no_grad():
-            table = self.logits(views).reshape(-1, 9)  # (P, 9) or (N P, 9)
-        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
-        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        if self.game == TIC_TAC_TOE:
+            # The policy is fixed while the batch is played: its logits at every decision
+            # position, once, and the games read them (the same numbers as a forward per ply).
+            views, row_of = run.positions()
+            with torch.no_grad():
+                table = self.logits(views).reshape(-1, views.shape[-1])  # (P, 9) or (N P, 9)
+            act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
+        else:  # another board: a pass per ply over the live games (its positions are too many to table)
+            act = partial(self.act, streams=run.streams)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams,
+                        self.game)
         mv = self.trajectories(ep, run.reward)
         view, code, action, legal, valid = mv.x, mv.code, mv.action, mv.choices, mv.valid
         logp_old, value_old = mv.logp_old, mv.value_old
@@ -435,7 +448,21 @@ class PPO(Algorithm):
     def raw_illegal_rate(self) -> float:
         """Share of decision positions where the unmasked argmax is an occupied cell."""
         device = next(self.net.parameters()).device
+        if self.game != TIC_TAC_TOE:
+            return self._raw_illegal_rate_board(device)
         _, raw_illegal = greedy_actions(lambda v: self.net.raw_logits(v.to(device)))
         codes = game.tables().reachable & ~game.tables().done
         return float(raw_illegal[codes].double().mean())
+
+    def _raw_illegal_rate_board(self, device: torch.device, chunk: int = 1 << 16) -> float:
+        """``raw_illegal_rate`` on another board: its tables' rows are its reachable positions,
+        read a chunk of rows at a time (4,4,4's 9M decision positions at once: 0.6 GB of views)."""
+        t = self.game.tables("cpu")
+        rows = (~t.done).nonzero().squeeze(1)  # (P,) the decision positions
+        illegal = 0
+        for part in rows.split(chunk):
+            view = t.view.index_select(0, part).to(device).float()  # (R, cells)
+            best = self.net.raw_logits(view).argmax(-1, keepdim=True)
+            illegal += int((view.gather(1, best) != 0).sum())
+        return illegal / max(1, rows.numel())
 

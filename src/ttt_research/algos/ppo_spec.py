@@ -77,6 +77,7 @@ class Hyper:
 
 SPEC = AlgoSpec(
     name="ppo",
+    any_board=True,  # any m,n,k board (game=mnk): its rollouts, nets and updates take the game
     hyper=Hyper,
     acting="a sample of its policy: the softmax of the masked logits (temperature 1)",
     keys={**KEYS, "epochs": count(), "minibatches": count(), "clip": SHARE},

@@ -43,6 +43,10 @@ Two ways to run it, one loss (``antirez_loss``):
   second, 3.5x antirez's C program timed in the same run (BENCHMARKS.md), and is
   unbeatable as O in 99 of 100 fresh seeds.
 
+Any m,n,k board (``game``, a ``board.Game``): every (..., 9) below is (..., cells), and the
+position table holds the positions the games reach, found by their view codes
+(``reached.ReachedCodes``: another board's decision positions are too many to table).
+
 The seed's own loop, one game and one SGD step per move, is ``algo=reinforce_faithful``
 (``algos/reinforce_faithful.py``); it uses the targets and the loss defined here.
 """
@@ -64,8 +68,8 @@ from ttt_research.algos.base import (
     per_member,
     table_rows,
 )
-from ttt_research.algos.reached import ReachedTable
-from ttt_research.env import game
+from ttt_research.algos.reached import ReachedCodes, ReachedTable
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, learner_plies, play_batch, rates
 from ttt_research.env.streams import inverse_cdf, sample, uniform
@@ -84,7 +88,7 @@ def antirez_targets(action: torch.Tensor, legal: torch.Tensor, scaled: torch.Ten
     """(M,) moves played, (M, 9) legal masks, (M,) scaled rewards -> (M, 9) target rows:
     one-hot on the move when the reward is >= 0, else uniform over the other legal cells
     (all zero when there is no other cell: nothing to learn from a forced move)."""
-    played = F.one_hot(action, game.CELLS).bool()
+    played = F.one_hot(action, legal.shape[-1]).bool()
     others = (legal & ~played).float()
     others = others / others.sum(-1, keepdim=True).clamp_min(1.0)
     return torch.where((scaled >= 0)[:, None], played.float(), others)
@@ -145,10 +149,11 @@ def position_targets(rows: torch.Tensor, action: torch.Tensor, scaled: torch.Ten
     # numerical guard stops the run (a where would turn it into a silent 0).
     spread = w * ((scaled < 0) & (n_other > 0)) / n_other.clamp_min(1)  # (M,)
     own = w * (scaled >= 0) - spread  # (M,) what the played cell gets
+    C = legal.shape[-1]  # cells
     flat = torch.zeros(legal.numel(), dtype=w.dtype, device=w.device)
-    flat.index_add_(0, rows * 9 + action, own)
+    flat.index_add_(0, rows * C + action, own)
     per_row = torch.zeros(legal.shape[0], dtype=w.dtype, device=w.device).index_add_(0, rows, spread)
-    return flat.view(-1, 9) + legal * per_row[:, None]  # (R, 9)
+    return flat.view(-1, C) + legal * per_row[:, None]  # (R, cells)
 
 
 def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
@@ -158,7 +163,8 @@ def learner_moves(ep: Episodes, reward: Reward, baseline: bool = False):
     single run; a population's moves come member by member within each ply)."""
     at, scaled = _flat_moves(ep, reward, baseline)
     member = at % ep.outcome.numel() // ep.batch  # 0 for a single run
-    return (ep.view.reshape(-1, 9).index_select(0, at).float(), ep.legal.reshape(-1, 9).index_select(0, at),
+    C = ep.view.shape[-1]  # cells
+    return (ep.view.reshape(-1, C).index_select(0, at).float(), ep.legal.reshape(-1, C).index_select(0, at),
             ep.action.reshape(-1).index_select(0, at), scaled, member)
 
 
@@ -201,8 +207,8 @@ class Reinforce(Algorithm):
                  masked_softmax: bool, baseline: bool,
                  minibatches: int, optimizer, temperature_final: float | None,
                  rollouts: int, position_table: bool, momentum: float,
-                 lr_final: float | None, epsilon: float):
-        super().__init__(net, games_per_update)
+                 lr_final: float | None, epsilon: float, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         # A population's members may each set these: then an (N,) tensor (``number``).
         self.lr = number(lr)
@@ -347,7 +353,7 @@ class Reinforce(Algorithm):
                 total = total + self._learn_by_position(run, opt, games, results)
                 continue
             ep = play_batch(games, partial(self.act, streams=run.streams), run.opponent, run.seat,
-                            run.device, run.streams)
+                            run.device, run.streams, self.game)
             total = total + self._learn(run, opt, ep)
             results.append(ep)
         # The update's rates over all its batches: only the outcomes need joining.
@@ -384,8 +390,9 @@ class Reinforce(Algorithm):
         not found again from the moves' views (an (M, 9) gather and a code per move)."""
         at, scaled = _flat_moves(ep, run.reward, self.baseline)
         # -1 where the learner was not asked: a move read from there would fail loudly in ``place_of``.
-        by_ply = torch.full((game.CELLS, ep.outcome.numel()), -1, dtype=torch.long, device=at.device)
-        for ply, rows in zip(learner_plies(run.seat, run.opponent), reached.games_rows, strict=True):
+        by_ply = torch.full((ep.view.shape[0], ep.outcome.numel()), -1, dtype=torch.long, device=at.device)
+        asked = learner_plies(run.seat, run.opponent, self.game)
+        for ply, rows in zip(asked, reached.games_rows, strict=True):
             by_ply[ply] = rows  # (T, N B): the plies the learner was not asked at hold no move of its
         return by_ply.view(-1).index_select(0, at), ep.action.reshape(-1).index_select(0, at), scaled
 
@@ -395,11 +402,13 @@ class Reinforce(Algorithm):
 
         The table is the positions the games reach, computed ply by ply as they are reached
         (``algos/reached.py``): the rows no game reaches add nothing to the gradient."""
-        views, row_of = run.positions()
-        reached = ReachedTable(self._logits_by_member, views, row_of)
+        if self.game == TIC_TAC_TOE:
+            reached = ReachedTable(self._logits_by_member, *run.positions())
+        else:  # another board: the positions found by their codes as the games reach them
+            reached = ReachedCodes(self._logits_by_member, self.game)
 
         def act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-            logits, boards, owner, rows = reached.read(view)  # (R, 9): with autograd
+            logits, boards, owner, rows = reached.read(view, legal)  # (R, cells): with autograd
             # Acting is always masked; without the masked softmax, mask the same logits here.
             table = logits.detach()
             if not self.masked_softmax:
@@ -407,7 +416,7 @@ class Reinforce(Algorithm):
             with torch.no_grad():
                 return self._act_from_rows(table, rows, legal, run.streams, self.table_cdf(table, owner))
 
-        ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams)
+        ep = play_batch(games, act, run.opponent, run.seat, run.device, run.streams, self.game)
         results.append(ep)
         rows, action, scaled = self._moves_by_row(ep, run, reached)
         logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows

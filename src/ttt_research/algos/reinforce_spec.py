@@ -66,6 +66,7 @@ class Hyper:
 
 SPEC = AlgoSpec(
     name="reinforce",
+    any_board=True,  # any m,n,k board (game=mnk): its rollouts, nets and updates take the game
     hyper=Hyper,
     acting="the softmax of its masked logits at the scheduled temperature (temperature -> "
            "temperature_final), epsilon of moves uniform",

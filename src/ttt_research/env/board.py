@@ -35,6 +35,20 @@ class Game(MNK):
         """Every reachable position, solved (``positions.Positions``), from the cache."""
         return cache.positions(self)
 
+    @property
+    def view_codes(self) -> int:
+        """How many view codes there are (3^cells): ``view_code`` is below it."""
+        return 3**self.cells
+
+    def view_code(self, view: torch.Tensor) -> torch.Tensor:
+        """(..., cells) mover's views -> (...,) int64 base-3 codes (digits: 0 opponent,
+        1 empty, 2 own); equal codes, equal views. Tic-tac-toe's is ``game.view_code`` (one
+        float32 matmul, exact there); another board's in integers: a 16-cell view's code
+        reaches 3^16 = 43M, past float32's exact integers (2^24)."""
+        if self == TIC_TAC_TOE:
+            return rules.view_code(view)
+        return ((view.long() + 1) * _pow3(self.cells, view.device)).sum(-1)
+
 
 TIC_TAC_TOE = Game(3, 3, 3)
 
@@ -45,6 +59,12 @@ def of_config(g) -> Game:
     if (why := config_problem(g)) is not None:
         raise ConfigError(why)
     return Game(g.m, g.n, g.k)
+
+
+@functools.lru_cache(maxsize=8)
+def _pow3(cells: int, device: torch.device) -> torch.Tensor:
+    """(cells,) int64 place values on ``device``, once per board and device (every ply reads them)."""
+    return (3 ** torch.arange(cells)).to(device)
 
 
 @functools.lru_cache(maxsize=4)  # a few boards and devices at most in one process

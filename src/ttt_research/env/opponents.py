@@ -19,6 +19,11 @@ can use the very same table:
 Opponents made of policies join through the same interface, and hear about every update
 (``on_update``): ``self`` (a marker: the learner plays both sides), ``pool`` (snapshots of
 the learner) and ``curriculum`` (a schedule over any of the above).
+
+Any m,n,k board (``board.Game``, given as ``game``): ``random``, ``minimax`` and ``self``.
+Another board's move tables would not fit (4,4,4: (9.7M, 16) float64, 1.2 GB), so there
+they draw from the rule tables and the solver's optimal moves as they play; the others are
+tic-tac-toe's (``train/validate.py`` refuses them on another board).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import torch
 
 from ttt_research.contract import REPORT_KEY
 from ttt_research.env import game
-from ttt_research.env.solver import outcome_probs, perfect_probs, random_probs, uniform_over
+from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.solver import outcome_probs, perfect_probs, random_probs, solve, uniform_over
 from ttt_research.env.streams import randint, sample, uniform
 
 
@@ -69,15 +75,19 @@ class SelfPlay(Opponent):
 
     name = "self"
 
+    def __init__(self, game: Game = TIC_TAC_TOE):
+        self.game = game  # any board: the learner's moves are all there is
+
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         raise RuntimeError("self-play has no separate opponent: rollout.play_batch moves for both sides")
 
 
 class TableOpponent(Opponent):
-    """An opponent given by a fixed (N, 9) move-probability table over all codes."""
+    """An opponent given by a fixed (N, 9) move-probability table over all codes (None: a
+    board other than tic-tac-toe's, whose subclass draws its moves another way)."""
 
-    def __init__(self, probs: torch.Tensor, name: str = "table"):
-        self.probs = probs.double()  # (N, 9) float64, exact, for the evaluator
+    def __init__(self, probs: torch.Tensor | None, name: str = "table"):
+        self.probs = None if probs is None else probs.double()  # (N, 9) float64, exact, for the evaluator
         self.name = name
         self._cdf: dict[str, torch.Tensor] = {}
 
@@ -101,20 +111,33 @@ class TableOpponent(Opponent):
 
 
 class RandomOpponent(TableOpponent):
-    """Uniform over legal moves."""
+    """Uniform over legal moves, on any board (``game``)."""
 
-    def __init__(self):
-        super().__init__(random_probs(), "random")
+    def __init__(self, game: Game = TIC_TAC_TOE):
+        super().__init__(random_probs() if game == TIC_TAC_TOE else None, "random")
+        self.game = game
 
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        return game.random_moves(code, generator)
+        return game.random_moves(code, generator, self.game.tables(code.device))
 
 
 class MinimaxOpponent(TableOpponent):
-    """Uniform over minimax-optimal moves: a perfect player that varies its play."""
+    """Uniform over minimax-optimal moves: a perfect player that varies its play, on any
+    board (``game``; tic-tac-toe's from its table, another's from ``solve(device, game)``)."""
 
-    def __init__(self):
-        super().__init__(perfect_probs(), "minimax")
+    def __init__(self, game: Game = TIC_TAC_TOE):
+        super().__init__(perfect_probs() if game == TIC_TAC_TOE else None, "minimax")
+        self.game = game
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        if self.probs is not None:
+            return super().act(code, generator)
+        optimal = solve(code.device, self.game).optimal  # (N, cells) bool
+        mask = game.at(optimal, code.reshape(-1)).view(*code.shape, -1)  # (..., cells)
+        u = uniform((*code.shape, 1), code.device, generator)
+        k = (u * mask.sum(-1, keepdim=True)).long()  # draw the k-th optimal cell, k < their count
+        # The first cell with more than k optimal cells up to it; a finished board (none): the last cell.
+        return (mask.cumsum(-1) <= k).sum(-1).clamp_max(mask.shape[-1] - 1)
 
 
 def rules_probs() -> torch.Tensor:

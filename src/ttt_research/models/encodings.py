@@ -6,7 +6,10 @@ seat, and the ONNX contract takes exactly this view. Encodings turn it into inpu
 
 * ``signed9`` (the PPO seed): the 9 values as they are. (B, 9)
 * ``planes18`` (antirez's ttt-rl): two bits per cell, interleaved cell by cell:
-  ``[own_0, opp_0, own_1, opp_1, ...]``. (B, 18). antirez's bits are absolute (X, O)
+  ``[own_0, opp_0, own_1, opp_1, ...]``. (B, 18).
+
+The names are tic-tac-toe's; on any board (``board.Game``) they encode every cell alike:
+``signed9`` gives one input per cell, ``planes18`` two (``width``). antirez's bits are absolute (X, O)
   and his network always plays O; from the mover's view they are the same two bits in
   the other order, which changes nothing for a network whose weights start random.
 
@@ -20,6 +23,7 @@ from collections.abc import Callable
 import torch
 
 from ttt_research.contract import ENCODING_NAMES
+from ttt_research.env.board import TIC_TAC_TOE
 
 
 def signed9(view: torch.Tensor) -> torch.Tensor:
@@ -38,11 +42,17 @@ ENCODINGS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "signed9": signed9,
     "planes18": planes18,
 }
-WIDTH = {"signed9": 9, "planes18": 18}
+PER_CELL = {"signed9": 1, "planes18": 2}  # inputs per cell of the board
+WIDTH = {name: k * TIC_TAC_TOE.cells for name, k in PER_CELL.items()}  # tic-tac-toe's inputs
 # The config validation checks net.encoding against contract.ENCODING_NAMES (without torch):
 # those names must be exactly the encodings implemented here.
-if not set(ENCODINGS) == set(WIDTH) == set(ENCODING_NAMES):
+if not set(ENCODINGS) == set(PER_CELL) == set(ENCODING_NAMES):
     raise ImportError(f"encodings {sorted(ENCODINGS)} differ from contract.ENCODING_NAMES {ENCODING_NAMES}")
+
+
+def width(name: str, cells: int) -> int:
+    """The inputs encoding ``name`` gives a network for a board of ``cells`` cells."""
+    return PER_CELL[name] * cells
 
 
 def get(name: str) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -4,6 +4,8 @@
 ``MLP(hidden=[128, 128], encoding="signed9")`` is the PPO seed's 9 -> 128 -> 128 -> 9.
 The input is always the mover's view (B, 9) (+1 own, -1 opponent, 0 empty); the encoding
 happens inside the module, so the exported ONNX graph takes the contract's board as is.
+Another m,n,k board's networks are built with ``cells`` (``game.cells``): its views are
+(B, cells), its logits (B, cells); the default is tic-tac-toe's.
 
 Action masking: occupied cells get ``MASKED`` (a very large negative number) in place of
 their logit, so a softmax gives them probability 0 and an argmax never picks them. We
@@ -18,25 +20,36 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ttt_research.env.board import TIC_TAC_TOE
 from ttt_research.models import encodings
 
 MASKED = -1e9
+DEFAULT_CELLS = TIC_TAC_TOE.cells  # the default board's
+
+
+def _spec(hidden: list[int], encoding: str, cells: int) -> dict:
+    """What it takes to build a network again (checkpoints, ONNX metadata); the board's cells
+    only when not tic-tac-toe's (so tic-tac-toe's files stay as they were)."""
+    return {"hidden": hidden, "encoding": encoding, **({"cells": cells} if cells != DEFAULT_CELLS else {})}
 
 
 class MLP(nn.Module):
-    """Mover's view (B, 9) -> logits (B, 9), ReLU hidden layers of the given sizes."""
+    """Mover's view (B, cells) -> logits (B, cells), ReLU hidden layers of the given sizes
+    (``outputs``: another width, 1 for a value network)."""
 
     def __init__(self, hidden: list[int] | tuple[int, ...] = (100,), encoding: str = "planes18",
-                 init: str = "default", outputs: int = 9):
+                 init: str = "default", outputs: int | None = None, cells: int = DEFAULT_CELLS):
         super().__init__()
         self.encoding_name = encoding
         self.encode = encodings.get(encoding)
         self.hidden = [int(h) for h in hidden]
-        sizes = [encodings.WIDTH[encoding], *self.hidden]
+        self.cells = int(cells)
+        outputs = self.cells if outputs is None else outputs
+        sizes = [encodings.width(encoding, self.cells), *self.hidden]
         layers: list[nn.Module] = []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
             layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
-        layers.append(nn.Linear(sizes[-1], outputs))  # 9 logits; 1 for a value network
+        layers.append(nn.Linear(sizes[-1], outputs))  # a logit per cell; 1 for a value network
         self.body = nn.Sequential(*layers)
         if init == "uniform":  # antirez's ttt-rl: every weight and bias uniform in [-0.5, 0.5]
             for p in self.parameters():
@@ -46,7 +59,7 @@ class MLP(nn.Module):
 
     def spec(self) -> dict:
         """What it takes to build this network again (stored in checkpoints)."""
-        return {"hidden": self.hidden, "encoding": self.encoding_name}
+        return _spec(self.hidden, self.encoding_name, self.cells)
 
     def trunk(self, view: torch.Tensor) -> torch.Tensor:
         """(B, 9) mover's view -> (B, H) last hidden layer (for a shared value head)."""
@@ -91,15 +104,16 @@ class MLPStack(nn.Module):
     """
 
     def __init__(self, n: int, hidden: list[int] | tuple[int, ...] = (100,), encoding: str = "planes18",
-                 init: str = "default", outputs: int = 9):
+                 init: str = "default", outputs: int | None = None, cells: int = DEFAULT_CELLS):
         super().__init__()
         if n < 1:
             raise ValueError(f"a population needs at least one member, got n={n}")
-        members = [MLP(hidden, encoding, init, outputs) for _ in range(n)]
+        members = [MLP(hidden, encoding, init, outputs, cells) for _ in range(n)]
         self.encoding_name = encoding
         self.encode = encodings.get(encoding)
         self.hidden = [int(h) for h in hidden]
-        self.outputs = int(outputs)
+        self.cells = int(cells)
+        self.outputs = self.cells if outputs is None else int(outputs)
         # weights[i]: (N, out_i, in_i); biases[i]: (N, out_i): layer i of every member.
         layers = [linears(m) for m in members]
         self.weights = nn.ParameterList(nn.Parameter(torch.stack([ls[i].weight.detach() for ls in layers]))
@@ -119,7 +133,7 @@ class MLPStack(nn.Module):
             if m.spec() != first.spec() or [p.shape for p in m.parameters()] != shapes:
                 raise ValueError(f"member {k} has shape {m.spec()}, member 0 has {first.spec()}")
         with torch.random.fork_rng(devices=[]):  # building the stack must not move the caller's RNG
-            stack = cls(len(members), first.hidden, first.encoding_name, "default", outputs)
+            stack = cls(len(members), first.hidden, first.encoding_name, "default", outputs, first.cells)
         for k, m in enumerate(members):
             stack.load_member(k, m)
         return stack.to(next(first.parameters()).device)
@@ -131,7 +145,7 @@ class MLPStack(nn.Module):
 
     def spec(self) -> dict:
         """What it takes to build one member again (as ``MLP.spec``)."""
-        return {"hidden": self.hidden, "encoding": self.encoding_name}
+        return _spec(self.hidden, self.encoding_name, self.cells)
 
     def _member_params(self, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [(w[k], b[k]) for w, b in zip(self.weights, self.biases, strict=True)]
@@ -139,7 +153,7 @@ class MLPStack(nn.Module):
     def member(self, k: int) -> MLP:
         """Member k as a plain ``MLP`` with a copy of its weights, on the stack's device."""
         with torch.random.fork_rng(devices=[]):  # its throwaway init must not move the caller's RNG
-            mlp = MLP(self.hidden, self.encoding_name, "default", self.outputs)
+            mlp = MLP(self.hidden, self.encoding_name, "default", self.outputs, self.cells)
         mlp.to(self.weights[0].device)
         with torch.no_grad():
             for lin, (w, b) in zip(linears(mlp), self._member_params(k), strict=True):

@@ -53,7 +53,8 @@ def learned_values(module) -> dict | list[dict] | None:
         return view.expand(module.n, -1, -1) if module.stacked else view
 
     return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
-                          JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)))
+                          JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)),
+                          **module.on_board)
 
 
 def exact_reports(module) -> list[dict]:
@@ -71,12 +72,12 @@ def exact_reports(module) -> list[dict]:
         def each(first, logits):  # the policy as trained, from the same forward pass
             trained.update(enumerate(trained_blocks(logits, acting, first), first))
 
-        reports = evaluate_stack(module.net, each=each)
+        reports = evaluate_stack(module.net, each=each, **module.on_board)
         for k, r in enumerate(reports):
             r[NASHCONV] = greedy_nashconv(r)
             r[TRAINED_KEY] = trained[k]
     else:
-        reports = [evaluate_agent(module.policy_logits, acting)]
+        reports = [evaluate_agent(module.policy_logits, acting, **module.on_board)]
     blocks = learned_values(module)  # each member's value_accuracy (a single run's: one), None without
     if blocks is not None:
         for r, block in zip(reports, blocks if module.stacked else [blocks], strict=True):
@@ -132,7 +133,8 @@ class ExactEvaluation(L.Callback):
         seconds = self.clock()  # the time trained until this evaluation, not counting it
         (report,) = exact_reports(module)  # greedy, as trained, values
         if self.league:
-            probs = module.algo.acting(module).probs(decision_logits(module.policy_logits)).float()
+            probs = module.algo.acting(module).probs(decision_logits(module.policy_logits,
+                                                                     **module.on_board)).float()
             self.snapshots.append((module.games_played, probs))
         module.train(was_training)
         self.record(module.games_played, report, seconds)

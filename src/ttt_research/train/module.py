@@ -40,6 +40,7 @@ import torch
 from ttt_research.algos.base import Algorithm, Update
 from ttt_research.algos.spec import spec_of
 from ttt_research.contract import TRAINING_SEATS
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import Opponent
 from ttt_research.env.reward import Reward
 from ttt_research.env.streams import Streams
@@ -85,12 +86,15 @@ class RLModule(Offered, Accounting, CheckpointState, Processes, L.LightningModul
     ``members``: a population's (``population.spec.Member``), whose nets the algorithm holds
     stacked; None for a single run. ``population_size``: the members of all processes
     (trainer=ddp shares them out); ``shard_rank``: the rank whose members these are.
+    ``game``: the board played (``board.Game``), which the exact evaluation and the export ask.
     """
 
     def __init__(self, algo: Algorithm, opponent: Opponent, reward: Reward, seat: str,
                  budget_games: int, seed: int, members: list | None = None,
-                 population_size: int | None = None, shard_rank: int | None = None):
+                 population_size: int | None = None, shard_rank: int | None = None,
+                 game: Game = TIC_TAC_TOE):
         super().__init__()
+        self.game = game
         if seat not in TRAINING_SEATS:
             raise ValueError(f"seat must be one of {TRAINING_SEATS}, got {seat!r}")
         # Not a child: its networks are (below), so the state_dict keys are net.*, value_net.*
@@ -131,6 +135,12 @@ class RLModule(Offered, Accounting, CheckpointState, Processes, L.LightningModul
         self.automatic_optimization = False
         self.save_hyperparameters({"algo": algo.name, "seat": seat, "games_per_update": self.games_per_update,
                                    "budget_games": self.budget_games, "seed": self.seed})
+
+    @property
+    def on_board(self) -> dict:
+        """The keyword that tells evaluation and export another board (``game=``); none for
+        tic-tac-toe, which they take by default."""
+        return {} if self.game == TIC_TAC_TOE else {"game": self.game}
 
     @property
     def name(self) -> str:

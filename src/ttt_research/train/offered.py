@@ -48,18 +48,20 @@ class Offered:
             self.clip_gradients(opt, gradient_clip_val=max_norm, gradient_clip_algorithm="norm")
 
     def positions(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The learner's decision positions: (P, 9) mover's views and the (3^9,) map from a
-        view's code (``game.view_code``) to its row (-1: not a decision position): 4,520
-        positions, or the 2,097 where O moves (2,423 for X) with a fixed seat."""
+        """The learner's decision positions: (P, cells) mover's views and the (3^cells,) map
+        from a view's code (``Game.view_code``) to its row (-1: not a decision position): on
+        tic-tac-toe 4,520 positions, or the 2,097 where O moves (2,423 for X) with a fixed seat.
+        Tic-tac-toe's (the algorithms read another board's as they reach them: ``algos/reached.py``;
+        a map over 3^16 codes would take 344 MB)."""
         if self._positions is None or self._positions[0].device != self.device:
-            t = game.tables(self.device)
+            t = self.game.tables(self.device)
             side = torch.ones_like(t.done)  # seat both, or self-play: every position
             if self.seat in ("x", "o") and not isinstance(self.opponent, SelfPlay):
                 side = t.mover == (game.X if self.seat == "x" else game.O)
             codes = torch.nonzero(t.reachable & ~t.done & side).squeeze(-1)
             views = t.view[codes]
-            row_of = torch.full((game.N_CODES,), -1, dtype=torch.long, device=self.device)
-            row_of[game.view_code(views)] = torch.arange(codes.numel(), device=self.device)
+            row_of = torch.full((self.game.view_codes,), -1, dtype=torch.long, device=self.device)
+            row_of[self.game.view_code(views)] = torch.arange(codes.numel(), device=self.device)
             self._positions = (views.float(), row_of)
         return self._positions
 

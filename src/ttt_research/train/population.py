@@ -158,14 +158,16 @@ def write_evals_csv(path: Path, history: list, members: list, elapsed: list | No
     write_atomic(path, f.getvalue())
 
 
-def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int) -> list[dict]:
+def rows_of(whole: dict, evaluation: PopulationEvaluation, games_played: int,
+            on_board: dict | None = None) -> list[dict]:
     """population.json's member rows, from ``RLModule.whole`` (every process's members): the
     final reports of the members still training, the last report before it stopped of the
     others. The evaluation ran after the last update (``ExactEvaluation.due``), so its history
-    ends with the final reports; only if it does not are the members evaluated again."""
+    ends with the final reports; only if it does not are the members evaluated again
+    (``on_board``: ``RLModule.on_board``, the board's keyword)."""
     n = len(whole["members"])
     if not evaluation.history or evaluation.history[-1][0] != games_played:
-        final = evaluate_stack(whole["net"])
+        final = evaluate_stack(whole["net"], **(on_board or {}))
         active = whole["active"].tolist()
         final = [r if on else None for r, on in zip(final, active, strict=True)]
         evaluation.record(games_played, final)
@@ -189,7 +191,7 @@ def summarise(cfg, module, evaluation: PopulationEvaluation) -> tuple[dict, dict
     population.json content), from every process's members (each process computes the
     same; rank 0 writes them)."""
     whole = module.whole
-    rows = rows_of(whole, evaluation, module.games_played)
+    rows = rows_of(whole, evaluation, module.games_played, module.on_board)
     agg = results.aggregate(rows, cfg.seat.side, cfg.optimized_metric)
     best = agg["best"]
     member = whole["members"][best]
@@ -225,7 +227,8 @@ def write_members(cfg, run_dir: Path, module, evaluation: PopulationEvaluation, 
                     "seed": str(members[k].seed), "games_trained": str(rows[k]["games"]),
                     "hparams": json.dumps(members[k].hparams), "eval": json.dumps(rows[k]["eval"])}
         with atomic_path(run_dir / "members" / f"{k:03d}" / "policy.onnx") as tmp:
-            parity = max(parity, export(whole["net"].member(k), tmp, metas[k])["max_abs_diff"])
+            exported = export(whole["net"].member(k), tmp, metas[k], **module.on_board)
+            parity = max(parity, exported["max_abs_diff"])
     return whole["net"].member(best), metas[best], parity
 
 

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.analysis.curves import plot_curves, plot_population
 from ttt_research.contract import VALUE_KEY
+from ttt_research.env import board
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.onnx import export
 from ttt_research.evaluation.text import eval_table
@@ -102,11 +103,16 @@ def build(cfg: DictConfig, members: list | None = None, size: int | None = None,
     ``members`` is (a population even when the share is one member)."""
     members = members if members is not None else runspec.members(cfg)
     many = len(members) > 1 or shard_rank is not None
+    g = board.of_config(cfg.game)  # the board, built once: every part below that plays it is given it
+    # Another board reaches the parts that take it (validate.py lets through only those: an MLP,
+    # an algorithm whose spec says any_board, an opponent of ANY_BOARD_OPPONENTS); tic-tac-toe's
+    # parts are built as they always were.
+    on_board = {} if g == board.TIC_TAC_TOE else {"game": g}
     companions = get_class(cfg.algo._target_).companion_nets
     nets, extra = [], {}
     for m in members:  # (a single run: its config's seed, which train() made its member's)
         L.seed_everything(m.seed if many else cfg.seed, verbose=False)
-        net = instantiate(cfg.net)
+        net = instantiate(cfg.net, **({"cells": g.cells} if on_board else {}))
         nets.append(net)
         for name, companion in companions(net).items():
             extra.setdefault(name, []).append(companion)
@@ -122,12 +128,12 @@ def build(cfg: DictConfig, members: list | None = None, size: int | None = None,
            for group in ("algo", "reward", "opponent")}
     columns = {group: {k: v[:, None] for k, v in own[group].items()} for group in ("reward", "opponent")}
     reward = instantiate(cfg.reward, _partial_=True)(**columns["reward"])
-    opponent = instantiate(cfg.opponent, _partial_=True)(**columns["opponent"])
+    opponent = instantiate(cfg.opponent, _partial_=True)(**columns["opponent"], **on_board)
     # A partial, called with the built nets: instantiate() would turn them into configs.
-    algo = instantiate(cfg.algo, _partial_=True)(net=net, **member_nets, **own["algo"])
+    algo = instantiate(cfg.algo, _partial_=True)(net=net, **member_nets, **own["algo"], **on_board)
     return RLModule(algo, opponent, reward, seat=cfg.seat.side, budget_games=cfg.budget.games,
                     seed=cfg.seed, members=members if many else None,
-                    population_size=size or len(members), shard_rank=shard_rank)
+                    population_size=size or len(members), shard_rank=shard_rank, game=g)
 
 
 OPTIMIZER_FORM = "a partial torch optimiser, e.g. {_target_: torch.optim.Adam, _partial_: true}"
@@ -384,7 +390,7 @@ def write_outputs(cfg: DictConfig, run_dir: Path, module, report: dict, title: s
                 "net": json.dumps(module.net.spec()), "seed": str(cfg.seed),
                 "games_trained": str(module.games_played), "eval": json.dumps(report)}
     with atomic_path(run_dir / "policy.onnx") as tmp:
-        parity = max(parity, export(net, tmp, meta)["max_abs_diff"])
+        parity = max(parity, export(net, tmp, meta, **module.on_board)["max_abs_diff"])
     if content is not None:  # a population's curves: the members' evaluations (population_evals.csv)
         plot_population(run_dir / "population_evals.csv", run_dir / "curves.png", cfg.seat.side, title)
     else:

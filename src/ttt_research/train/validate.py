@@ -121,6 +121,17 @@ def _validate_game(cfg: DictConfig) -> None:
                           f"board of game={_choice_of(cfg)}; " + (f"use {takers}" if takers else
                           "training on other boards is not built yet: python -m ttt_research.solve "
                           "gives their exact facts"))
+    target = value_of(cfg, "opponent._target_")
+    if game != TIC_TAC_TOE and target not in ANY_BOARD_OPPONENTS:
+        name = str(target).rsplit(".", 1)[-1]
+        raise ConfigError(f"opponent {name} plays tic-tac-toe only (game=ttt), not the {game.name} "
+                          f"board of game={_choice_of(cfg)}; choose opponent=random, minimax or self")
+
+
+# The opponents that play any board (``env/opponents.py``: they take the game); the others
+# are tic-tac-toe's (a rule list, tables over its codes, snapshots of a 3x3 network).
+ANY_BOARD_OPPONENTS = tuple(f"ttt_research.env.opponents.{name}"
+                            for name in ("RandomOpponent", "MinimaxOpponent", "SelfPlay"))
 
 
 def _choice_of(cfg: DictConfig) -> str:
