@@ -98,7 +98,8 @@ def test_a_beatable_seat_reads_as_minus_one_and_its_loss_rate(reports):
 
 def test_the_report_has_one_block_per_evaluated_seat_under_its_contract_key(reports):
     for report in reports.values():
-        assert set(report) == {*REPORT_KEY.values(), "optimal_move_rate", "decision_points", contract.OPTIMAL_ALL}
+        assert set(report) == {*REPORT_KEY.values(), "optimal_move_rate", "decision_points",
+                               contract.OPTIMAL_ALL}
     assert SEAT_PIECE == {"x": game.X, "o": game.O}
     assert set(contract.SEAT_KEYS) == set(TRAINING_SEATS) == set(contract.JUDGED_SEATS)
 

@@ -29,6 +29,8 @@ from ttt_research.evaluation.options import FILLS, ILLEGAL, add_acting_args, is_
 if TYPE_CHECKING:
     import torch
 
+    from ttt_research.env.board import Game
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -62,36 +64,39 @@ def check_options(args: argparse.Namespace) -> None:
     require_path(args.path)
 
 
-def scored_policy(args: argparse.Namespace) -> tuple[torch.Tensor, dict]:
-    """(probs (M, 9) float64, about): the policy the options name, and what it is: a table's
-    ``read_table`` info under ``table``, a file's ``acting`` (temperature, epsilon)."""
+def scored_policy(args: argparse.Namespace) -> tuple[torch.Tensor, dict, Game | None]:
+    """(probs (M, cells) float64, about, game): the policy the options name, what it is (a
+    table's ``read_table`` info under ``table``, a file's ``acting``: temperature, epsilon) and
+    its board (a file's ``game`` metadata, ``policy_file.game_of``; None: tic-tac-toe)."""
     if is_table(args.path):  # the options were checked (check_options)
         from ttt_research.evaluation.policy_table import read_table
 
         probs, info = read_table(args.path, args.fill or "refuse", args.illegal or "refuse")
-        return probs, {"table": info}
-    from ttt_research.evaluation.policy_file import load_probs
+        return probs, {"table": info}, None
+    from ttt_research.evaluation.policy_file import game_of, load_probs, run_policy
 
-    probs, _, acting = load_probs(args.path, args.temperature, args.epsilon, args.as_trained)
+    probs, meta, acting = load_probs(args.path, args.temperature, args.epsilon, args.as_trained)
+    board = game_of(run_policy(args.path), meta) if "game" in meta else None  # None: tic-tac-toe
     return probs, {"acting": {"temperature": acting.temperature, "epsilon": acting.epsilon,
-                              "describe": acting.describe()}}
+                              "describe": acting.describe()}}, board
 
 
-def full_report(probs: torch.Tensor, about: dict, k: int) -> dict:
+def full_report(probs: torch.Tensor, about: dict, k: int, game: Game | None = None) -> dict:
     """eval.json's greedy keys (and ``nashconv``) when the policy is deterministic, and
     ``policy``: ``about``, the exact figures of ``exploit.policy_report`` and (k > 0) the
-    ``worst_lines`` per seat."""
+    ``worst_lines`` per seat, on ``game``'s board (None: tic-tac-toe)."""
     from ttt_research.evaluation.exact import evaluate_actions
     from ttt_research.evaluation.exploit import policy_report, worst_lines
     from ttt_research.evaluation.policy_table import deterministic_actions
 
-    actions = deterministic_actions(probs)
-    report = evaluate_actions(actions) if actions is not None else {}
+    board = {} if game is None else {"game": game}  # no game: each function's own default, tic-tac-toe
+    actions = deterministic_actions(probs, **{"board": game} if game else {})
+    report = evaluate_actions(actions, **board) if actions is not None else {}
     if report:
         report[NASHCONV] = greedy_nashconv(report)  # as in a run's eval.json
-    policy = {**about, **policy_report(probs)}
+    policy = {**about, **policy_report(probs, **board)}
     if k > 0:
-        policy["worst_lines"] = {side: worst_lines(probs, side, k) for side in EVAL_SEATS}
+        policy["worst_lines"] = {side: worst_lines(probs, side, k, **board) for side in EVAL_SEATS}
     return {**report, "policy": policy}
 
 
@@ -141,7 +146,7 @@ def info_text(info: dict) -> str:
     return "\n".join(out)
 
 
-def report_text(report: dict) -> str:
+def report_text(report: dict, game: Game | None = None) -> str:
     """``full_report`` as text: what was scored, the lines a best response finds, then the
     figures: a stochastic policy's (``exploit.policy_report``), or for a deterministic one the
     greedy table (which says the same and more), ending with whether it can be beaten."""
@@ -151,7 +156,7 @@ def report_text(report: dict) -> str:
     policy = report["policy"]
     out = [info_text(policy["table"]) if "table" in policy else f"policy: {policy['acting']['describe']}"]
     for side, lines in policy.get("worst_lines", {}).items():
-        out += ["", lines_text(lines, side)]
+        out += ["", lines_text(lines, side, **{} if game is None else {"game": game})]
     if REPORT_KEY["x"] in report:  # deterministic: a best response's value is the negated worst case
         out += ["", "the deterministic policy (eval.json):", eval_table(report)]
     else:
@@ -163,12 +168,12 @@ def report_text(report: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     check_options(args)
-    probs, about = scored_policy(args)
-    report = full_report(probs, about, args.lines)
+    probs, about, game = scored_policy(args)
+    report = full_report(probs, about, args.lines, game)
     bad = nonfinite(report)
     if bad:
         raise UserError(f"{args.path}: the figure {bad[0]} is {bad[1]}, not a number; nothing is printed")
-    print(json.dumps(report, indent=2) if args.json else report_text(report))
+    print(json.dumps(report, indent=2) if args.json else report_text(report, game))
     return 0
 
 

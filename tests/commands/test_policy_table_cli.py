@@ -74,7 +74,7 @@ def run_json(path, options, capsys) -> str:
 
 def test_a_greedy_model_keeps_eval_json_keys_and_adds_the_policy_block(capsys, model):
     report = json.loads(run_json(model, [], capsys))
-    assert set(report) == {"as_x", "as_o", "optimal_move_rate", "optimal_move_rate_all", "decision_points",
+    assert set(report) == {"as_x", "as_o", "optimal_move_rate", "decision_points", "optimal_move_rate_all",
                            "nashconv", "policy"}
     assert report["nashconv"] == report["policy"]["nashconv"] == 2.0  # a best response wins from both seats
     assert report["policy"]["acting"] == {"temperature": 0.0, "epsilon": 0.0, "describe": "greedy (argmax)"}

@@ -4,13 +4,16 @@ The project's own networks (an ``MLP``, a ``QTable``) are written by ``onnx_grap
 protobuf bytes, without importing ``onnx`` or tracing the module; any other module goes
 through torch's TorchScript exporter.
 
-The exported graph follows the contract: input ``board`` float32 [N, 9] in the mover's
-view, output ``logits`` float32 [N, 9] with occupied cells masked; the network's own
-encoding (``planes18`` or ``signed9``) is inside the graph. Metadata properties carry
-``algo``, ``net``, ``seed``, ``games_trained`` and the ``eval.json`` summary.
+The exported graph follows the contract: input ``board`` float32 [N, cells] in the mover's
+view (cells = m * n: 9 on tic-tac-toe), output ``logits`` float32 [N, cells] with occupied
+cells masked; the network's own encoding (``planes18`` or ``signed9``) is inside the graph.
+Metadata properties carry ``algo``, ``net``, ``seed``, ``games_trained`` and the ``eval.json``
+summary, and, on a board other than tic-tac-toe, ``game`` = ``"m,n,k"`` (``GAME_KEY``; a file
+without it is a 3,3,3 model, so every tic-tac-toe file, older or new, is as it always was,
+byte for byte).
 
-Parity: after writing the file we run it with onnxruntime on all 4,520 positions where
-somebody is to move and compare with torch: the largest absolute difference over the
+Parity: after writing the file we run it with onnxruntime on every position where
+somebody is to move (4,520 on tic-tac-toe) and compare with torch: the largest absolute difference over the
 unmasked logits is reported, and the greedy moves must be identical. Both sides' logits
 must give every position a legal greedy move (``exact.check_logits``, strict: no NaN,
 the argmax on an empty cell); otherwise nothing is written. The file is written through
@@ -26,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.errors import UserError
 from ttt_research.evaluation import onnx_graph
 from ttt_research.evaluation.exact import (
@@ -36,12 +39,20 @@ from ttt_research.evaluation.exact import (
 )
 from ttt_research.files.atomic import atomic_path
 
+GAME_KEY = "game"  # the metadata naming a model's board, "m,n,k" (absent: 3,3,3)
+
 
 class ExportError(UserError):
     """The export failed or its parity check did not hold."""
 
 
-def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str]) -> None:
+def game_metadata(game: Game) -> dict[str, str]:
+    """The metadata that names ``game`` in a policy file: none for tic-tac-toe (its files stay
+    what they were), ``{"game": "m,n,k"}`` for any other board."""
+    return {} if game == TIC_TAC_TOE else {GAME_KEY: game.name}
+
+
+def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str], cells: int = 9) -> None:
     """The project's own networks as bytes written here (``onnx_graph``: no ``onnx`` import,
     no tracing); any other module through torch's exporter, its metadata added after."""
     if onnx_graph.supported(net):
@@ -49,7 +60,7 @@ def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str]) -> 
         return
     import onnx
 
-    example = torch.zeros(2, 9)
+    example = torch.zeros(2, cells)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # The TorchScript-based exporter: dependency-free for a module that traces.
@@ -63,29 +74,35 @@ def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str]) -> 
     onnx.save(model, str(path))
 
 
-def export(net: torch.nn.Module, path: str | Path, metadata: dict | None = None) -> dict:
-    """Write ``net`` (view -> masked logits) to ``path`` as ONNX, atomically, once its parity
-    check holds; return the parity figures."""
+def export(net: torch.nn.Module, path: str | Path, metadata: dict | None = None,
+           game: Game = TIC_TAC_TOE) -> dict:
+    """Write ``net`` (view -> masked logits) of ``game``'s board to ``path`` as ONNX,
+    atomically, once its parity check holds; return the parity figures."""
     path = Path(path)
     net = net.to("cpu").eval()
     meta = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (metadata or {}).items()}
+    meta |= game_metadata(game)
     with atomic_path(path) as tmp:  # renamed over ``path`` only if everything below succeeds
-        _write_graph(net, tmp, meta)
-        return parity(net, tmp, name=path)
+        _write_graph(net, tmp, meta, game.cells)
+        return parity(net, tmp, name=path, game=game)
 
 
-def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = None) -> dict:
-    """Compare torch and onnxruntime on every decision position; raise if moves differ or
-    if either gives some position no legal greedy move. ``name``: the file to name in
-    errors (``path`` may be its temporary file)."""
+def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = None,
+           game: Game = TIC_TAC_TOE) -> dict:
+    """Compare torch and onnxruntime on every decision position of ``game``; raise if moves
+    differ or if either gives some position no legal greedy move. ``name``: the file to name
+    in errors (``path`` may be its temporary file)."""
     import onnxruntime as ort
 
     name = name or path
     t = game.tables()
-    codes = decision_codes()
+    codes = decision_codes(game)
     views = t.view[codes].float()
     with torch.no_grad():
         ref = net(views).float()
+    if ref.shape != views.shape:
+        raise ExportError(f"{name}: not written, the network gives {list(ref.shape[1:])} logits for a "
+                          f"board of {game.cells} cells (game {game.name})")
     # One thread, no spinning: 4,520 rows are a few ms of work, and onnxruntime's default pool
     # (a thread per core, spinning between runs) takes a core from whatever else runs.
     opts = ort.SessionOptions()
@@ -95,7 +112,7 @@ def parity(net: torch.nn.Module, path: str | Path, name: str | Path | None = Non
     got = session.run(["logits"], {"board": views.numpy()})[0]
     for side, logits in (("the network", ref), ("the exported graph", torch.from_numpy(got))):
         try:
-            check_logits(logits, codes, strict=True)
+            check_logits(logits, codes, strict=True, game=game)
         except IllegalMoveError as e:
             raise ExportError(f"{name}: not written, {side}: {e}") from None
     ref = ref.numpy()

@@ -80,10 +80,10 @@ def node(op: str, inputs: list[str], outputs: list[str], **attrs: int | float) -
     return body
 
 
-def _value_info(name: str) -> bytes:
-    """ValueInfoProto of a float32 (N, 9) tensor: name (1), type (2) -> tensor_type (1) ->
-    elem_type (1), shape (2) -> dim (1) -> dim_param (2) "N" | dim_value (1) 9."""
-    shape = _bytes(1, _bytes(2, "N")) + _bytes(1, _int(1, 9))
+def _value_info(name: str, cells: int = 9) -> bytes:
+    """ValueInfoProto of a float32 (N, cells) tensor: name (1), type (2) -> tensor_type (1) ->
+    elem_type (1), shape (2) -> dim (1) -> dim_param (2) "N" | dim_value (1) cells."""
+    shape = _bytes(1, _bytes(2, "N")) + _bytes(1, _int(1, cells))
     return _bytes(1, name) + _bytes(2, _bytes(1, _int(1, FLOAT) + _bytes(2, shape)))
 
 
@@ -96,8 +96,8 @@ def _mlp(net: MLP) -> tuple[list[bytes], list[bytes], str]:
     nodes, inits = [], []
     x = "board"
     if net.encoding_name == "planes18":
-        inits += [tensor("last_axis", np.array([2], np.int64)),
-                  tensor("flat18", np.array([-1, 18], np.int64))]
+        inits += [tensor("last_axis", np.array([2], np.int64)),  # two bits per cell of the board
+                  tensor("flat18", np.array([-1, 2 * linears(net)[-1].out_features], np.int64))]
         for op, bit in (("Greater", "own"), ("Less", "opp")):
             nodes += [node(op, ["board", "zero"], [f"{bit}_bool"]),
                       node("Cast", [f"{bit}_bool"], [f"{bit}_float"], to=FLOAT),
@@ -144,13 +144,14 @@ def model_bytes(net: torch.nn.Module, metadata: dict[str, str] | None = None) ->
     metadata_props: ir_version (1), producer_name (2), graph (7), opset_import (8),
     metadata_props (14)."""
     nodes, inits, raw = _mlp(net) if isinstance(net, MLP) else _table(net)
+    cells = linears(net)[-1].out_features if isinstance(net, MLP) else int(net.q.shape[1])
     # shared by both: 0 (the encoding's and the mask's comparisons, the table's clip) and the mask
     inits = [tensor("zero", np.zeros((), np.float32)), *inits, tensor("masked", np.array(MASKED, np.float32))]
     nodes += [node("Equal", ["board", "zero"], ["empty"]),
               node("Where", ["empty", raw, "masked"], ["logits"])]
     graph = (b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "policy")
              + b"".join(_bytes(5, t) for t in inits)
-             + _bytes(11, _value_info("board")) + _bytes(12, _value_info("logits")))
+             + _bytes(11, _value_info("board", cells)) + _bytes(12, _value_info("logits", cells)))
     props = b"".join(_bytes(14, _bytes(1, k) + _bytes(2, v)) for k, v in (metadata or {}).items())
     return (_int(1, IR_VERSION) + _bytes(2, "ttt_research") + _bytes(7, graph)
             + _bytes(8, _bytes(1, "") + _int(2, OPSET)) + props)

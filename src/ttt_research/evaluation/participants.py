@@ -26,7 +26,8 @@ from pathlib import Path
 
 import torch
 
-from ttt_research.env import game, opponents, solver
+from ttt_research.env import opponents, solver
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
@@ -46,31 +47,35 @@ class Participant:
     note: str = ""  # something the user should know (no acting metadata, ...)
 
 
-def _builtin(name: str) -> Participant:
+def _builtin(name: str, game: Game = TIC_TAC_TOE) -> Participant:
     if name == RESPONDER:  # a different policy against each opponent: cross_play cannot play it
         return Participant(name, None, "built-in: each opponent's exact best response")
-    codes = decision_codes()
-    table = {"random": solver.random_probs, "perfect": solver.perfect_probs,
+    if name == "rules" and game != TIC_TAC_TOE:  # its rules (centre, corner, side) are 3x3's
+        raise UserError(f"rules: the rule-based player plays tic-tac-toe only, not {game.name}; "
+                        "random and perfect play any board")
+    codes = decision_codes(game)
+    table = {"random": lambda: solver.random_probs(game), "perfect": lambda: solver.perfect_probs(game),
              "rules": opponents.rules_probs}[name]()
     what = {"random": "uniform over empty cells", "perfect": "uniform over minimax-optimal moves",
             "rules": "win, block, fork, block a fork, centre, corner, side"}[name]
     return Participant(name, table[codes].double(), f"built-in: {what}")
 
 
-def _network(path: Path, name: str, as_trained: bool) -> Participant:
-    """A policy file run once on the 4,520 decision positions, then greedy or as trained."""
+def _network(path: Path, name: str, as_trained: bool, game: Game = TIC_TAC_TOE) -> Participant:
+    """A policy file of ``game``'s board (another board's is refused) run once on the decision
+    positions (4,520 on tic-tac-toe), then greedy or as trained."""
 
-    policy, meta = load_policy(path)  # refuses a file with no legal greedy move somewhere
-    views = game.tables().view[decision_codes()].float()  # (M, 9) mover's view
+    policy, meta = load_policy(path, game=game)  # refuses a file with no legal greedy move somewhere
+    views = game.tables().view[decision_codes(game)].float()  # (M, cells) mover's view
     with torch.no_grad():
-        logits = policy(views).detach().to("cpu", torch.float64)  # (M, 9)
+        logits = policy(views).detach().to("cpu", torch.float64)  # (M, cells)
     if not as_trained:
-        return Participant(name, logits_to_probs(logits), "greedy (argmax)")
+        return Participant(name, logits_to_probs(logits, game=game), "greedy (argmax)")
     acting = Acting.from_meta(meta)
     if acting is None:
-        return Participant(name, logits_to_probs(logits), "greedy (argmax)",
+        return Participant(name, logits_to_probs(logits, game=game), "greedy (argmax)",
                            note=f"{name}: no 'acting' metadata in {path.name}; played greedy")
-    return Participant(name, acted_probs(path, logits, acting), acting.describe())  # refuses NaN
+    return Participant(name, acted_probs(path, logits, acting, game), acting.describe())  # refuses NaN
 
 
 def _table(path: Path, name: str, fill: str, illegal: str) -> Participant:
@@ -89,27 +94,30 @@ def _members(folder: Path) -> list[Path]:
 
 
 def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
-            illegal: str = "refuse") -> list[Participant]:
+            illegal: str = "refuse", game: Game = TIC_TAC_TOE) -> list[Participant]:
     """The participant(s) one command-line argument names (``fill``, ``illegal``: for policy
-    tables, ``policy_table.read_table``'s rules for positions without a row and illegal answers)."""
+    tables, ``policy_table.read_table``'s rules for positions without a row and illegal answers),
+    on ``game``'s board (policy tables: tic-tac-toe only)."""
     name = arg.rstrip("/") or arg
     path = Path(arg)
     if arg in BUILTINS and not path.exists():
-        return [_builtin(arg)]
+        return [_builtin(arg, game)]
     if path.is_dir():
         # A population's folder also holds a policy.onnx, its best member's (a copy of one of
         # members/NNN/): the members come first, so that none plays twice.
         members = _members(path)
         if members:
-            return [_network(m / "policy.onnx", f"{name}/{m.name}", as_trained) for m in members]
+            return [_network(m / "policy.onnx", f"{name}/{m.name}", as_trained, game) for m in members]
         if (path / "policy.onnx").is_file():  # a run folder
-            return [_network(path / "policy.onnx", name, as_trained)]
+            return [_network(path / "policy.onnx", name, as_trained, game)]
         raise UserError(f"{arg}: a folder with no policy.onnx (not a run folder) and no "
                         "members/NNN/policy.onnx (not a population)")
     require_participant(arg)  # nothing on disk
     suffix = path.suffix.lower()
     if suffix in NETWORK_SUFFIXES:
-        return [_network(path, name, as_trained)]
+        return [_network(path, name, as_trained, game)]
+    if suffix in TABLE_SUFFIXES and game != TIC_TAC_TOE:
+        raise UserError(f"{arg}: a policy table is a tic-tac-toe policy, not one of {game.name}")
     if suffix in TABLE_SUFFIXES:
         return [_table(path, name, fill, illegal)]
     raise UserError(f"{arg}: not a policy (expected a run or population folder, .onnx, .ckpt, "
@@ -117,9 +125,10 @@ def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
 
 
 def gather(args: list[str], as_trained: bool = False, fill: str = "refuse",
-           illegal: str = "refuse") -> list[Participant]:
-    """Every argument's participants, in order; fewer than 2 or a name twice is refused."""
-    players = [p for arg in args for p in resolve(arg, as_trained, fill, illegal)]
+           illegal: str = "refuse", game: Game = TIC_TAC_TOE) -> list[Participant]:
+    """Every argument's participants on ``game``'s board, in order; fewer than 2 or a name
+    twice is refused."""
+    players = [p for arg in args for p in resolve(arg, as_trained, fill, illegal, game)]
     seen: set[str] = set()
     for p in players:
         if p.name in seen:

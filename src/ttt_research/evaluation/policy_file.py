@@ -1,7 +1,9 @@
 """Load a trained policy from a file, with one-line errors for bad files.
 
 A policy file is either an ONNX model that follows the contract (input ``board`` float32
-``[N, 9]`` in the mover's view, output ``logits`` float32 ``[N, 9]``) or a Lightning
+``[N, cells]`` in the mover's view, output ``logits`` float32 ``[N, cells]``, cells = m * n of
+the board its ``game`` metadata names, ``"m,n,k"``; a file without it is a tic-tac-toe model,
+9 cells: ``game_of``) or a Lightning
 checkpoint written by training (``.ckpt``: the network's weights plus ``net_spec``, what it
 takes to rebuild the network: an MLP's sizes, or a Q-table's ``{"table": "q"}``). Loading
 returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wrong with the file raises
@@ -35,11 +37,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.mnk import problem
 from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation import onnx_session
 from ttt_research.evaluation.exact import board_text, check_policy, decision_codes, decision_logits
-from ttt_research.evaluation.exploit import Acting
+from ttt_research.evaluation.exploit import Acting, logits_to_probs
+from ttt_research.evaluation.onnx import GAME_KEY
 from ttt_research.evaluation.onnx_ops import NotProtobuf, contents, refused_operator
 from ttt_research.evaluation.options import add_acting_args  # noqa: F401 (the options of acting_for)
 from ttt_research.models.encodings import WIDTH
@@ -63,11 +67,31 @@ class PolicyFileError(UserError):
     """A policy file is missing, unreadable or does not follow the contract."""
 
 
-def _checked(path: Path, logits) -> torch.Tensor:
+def game_of(path: str | Path, meta: dict, expected: Game | None = None) -> Game:
+    """The board a policy file's metadata names (``game``: ``"m,n,k"``; none: tic-tac-toe, as
+    every file written before other boards); ``PolicyFileError`` when it names no board, or
+    another than ``expected`` (a model of one board given for another)."""
+    said = meta.get(GAME_KEY)
+    if said is None:
+        game = TIC_TAC_TOE
+    else:
+        parts = str(said).split(",")
+        sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
+        why = problem(*sizes, prefix="") if len(sizes) == 3 else "it is not three whole numbers m,n,k"
+        if why is not None:
+            raise PolicyFileError(f"{path}: its 'game' metadata {str(said)[:40]!r} names no board ({why})")
+        game = Game(*sizes)
+    if expected is not None and game != expected:
+        raise PolicyFileError(f"{path}: a model of the {game.name} board, not of {expected.name}; "
+                              "refused (give a model of this board)")
+    return game
+
+
+def _checked(path: Path, logits, game: Game = TIC_TAC_TOE) -> torch.Tensor:
     """The strict check of every decision position (``exact.check_logits``), as a
     ``PolicyFileError`` that names the file; returns the (M, cells) logits."""
     try:
-        return check_policy(logits, where=f"{path}: ", strict=True)
+        return check_policy(logits, where=f"{path}: ", strict=True, game=game)
     except IllegalMoveError as e:
         raise PolicyFileError(str(e)) from None
 
@@ -87,26 +111,28 @@ def _greedy_differs(got: torch.Tensor, whole: torch.Tensor, legal: torch.Tensor)
     return (a != b) & ~(tied(got) & tied(whole))
 
 
-def _batch_free(path: Path, logits, batched: torch.Tensor, played: bool = False) -> None:
+def _batch_free(path: Path, logits, batched: torch.Tensor, played: bool = False,
+                game: Game = TIC_TAC_TOE) -> None:
     """Refuse a model whose greedy move on a board depends on the batch it comes in: the
     ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, cells) logits
     of every decision position in one batch (what ``evaluate`` scores). ``played``: the model is
     about to play a board at a time (``play``, the page), so every decision position goes alone
     (about 0.1 s on 3x3): a model that switches on one board outside the sample is refused too."""
-    codes = decision_codes()
+    codes = decision_codes(game)
+    t = game.tables()
     sample = torch.linspace(0, codes.numel() - 1, SAMPLE).round().long()
     every = torch.arange(codes.numel())
     checks = {"alone": every if played else sample, f"in a batch of {SAMPLE}": sample}
     for how, rows in checks.items():
-        views = game.tables().view[codes[rows]].float()
-        legal = game.tables().legal[codes[rows]]
+        views = t.view[codes[rows]].float()
+        legal = t.legal[codes[rows]]
         got = (logits(views) if how != "alone" else torch.cat([logits(v[None]) for v in views])).float()
         differs = _greedy_differs(got, batched[rows], legal)
         if bool(differs.any()):
             i = int(differs.nonzero()[0])
             move = int(torch.where(legal[i], got[i], -torch.inf).argmax())
             other = int(torch.where(legal[i], batched[rows[i]], -torch.inf).argmax())
-            board = board_text(int(codes[rows[i]]))
+            board = board_text(int(codes[rows[i]]), game)
             raise PolicyFileError(
                 f"{path}: the model plays differently by batch: at {board} it picks cell {move} {how} "
                 f"and cell {other} in a batch of all {codes.numel():,} positions "
@@ -131,13 +157,15 @@ def _unreadable(e: Exception) -> str:
     return first[:160]
 
 
-def _check_io(name: str, arg, kind: str) -> None:
-    """The contract: float32 with a last dimension of 9 and a free (or any) batch dimension."""
+def _check_io(name: str, arg, kind: str, game: Game = TIC_TAC_TOE) -> None:
+    """The contract: float32 with a last dimension of the board's cells (9 on tic-tac-toe) and
+    a free (or any) batch dimension."""
     shape = list(arg.shape)
-    if arg.type != "tensor(float)" or len(shape) != 2 or shape[1] != 9:
+    if arg.type != "tensor(float)" or len(shape) != 2 or shape[1] != game.cells:
+        board = "" if game == TIC_TAC_TOE else f" for its game {game.name}"
         raise PolicyFileError(
             f"{name}: model {kind} {arg.name!r} is {arg.type} {shape}; "
-            f"the contract wants float32 [N, 9]"
+            f"the contract wants float32 [N, {game.cells}]{board}"
         )
 
 
@@ -211,14 +239,16 @@ def _inlined(path: Path, data: bytes) -> bytes:
     return model.SerializeToString()
 
 
-def load_onnx(path: str | Path, played: bool = False):
+def load_onnx(path: str | Path, played: bool = False, game: Game | None = None):
     """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one.
-    ``played``: it will play a board at a time (``_batch_free`` checks every position alone)."""
-    _, logits, meta = onnx_model(path, played)
+    ``played``: it will play a board at a time (``_batch_free`` checks every position alone).
+    ``game``: the board it must be a model of (``game_of``; None: whichever it names)."""
+    _, logits, meta = onnx_model(path, played, game)
     return logits, meta
 
 
-def onnx_model(path: str | Path, played: bool = False) -> tuple[bytes, object, dict]:
+def onnx_model(path: str | Path, played: bool = False,
+               game: Game | None = None) -> tuple[bytes, object, dict]:
     """(the file's bytes, logits_fn, metadata) for an ONNX policy file, checked as
     ``load_onnx`` says: the bytes are those checked and run (the page serves them)."""
     path = Path(path)
@@ -233,8 +263,10 @@ def onnx_model(path: str | Path, played: bool = False) -> tuple[bytes, object, d
     inputs, outputs = session.get_inputs(), session.get_outputs()
     if len(inputs) != 1:
         raise PolicyFileError(f"{path}: model has {len(inputs)} inputs; the contract wants one, 'board'")
-    _check_io(str(path), inputs[0], "input")
-    _check_io(str(path), outputs[0], "output")
+    meta = dict(session.get_modelmeta().custom_metadata_map)
+    board = game_of(path, meta, game)
+    _check_io(str(path), inputs[0], "input", board)
+    _check_io(str(path), outputs[0], "output", board)
     in_name, out_name = inputs[0].name, outputs[0].name
 
     def logits(view: torch.Tensor) -> torch.Tensor:
@@ -246,15 +278,14 @@ def onnx_model(path: str | Path, played: bool = False) -> tuple[bytes, object, d
             if why:  # the arena refused a tensor: the model's own doing, said as such
                 raise PolicyFileError(f"{path}: the model {why}; refused") from None
             raise PolicyFileError(
-                f"{path}: the model failed to run on a [N, 9] batch ({str(e)[:160]})") from None
+                f"{path}: the model failed to run on a [N, {board.cells}] batch ({str(e)[:160]})") from None
         if out.shape != x.shape:
             raise PolicyFileError(
                 f"{path}: model output has shape {list(out.shape)}, expected {list(x.shape)}")
         return torch.from_numpy(out)
 
-    batched = _checked(path, logits)  # NaN, -inf everywhere, a taken cell preferred: refused here
-    _batch_free(path, logits, batched, played)  # scored in a batch, played alone: same moves
-    meta = dict(session.get_modelmeta().custom_metadata_map)
+    batched = _checked(path, logits, board)  # NaN, -inf everywhere, a taken cell preferred: refused here
+    _batch_free(path, logits, batched, played, board)  # scored in a batch, played alone: same moves
     return data, logits, meta
 
 
@@ -370,12 +401,14 @@ def run_policy(path: str | Path) -> Path:
     return path / RUN_POLICY
 
 
-def load_policy(path: str | Path, played: bool = False):
+def load_policy(path: str | Path, played: bool = False, game: Game | None = None):
     """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt); a run
-    folder stands for its ``policy.onnx``. ``played``: see ``load_onnx``."""
+    folder stands for its ``policy.onnx``. ``played``, ``game``: see ``load_onnx`` (a checkpoint
+    is a tic-tac-toe network here). Its board: ``game_of(path, metadata)``."""
     path = run_policy(path)
     if path.suffix == ".ckpt":
         net, meta = load_checkpoint(path)
+        game_of(path, meta, game)
 
         def logits(view: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():
@@ -383,7 +416,7 @@ def load_policy(path: str | Path, played: bool = False):
 
         return logits, meta
     if path.suffix == ".onnx" or not path.suffix:
-        return load_onnx(path, played)
+        return load_onnx(path, played, game)
     raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
 
 
@@ -411,23 +444,26 @@ def acting_for(path: str | Path, meta: dict, temperature: float | None = None,
 
 
 def load_probs(path: str | Path, temperature: float | None = None, epsilon: float | None = None,
-               as_trained: bool = False) -> tuple[torch.Tensor, dict, Acting]:
-    """A policy file's move probabilities: ``(probs (M, 9) float64 at decision_codes(),
-    metadata, acting)``, the logits transformed as ``acting_for`` says."""
-    policy, meta = load_policy(path)
+               as_trained: bool = False, game: Game | None = None) -> tuple[torch.Tensor, dict, Acting]:
+    """A policy file's move probabilities: ``(probs (M, cells) float64 at decision_codes(its
+    game), metadata, acting)``, the logits transformed as ``acting_for`` says; its board is
+    ``game_of(path, metadata)`` (``game``: the one it must be)."""
+    policy, meta = load_policy(path, game=game)
+    board = game_of(path, meta)
     acting = acting_for(run_policy(path), meta, temperature, epsilon, as_trained)
-    return acted_probs(run_policy(path), decision_logits(policy), acting), meta, acting
+    return acted_probs(run_policy(path), decision_logits(policy, board), acting, board), meta, acting
 
 
-def acted_probs(path: str | Path, logits: torch.Tensor, acting: Acting) -> torch.Tensor:
-    """``acting``'s (M, 9) probabilities of a file's ``logits`` at ``decision_codes()``,
+def acted_probs(path: str | Path, logits: torch.Tensor, acting: Acting,
+                game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """``acting``'s (M, cells) probabilities of a file's ``logits`` at ``decision_codes(game)``,
     refused when they are not finite: logits over a tiny temperature leave float64's range
     (3e38 / 1e-300), the softmax of infinities is NaN, and NaN would be scored into NaN
     figures (or written into a table) as if it were a policy."""
-    probs = acting.probs(logits)
+    probs = logits_to_probs(logits, acting.temperature, acting.epsilon, game)
     if bool(torch.isfinite(probs).all()):
         return probs
-    legal = game.tables().legal[decision_codes()].to(logits.device)
+    legal = game.tables().legal[decision_codes(game)].to(logits.device)
     finite = logits.double()[legal & torch.isfinite(logits)]
     largest = float(finite.abs().max()) if finite.numel() else 0.0
     least = largest / torch.finfo(torch.float64).max  # below it, some logit / T overflows

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.solver import solve
 from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
@@ -311,11 +312,12 @@ def write_table(path: str | Path, probs: torch.Tensor, deterministic: bool | Non
     write_atomic(path, table_text(probs, path.suffix, deterministic))
 
 
-def deterministic_actions(probs: torch.Tensor) -> torch.Tensor | None:
-    """The (19,683,) action table (0 where nobody moves) of an (M, 9) policy that is one-hot
-    at every position, for ``exact.evaluate_actions``; None for a stochastic policy."""
+def deterministic_actions(probs: torch.Tensor, board: Game = TIC_TAC_TOE) -> torch.Tensor | None:
+    """The (rows,) action table over ``board``'s tables (0 where nobody moves; 19,683 rows on
+    tic-tac-toe) of an (M, cells) policy that is one-hot at every position, for
+    ``exact.evaluate_actions``; None for a stochastic policy."""
     if not bool((probs.amax(-1) == 1).all()):
         return None
-    actions = torch.zeros(game.N_CODES, dtype=torch.long)
-    actions[decision_codes()] = probs.argmax(-1)
+    actions = torch.zeros(board.tables().states, dtype=torch.long)
+    actions[decision_codes(board)] = probs.argmax(-1)
     return actions

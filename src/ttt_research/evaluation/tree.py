@@ -106,11 +106,10 @@ class Tree:
         self.plies = [rows.to(device) for rows in self.plies]
         self.decisions = [d.to(device) for d in self.decisions]
 
-    def opponent(self, which: str | torch.Tensor, ply: int) -> torch.Tensor:
-        """(r, cells) float64 move probabilities at ``plies[ply]``'s rows of a fixed opponent:
+    def opponent(self, which: str | torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """(r, cells) float64 move probabilities at ``rows`` (r,) of a fixed opponent:
         ``"random"`` (uniform over the empty cells), ``"perfect"`` (uniform over the
         minimax-optimal moves), or a table given by compact row ((R, cells) or (R, n, cells))."""
-        rows = self.plies[ply]
         if isinstance(which, torch.Tensor):
             return which[rows]
         mask = {"random": self.legal, "perfect": self.optimal}[which]
