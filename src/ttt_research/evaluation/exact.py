@@ -311,8 +311,11 @@ def _reach(c: Tree, act: torch.Tensor, seat: int) -> torch.Tensor:
     reach[c.empty] = 1
     for ply in range(c.cells):
         rows = c.plies[ply]
-        nxt = c.next[rows]  # (r, cells)
         here = reach[rows].bool()  # (r, n)
+        if c.game != TIC_TAC_TOE:  # only the rows some agent reaches (a fraction of 4x4's 9.7M)
+            keep = here.any(-1)
+            rows, here = rows[keep], here[keep]
+        nxt = c.next[rows]  # (r, cells)
         if c.ply_mover[ply] == seat:  # the agent follows its own move
             reach[nxt.gather(1, act[rows])[here], members[: rows.numel()][here]] = 1
         else:  # the opponent may play any legal move: OR the parents into each child
@@ -365,12 +368,13 @@ def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game
                     "worst_case": WORST_NAME[worst[k]],
                 }
             points |= reach & (~c.done & (c.mover == seat))[:, None]  # the agent's decision points
-        kept = c.optimal.gather(1, act) & points  # (R, n)
+        good = c.optimal.gather(1, act)  # (R, n) the move keeps the minimax value
+        kept = good & points
         count = points.sum(0)
         # An integer count over an integer count: the same float as the single version's mean.
         rate = (kept.sum(0).double() / count.clamp_min(1).double()).tolist()
         count = count.tolist()
-        everywhere = (c.optimal[every].gather(1, act[every]).sum(0).double() / max(every.numel(), 1)).tolist()
+        everywhere = (good[every].sum(0).double() / max(every.numel(), 1)).tolist()
         for k in range(n):
             blocks[k]["optimal_move_rate"] = rate[k] if count[k] else 1.0
             blocks[k]["decision_points"] = count[k]

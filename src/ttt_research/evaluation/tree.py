@@ -83,22 +83,23 @@ class Tree:
             self.optimal = solve(g=game).optimal[self.codes]  # (R, 9)
             ply = t.ply[self.codes]
         else:  # the tables' rows are the reachable positions: every table as it is
-            self.codes = torch.arange(t.states)
+            self.codes = torch.arange(t.states, dtype=torch.int32)  # the identity (int32: 4x4's 9.7M rows)
             self.next = t.next2d  # (R, cells) int32 rows after each move
             self.legal, self.mover, self.winner, self.done = t.legal, t.mover, t.winner, t.done
             self.empty = 0  # the empty board is row 0 (indexed.py)
-            self.decision = decision_codes(game)
+            self.decision = decision_codes(game).int()  # row numbers fit int32 (indexed.py)
             self.optimal = solve(g=game).optimal  # (R, cells)
             ply = t.ply
         self.size = int(self.codes.numel())  # R
         # Unfinished rows per ply, ply 0 first (as solver.plies_backwards, reversed).
-        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1) for p in range(t.cells)]
+        self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1).to(self.decision.dtype)
+                      for p in range(t.cells)]
         # Who moves at each ply (X at even plies, O at odd ones), as Python ints: no device sync.
         self.ply_mover = [rules.X if p % 2 == 0 else rules.O for p in range(t.cells)]
         # Where each ply's rows sit among the decision positions (the order of a policy's M rows).
         at = torch.full((self.size,), -1, dtype=torch.long)
         at[self.decision] = torch.arange(self.decision.numel())
-        self.decisions = [at[rows] for rows in self.plies]
+        self.decisions = [at[rows].to(self.decision.dtype) for rows in self.plies]
         del at
         for name, value in vars(self).items():
             if isinstance(value, torch.Tensor):
