@@ -24,9 +24,9 @@ from ttt_research.env.solver import solve
 from ttt_research.evaluation import exact, exploit
 
 
-def hwm_gb() -> float:
+def hwm_gb(key: str = "VmHWM") -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM"):
+        if line.startswith(key):
             return int(line.split()[1]) / 2**20
     return float("nan")
 
@@ -41,17 +41,19 @@ def main() -> None:
     net = torch.nn.Sequential(*layers)
     t0, c0 = time.perf_counter(), time.process_time()
     g.tables(), solve(g=g), exact.tree("cpu", g)
-    print(f"tables + solution + tree: {time.perf_counter() - t0:.2f} s wall, peak {hwm_gb():.2f} GB",
-          flush=True)
+    print(f"tables + solution + tree: {time.perf_counter() - t0:.2f} s wall, peak {hwm_gb():.2f} GB, "
+          f"then resident {hwm_gb('VmRSS'):.2f} GB", flush=True)
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the evaluation's own peak from here
     phases = {}
     t = time.perf_counter()
     logits = exact.decision_logits(net, game=g)
     phases["forward"] = time.perf_counter() - t
+    print(f"after the forward: peak {hwm_gb():.2f} GB", flush=True)
     t = time.perf_counter()
     exact.check_logits(logits, game=g)
     report = exact.evaluate_actions(exact._greedy(logits, g)[0], g)
     phases["check + greedy report"] = time.perf_counter() - t
+    print(f"after the greedy report: peak {hwm_gb():.2f} GB", flush=True)
     t = time.perf_counter()
     trained = exploit.trained_blocks(logits[None], exploit.Acting(1.0), game=g)[0]
     phases["as trained (T=1)"] = time.perf_counter() - t

@@ -217,3 +217,16 @@ def test_4_4_4_one_agent_is_scored_whole():
     first = t.legal[codes].to(torch.int8).argmax(-1)  # the lowest empty cell
     kept = exact.tree("cpu", g).optimal[codes].gather(1, first[:, None]).squeeze(-1)
     assert lowest[OPTIMAL_ALL] == float(kept.double().mean())
+
+
+def test_the_one_pass_of_two_plies_gives_the_three_passes_figures():
+    """Another board's policy as trained is scored in one backward pass that keeps two plies
+    (``exploit._by_ply_window``); it must give, bit for bit, the three passes over every row."""
+    c = exact.tree("cpu", G)
+    torch.manual_seed(3)
+    pol = exploit._Acted(c, torch.randn(1, decision_codes(G).numel(), CELLS), 0.8, 0.05)
+    for seat in (1, -1):
+        three = torch.cat([exploit._best_response(c, pol, 1, seat)[c.empty, 0][None],
+                           exploit._outcomes(c, pol, 1, "random", seat)[0],
+                           exploit._outcomes(c, pol, 1, "perfect", seat)[0]])
+        assert torch.equal(exploit._by_ply_window(c, pol, 1, seat)[0], three)

@@ -47,10 +47,11 @@ from ttt_research.models.qtable import QTableStack
 
 PolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (M, cells) float32 mover's view -> (M, cells) logits
 _Compact, _compact = Tree, tree  # the names crossplay.py and older callers know the tree by
-# Positions per forward call and per check: a board's every decision position at once would
-# hold (9M, H) activations on 4,4,4 (4.6 GB at H = 128); 2^18 rows keep a chunk near 130 MB.
-# Tic-tac-toe (4,520) and 3,4,3 (79,563) are one call, as they always were.
-ROWS = 2**18
+# Positions per forward call, per check and per DP block: a board's every decision position at
+# once would hold (9M, H) activations on 4,4,4 (4.6 GB at H = 128); 2^16 rows keep one near
+# 34 MB (2^18 held 0.3 GB more at the peak, for no gain in time). Tic-tac-toe (4,520) is one
+# call, as it always was.
+ROWS = 2**16
 
 
 # --------------------------------------------------------------------------- positions
@@ -249,7 +250,7 @@ def greedy_actions_stack(logits: torch.Tensor, game: Game = TIC_TAC_TOE) -> tupl
     n = logits.shape[0]
     actions = torch.zeros(n, t.states, dtype=torch.long, device=device)
     raw_illegal = torch.zeros(n, t.states, dtype=torch.bool, device=device)
-    for lo in range(0, codes.numel(), ROWS):  # one pass below 2^18 positions, as always
+    for lo in range(0, codes.numel(), ROWS):  # one pass on tic-tac-toe, as always
         part, x = codes[lo:lo + ROWS], logits[:, lo:lo + ROWS]
         legal = t.legal[part]  # (m, cells)
         masked = torch.where(legal, x, -torch.inf)  # (N, m, cells)
@@ -272,8 +273,11 @@ def _outcomes(c: Tree, act: torch.Tensor, opponent: str | torch.Tensor, seat: in
     to fill per ply (``_live``)."""
     n = act.shape[1]
     members = torch.arange(n, device=act.device)
-    result = torch.stack([c.winner == rules.X, c.winner == rules.O, c.done & (c.winner == 0)],
-                         -1).double()[:, None].expand(-1, n, -1).clone()  # (R, n, 3)
+    # Finished rows one-hot, filled column by column (an (R, 3) float64 first would be a second
+    # 233 MB table on 4,4,4; the values are the same).
+    result = torch.zeros(c.size, n, 3, dtype=torch.float64, device=act.device)  # (R, n, 3)
+    for k, ended in enumerate((c.winner == rules.X, c.winner == rules.O, c.done & (c.winner == 0))):
+        result[:, :, k] = ended[:, None]
     for ply in reversed(range(c.cells)):
         rows = plies[ply]
         nxt = c.next[rows]  # (r, cells)

@@ -91,6 +91,9 @@ class Tree:
             self.optimal = solve(g=game).optimal  # (R, cells)
             ply = t.ply
         self.size = int(self.codes.numel())  # R
+        # Another board's rows come ply after ply (indexed.py): ply p is rows offsets[p]:offsets[p + 1].
+        self.offsets = None if game == TIC_TAC_TOE else [0] + torch.bincount(
+            t.ply.long(), minlength=t.cells + 1).cumsum(0).tolist()
         # Unfinished rows per ply, ply 0 first (as solver.plies_backwards, reversed).
         self.plies = [((ply == p) & ~self.done).nonzero().squeeze(-1).to(self.decision.dtype)
                       for p in range(t.cells)]
