@@ -70,7 +70,7 @@ def exact_reports(module) -> list[dict]:
         trained: dict[int, dict] = {}
 
         def each(first, logits):  # the policy as trained, from the same forward pass
-            trained.update(enumerate(trained_blocks(logits, acting, first), first))
+            trained.update(enumerate(trained_blocks(logits, acting, first, **module.on_board), first))
 
         reports = evaluate_stack(module.net, each=each, **module.on_board)
         for k, r in enumerate(reports):
