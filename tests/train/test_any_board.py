@@ -8,19 +8,22 @@ from the moves, its lines found here, not by ``env/``). 4,4,4 runs once, marked 
 
 from __future__ import annotations
 
+import inspect
+
 import lightning as L
 import numpy as np
 import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint
+from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows, train_killed
 from ttt_research.algos import ppo, reinforce
 from ttt_research.env.board import Game
 from ttt_research.errors import ConfigError
+from ttt_research.evaluation.onnx import export
 from ttt_research.train import runspec
 from ttt_research.train.callbacks import PeriodicCheckpoint
-from ttt_research.train.run import build
+from ttt_research.train.run import build, train
 from ttt_research.train.validate import validate
 
 BOARD = ["game=mnk343"]
@@ -164,6 +167,27 @@ def test_a_run_on_3_4_3_resumes_where_its_checkpoint_left_it(monkeypatch, tmp_pa
     assert resumed.games_played == whole.games_played == 2048
     for k, v in whole.net.state_dict().items():
         assert torch.equal(v, resumed.net.state_dict()[k]), k
+
+
+@pytest.mark.skipif("game" not in inspect.signature(export).parameters,
+                    reason="export(game=) of evaluation/onnx.py is not on this branch yet")
+def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, monkeypatch):
+    """``python -m ttt_research algo=reinforce game=mnk343 debug=tiny``, whole and killed after
+    its first checkpoint then resumed: the same exact evaluation and metrics, over the board's
+    decision points, and a policy.onnx of the board."""
+    overrides = [*BOARD, "algo=reinforce", "checkpoint_every=2"]
+    whole = train(make_cfg(*overrides), tmp_path / "whole")
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
+    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
+    assert resumed == whole
+    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+    # scored against the exact game: X wins 3,4,3, so the perfect player as X beats any O
+    assert whole["as_o"]["vs_perfect"] == {"win": 0.0, "loss": 1.0, "tie": 0.0}
+    assert 0 < whole["decision_points"] < 79_563 and 0 <= whole["optimal_move_rate_all"] <= 1
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(tmp_path / "whole" / "policy.onnx")
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [12]
+    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
 
 
 @pytest.mark.parametrize("opponent", ["rules", "mixed", "pool", "curriculum"])
