@@ -38,6 +38,9 @@ def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = N
     monkeypatch.setattr(bench.floor, "bench_floor", lambda *a, **k: {
         "command_floor_s": 1.2, "command_1game_s": 6.0, "import_lightning_s": 4.8, "help_s": 0.9,
         "refusal_s": 0.5, "command_floor_frozen_s": 2.2, "import_lightning_frozen_s": 3.8})
+    monkeypatch.setattr(bench, "bench_boards", lambda *a, **k: {"3,4,3": {
+        "build_s": 0.3, "build_positions_s": 0.2, "load_s": 0.03, "tables_s": 0.1, "load_peak_gb": 0.27,
+        "prepare_s": 0.13, "eval_s": 0.57, "eval_peak_gb": 0.35, "per_run": {}}})
     pair = {"games_per_agent": 131_072, "ratio": 0.5,
             "population": {"done": 2_097_152, "train_s": 2.0, "wall_s": 2.1, "rate": 998_643.8},
             "singles": {"done": 2_097_152, "wall_s": 1.05, "rate": 1_997_287.6, "workers": 2}}

@@ -32,6 +32,10 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
 * ``move_latency_ms``: one greedy move for one board with the flagship's network,
   ``{"torch": ..., "onnxruntime": ...}`` (the exported ``policy.onnx`` graph).
 * ``command_floor_s``: a 1-game run's whole command less importing Lightning (``bench/floor.py``).
+* ``boards``: per m,n,k board (3,4,3 and 4,4,4; ``--quick`` 3,4,3; ``--no-boards`` skips them),
+  in fresh processes (``bench/boards.py``): its positions built and solved in an empty cache and
+  its rule tables derived (``build_s``), read back (``load_s``, ``tables_s``), and one exact
+  evaluation of an agent over every decision point (``eval_s``) with the process's peak memory.
 
 Speeds from different hosts do not divide, so every ratio printed is one measured in the same
 run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built with ``cc``)

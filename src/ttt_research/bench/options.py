@@ -56,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel-sizes", default=None,
                    help="agents of population_vs_parallel_singles, comma-separated (default 16,64,100; "
                         "--quick 16)")
+    p.add_argument("--no-boards", action="store_true",
+                   help="skip the m,n,k boards (3,4,3 and 4,4,4; --quick 3,4,3): tables built and "
+                        "loaded, one exact evaluation and its peak memory (bench/boards.py)")
     p.add_argument("--antirez-bin", type=Path, default=None,
                    help="antirez's ttt-rl, built (cc -O3 -ffast-math -o ttt ttt.c -lm)")
     p.add_argument("--antirez-src", type=Path, default=None,

@@ -20,6 +20,7 @@ from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
 from ttt_research.bench import floor, parallel, safe
+from ttt_research.bench.boards import bench_boards, boards_lines
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
 from ttt_research.bench.fitting import fit, trainer_for
@@ -166,12 +167,13 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         populations: bool = True, population_sizes: tuple[int, ...] | None = None,
         population_games: int | None = None, antirez_seeded: Path | None = None,
         safe_seeds: int | None = None, antirez_safe_games: int = SAFE_GAMES,
-        singles: bool = True, parallel_sizes: tuple[int, ...] | None = None) -> dict:
+        singles: bool = True, parallel_sizes: tuple[int, ...] | None = None, boards: bool = True) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
     ``population_*`` figures too; ``singles`` (with them, on the CPU):
     ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
-    ``antirez_seeded``, the time to a safe agent (``safe.measure``)."""
+    ``antirez_seeded``, the time to a safe agent (``safe.measure``); ``boards``: the m,n,k
+    boards' figures (``bench/boards.py``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -238,6 +240,9 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     _say("move latency")
     out.update(bench_latency(measure_repeats))
     out.update(floor.bench_floor(measure_repeats, log=_say))  # whole processes: the whole command's floor
+    if boards:
+        _say("m,n,k boards: tables built and loaded, one exact evaluation (fresh processes)")
+        out["boards"] = bench_boards(quick, 3, threads, log=_say)
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
                                                        log=_say)):
         same_run["antirez"]["time_to_safe"] = block
@@ -308,6 +313,7 @@ def format_table(res: dict) -> str:
                     f"{st['batch']:,d} games x {st['simulations']} simulations, 1 thread (tables "
                     f"{ph['tables']:.0f} ms + subtrees {ph['subtrees']:.0f} ms of each batch)")
     rows += [floor.format_line(res)] if "command_floor_s" in res else []
+    rows += boards_lines(res.get("boards", {}))
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
                 "the browser (another host)")
@@ -352,6 +358,6 @@ def execute(args, sizes: tuple[int, ...] | None) -> int:
                   populations=not args.no_populations, population_sizes=sizes,
                   population_games=args.population_games, antirez_seeded=seeded,
                   safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games,
-                  singles=not args.no_parallel, parallel_sizes=args.parallel_sizes)
+                  singles=not args.no_parallel, parallel_sizes=args.parallel_sizes, boards=not args.no_boards)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
