@@ -24,5 +24,5 @@ with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"c{hidden}-{seed}.bin"
         seconds = antirez.run_seeded(binary, 2_000_000, seed, out)
         ev = antirez.evaluate_dump(out)  # checks the dump's logits against the network read from it
-        print(json.dumps({"seed": seed, "seconds": seconds, "unbeatable_as_o": ev["unbeatable_as_o"], "o": ev["o"],
-                          "parity": ev["parity_max_abs_diff"]}), flush=True)
+        print(json.dumps({"seed": seed, "seconds": seconds, "unbeatable_as_o": ev["unbeatable_as_o"],
+                          "o": ev["o"], "parity": ev["parity_max_abs_diff"]}), flush=True)
