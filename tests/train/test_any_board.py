@@ -8,8 +8,6 @@ from the moves, its lines found here, not by ``env/``). 4,4,4 runs once, marked 
 
 from __future__ import annotations
 
-import inspect
-
 import lightning as L
 import numpy as np
 import pytest
@@ -20,7 +18,6 @@ from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_row
 from ttt_research.algos import ppo, reinforce
 from ttt_research.env.board import Game
 from ttt_research.errors import ConfigError
-from ttt_research.evaluation.onnx import export
 from ttt_research.train import runspec
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.run import build, train
@@ -169,8 +166,6 @@ def test_a_run_on_3_4_3_resumes_where_its_checkpoint_left_it(monkeypatch, tmp_pa
         assert torch.equal(v, resumed.net.state_dict()[k]), k
 
 
-@pytest.mark.skipif("game" not in inspect.signature(export).parameters,
-                    reason="export(game=) of evaluation/onnx.py is not on this branch yet")
 def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, monkeypatch):
     """``python -m ttt_research algo=reinforce game=mnk343 debug=tiny``, whole and killed after
     its first checkpoint then resumed: the same exact evaluation and metrics, over the board's
