@@ -23,7 +23,8 @@ def test_evaluate_json_on_a_contract_onnx_policy(tmp_path):
     out = run("ttt_research.evaluate", str(path), "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert set(report) == {"as_x", "as_o", "optimal_move_rate", "decision_points", "nashconv", "policy"}
+    assert set(report) == {"as_x", "as_o", "optimal_move_rate", "optimal_move_rate_all", "decision_points",
+                           "nashconv", "policy"}
     assert report.pop("nashconv") == 2.0 and report.pop("policy")["nashconv"] == 2.0  # the greedy policy's
     # The same preferences as a torch function give the same exact report.
     import torch
@@ -209,11 +210,13 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
         "error: algo.lr cannot be resolved: Interpolation key 'nope' not found"]
     assert list(runs.iterdir()) == []
     # A board that is no game here, or one the algorithm does not train on: one line each.
-    for args, says in ((["game=mnk", "game.m=5", "game.n=4"], "error: game.m=5 game.n=4: a board of 20 cells"),
+    for args, says in ((["game=mnk", "game.m=5", "game.n=4"],
+                        "error: game.m=5 game.n=4: a board of 20 cells"),
                        (["game=mnk444", "algo=dqn"], "error: algo=dqn trains on tic-tac-toe only (game=ttt), "
                                                      "not on the 4,4,4 board of game=mnk"),
                        (["game=mnk343", "algo=ppo", "opponent=rules"],
-                        "error: opponent RulesOpponent plays tic-tac-toe only (game=ttt), not the 3,4,3 board")):
+                        "error: opponent RulesOpponent plays tic-tac-toe only (game=ttt), "
+                        "not the 3,4,3 board")):
         out = run("ttt_research", *args, f"hydra.run.dir={runs / 'job'}")
         assert out.returncode == 2 and out.stdout == "", out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(says), out.stderr
