@@ -1,10 +1,12 @@
 """``python -m ttt_research.export CHECKPOINT [-o OUT.onnx]``: a checkpoint's greedy policy as
 an ONNX model of the contract (``evaluation/onnx.py`` writes it and checks its parity with
 torch), with the ``eval`` metadata a run's ``policy.onnx`` has: the exact evaluation of the
-exported policy (``eval.json``'s report). The default output is CHECKPOINT with ``.onnx``.
+exported policy (``eval.json``'s report), on the checkpoint's board (``game`` metadata off
+tic-tac-toe, as training writes it). The default output is CHECKPOINT with ``.onnx``.
 
 ``--table OUT.csv|OUT.json`` writes the policy of a checkpoint, an ONNX file or a run folder
-as a policy table instead (``evaluation/policy_table.py``): greedy moves by default, or the
+as a policy table instead (``evaluation/policy_table.py``; tic-tac-toe's only, a policy of
+another board is refused): greedy moves by default, or the
 probabilities of ``--temperature`` / ``--epsilon`` / ``--as-trained``. ``evaluate`` scores the
 table to the same numbers as the file. Neither output is ever the input nor a file of a run
 folder (``files/outputs.check_output``: ``RUN/eval.json`` would replace the run's record).
@@ -55,12 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     check_output(out, checkpoint, "-o", "the checkpoint")  # nor a file of a run folder
     from ttt_research.evaluation.exact import evaluate_policy
     from ttt_research.evaluation.onnx import export
-    from ttt_research.evaluation.policy_file import load_checkpoint
+    from ttt_research.evaluation.policy_file import game_of, load_checkpoint
     from ttt_research.evaluation.text import unbeatable_line
 
-    net, meta = load_checkpoint(checkpoint)  # checks its shapes, then every position's move
-    report = evaluate_policy(net)  # the exact evaluation, as train.write_outputs stores it
-    figures = export(net, out, {**meta, "eval": json.dumps(report)})
+    net, meta = load_checkpoint(checkpoint)  # its board, its shapes on it, then every position's move
+    board = game_of(checkpoint, meta)  # the board it names (checkpoint_file.checkpoint_game)
+    report = evaluate_policy(net, game=board)  # the exact evaluation, as train.write_outputs stores it
+    figures = export(net, out, {**meta, "eval": json.dumps(report)}, game=board)
     print(f"wrote {out}: parity on {figures['positions']} positions, "
           f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical; {unbeatable_line(report)}")
     return 0
@@ -74,9 +77,14 @@ def _table(args) -> int:
         raise UserError(f"{args.table}: a policy table is a .csv or .json file")
     require_path(args.checkpoint)
     check_output(args.table, args.checkpoint, "--table")  # as -o: never the input, never a run's file
-    from ttt_research.evaluation.policy_file import load_probs
+    from ttt_research.env.board import TIC_TAC_TOE
+    from ttt_research.evaluation.policy_file import file_game, load_probs
     from ttt_research.evaluation.policy_table import write_table
 
+    board = file_game(args.checkpoint)  # before its policy runs on every position
+    if board != TIC_TAC_TOE:  # a table's rows are 9-character boards (docs/policy-tables.md)
+        raise UserError(f"{args.checkpoint}: a policy of the {board.name} board; policy tables hold "
+                        f"tic-tac-toe's positions only (evaluate and tournament take the model itself)")
     probs, _, acting = load_probs(args.checkpoint, args.temperature, args.epsilon, args.as_trained)
     write_table(args.table, probs)
     deterministic = bool((probs.amax(-1) == 1).all())

@@ -12,15 +12,16 @@ returns a batched logits function (``exact.PolicyFn``) and metadata. Anything wr
 An ONNX file may use any operator of the standard set but control flow and custom domains
 (``onnx_ops``): no ``Loop`` or ``If`` that could run without end. What it allocates is bounded
 (``onnx_session``: a run-time arena of 1 GiB; no sparse tensor that would be larger once dense,
-no data in another file). Every loaded policy is run once on all 4,520 positions
-where somebody moves and checked with the strict rule of ``exact.check_logits`` (no NaN, the
-argmax on an empty cell, a finite largest logit), so that no command scores, plays or exports a
-policy that picks an occupied cell anywhere; and a sample of those boards is run again, alone
-and as one batch (``SAMPLE``), and must get the greedy moves of the whole batch: a model that
-plays one policy when scored (a batch of 4,520) and another when playing (a board at a time)
-is refused, so the figures describe what plays. A checkpoint's network is checked against its
-``net_spec`` before it is built: the sizes are bounded and every tensor must have the shape the
-spec implies, so a spec that says ``hidden=[2e8]`` is refused without allocating anything.
+no data in another file). Every loaded policy is run once on all the positions of its board
+where somebody moves (4,520 on tic-tac-toe) and checked with the strict rule of
+``exact.check_logits`` (no NaN, the argmax on an empty cell, a finite largest logit), so that
+no command scores, plays or exports a policy that picks an occupied cell anywhere; and a sample
+of those boards is run again, alone and as one batch (``SAMPLE``), and must get the greedy
+moves of the whole batch: a model that plays one policy when scored (a batch of 4,520) and
+another when playing (a board at a time) is refused, so the figures describe what plays. A
+checkpoint's board and network are read and checked by ``checkpoint_file`` (its spec and
+weights against its board, before it is built), then the network is checked as an ONNX model's,
+on that board's positions.
 
 A run folder stands for its ``policy.onnx`` (``run_policy``). ``load_probs`` turns a file's
 logits into the move probabilities the exact evaluator of stochastic policies scores
@@ -31,29 +32,32 @@ training played (the ``acting`` metadata); ``add_acting_args`` are those options
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ttt_research.env.board import TIC_TAC_TOE, Game
-from ttt_research.env.mnk import problem
 from ttt_research.errors import IllegalMoveError, UserError
 from ttt_research.evaluation import onnx_session
+from ttt_research.evaluation.checkpoint_file import (  # noqa: F401 (PolicyFileError, game_of: their names here too)
+    MAX_LAYERS,
+    MAX_WIDTH,
+    PolicyFileError,
+    check_weights,
+    checkpoint_game,
+    game_of,
+    is_table,
+    read_checkpoint,
+)
 from ttt_research.evaluation.exact import board_text, check_policy, decision_codes, decision_logits
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
-from ttt_research.evaluation.onnx import GAME_KEY
+from ttt_research.evaluation.onnx import game_metadata
 from ttt_research.evaluation.onnx_ops import NotProtobuf, contents, refused_operator
 from ttt_research.evaluation.options import add_acting_args  # noqa: F401 (the options of acting_for)
-from ttt_research.models.encodings import WIDTH
 from ttt_research.models.nets import MLP
-from ttt_research.models.qtable import CELLS, N_CODES, TABLE, QTable
+from ttt_research.models.qtable import QTable
 
-# Bounds on a checkpoint's network, far beyond what is trained here (mlp128 is [128, 128]):
-# what a hostile or corrupt net_spec may ask for before anything is allocated.
-MAX_LAYERS = 16
-MAX_WIDTH = 16_384
 RUN_POLICY = "policy.onnx"  # a run folder's policy file
 # Boards of the batch check: every 45th of the 4,520 decision positions, each run alone, and
 # all of them as one batch (~100 runs of one board: a few ms for the project's networks).
@@ -61,30 +65,6 @@ SAMPLE = 101
 # Logits closer than this (relative to the largest) are a tie: batched matrix kernels may round
 # differently from one-row ones, and a near-tie may then break the other way.
 TIE = 1e-5
-
-
-class PolicyFileError(UserError):
-    """A policy file is missing, unreadable or does not follow the contract."""
-
-
-def game_of(path: str | Path, meta: dict, expected: Game | None = None) -> Game:
-    """The board a policy file's metadata names (``game``: ``"m,n,k"``; none: tic-tac-toe, as
-    every file written before other boards); ``PolicyFileError`` when it names no board, or
-    another than ``expected`` (a model of one board given for another)."""
-    said = meta.get(GAME_KEY)
-    if said is None:
-        game = TIC_TAC_TOE
-    else:
-        parts = str(said).split(",")
-        sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
-        why = problem(*sizes, prefix="") if len(sizes) == 3 else "it is not three whole numbers m,n,k"
-        if why is not None:
-            raise PolicyFileError(f"{path}: its 'game' metadata {str(said)[:40]!r} names no board ({why})")
-        game = Game(*sizes)
-    if expected is not None and game != expected:
-        raise PolicyFileError(f"{path}: a model of the {game.name} board, not of {expected.name}; "
-                              "refused (give a model of this board)")
-    return game
 
 
 def _checked(path: Path, logits, game: Game = TIC_TAC_TOE) -> torch.Tensor:
@@ -138,23 +118,6 @@ def _batch_free(path: Path, logits, batched: torch.Tensor, played: bool = False,
                 f"and cell {other} in a batch of all {codes.numel():,} positions "
                 f"({int(differs.sum())} of {rows.numel():,} boards checked differ); refused, its scores "
                 "would describe another policy than the one that plays")
-
-
-def _unreadable(e: Exception) -> str:
-    """torch.load's error, as a few words a user can act on (its own messages run to
-    paragraphs, with terminal colour codes)."""
-    import re
-
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
-    code = re.search(r"(?:Unsupported global: |unsupported )GLOBAL ([\w.]+)", text)
-    if code:  # weights_only=True stopped a pickle that would import (and could run) code
-        return f"it asks to load the Python object {code.group(1)}; refused, a checkpoint holds tensors only"
-    if isinstance(e, EOFError | OSError) or "zip archive" in text or "central directory" in text:
-        return "empty, truncated or not a PyTorch file"
-    if isinstance(e, KeyError) or "Weights only load failed" in text:
-        return "not a PyTorch checkpoint"
-    first = (text.strip().splitlines() or [type(e).__name__])[0]
-    return first[:160]
 
 
 def _check_io(name: str, arg, kind: str, game: Game = TIC_TAC_TOE) -> None:
@@ -247,19 +210,35 @@ def load_onnx(path: str | Path, played: bool = False, game: Game | None = None):
     return logits, meta
 
 
+def _session(path: Path):
+    """(the file's bytes, an onnxruntime session of them) once ``_allowed`` passed them."""
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such file")
+    data = _allowed_bytes(path)
+    try:  # the bytes checked are the bytes run
+        return data, onnx_session.session(data)
+    except Exception as e:  # onnxruntime raises several private exception types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
+
+
+def file_game(path: str | Path) -> Game:
+    """The board of a policy file or run folder, read without running its policy (an ONNX
+    file's ``game`` metadata, a checkpoint's ``checkpoint_game``): a command that needs one
+    board for several files refuses another before it scores any."""
+    path = run_policy(path)
+    if path.suffix == ".ckpt":
+        return checkpoint_game(path, read_checkpoint(path))
+    _, session = _session(path)
+    return game_of(path, dict(session.get_modelmeta().custom_metadata_map))
+
+
 def onnx_model(path: str | Path, played: bool = False,
                game: Game | None = None) -> tuple[bytes, object, dict]:
     """(the file's bytes, logits_fn, metadata) for an ONNX policy file, checked as
     ``load_onnx`` says: the bytes are those checked and run (the page serves them)."""
     path = Path(path)
-    if not path.is_file():
-        raise PolicyFileError(f"{path}: no such file")
-    data = _allowed_bytes(path)
-    try:  # the bytes checked are the bytes run
-        session = onnx_session.session(data)
-    except Exception as e:  # onnxruntime raises several private exception types
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PolicyFileError(f"{path}: not a valid ONNX model ({first[:160]})") from None
+    data, session = _session(path)
     inputs, outputs = session.get_inputs(), session.get_outputs()
     if len(inputs) != 1:
         raise PolicyFileError(f"{path}: model has {len(inputs)} inputs; the contract wants one, 'board'")
@@ -289,101 +268,32 @@ def onnx_model(path: str | Path, played: bool = False,
     return data, logits, meta
 
 
-def _is_table(spec) -> bool:
-    """A ``qtable.QTable``'s spec ({"table": "q", "init": ...}) rather than an MLP's."""
-    return isinstance(spec, dict) and "table" in spec
-
-
-def _table_shapes(path: Path, spec: dict) -> dict[str, tuple[int, ...]]:
-    """The tensors of a ``QTable`` (``q``, its values, and ``visits``, its counts: 3^9 view
-    codes x 9 cells each), after checking its spec."""
-    init = spec.get("init", 0.0)
-    if spec["table"] != TABLE or type(init) not in (int, float) or not np.isfinite(init):
-        raise PolicyFileError(f"{path}: net_spec {str(spec)[:60]} is not a table this version "
-                              f"reads (expected {{'table': {TABLE!r}, 'init': a finite number}})")
-    return {"q": (N_CODES, CELLS), "visits": (N_CODES, CELLS)}
-
-
-def _spec_shapes(path: Path, spec) -> dict[str, tuple[int, ...]]:
-    """The state-dict shapes the network of ``spec`` has (``nets.MLP``'s ``body.I.weight``
-    / ``.bias``; a table's ``q``), after checking the spec's sizes; ``PolicyFileError``
-    otherwise."""
-    if _is_table(spec):
-        return _table_shapes(path, spec)
-    hidden = spec.get("hidden") if isinstance(spec, dict) else None
-    encoding = spec.get("encoding") if isinstance(spec, dict) else None
-    if not isinstance(encoding, str) or encoding not in WIDTH:
-        raise PolicyFileError(f"{path}: net_spec encoding is {str(encoding)[:40]!r}; "
-                              f"expected one of {', '.join(sorted(WIDTH))}")
-    if not (isinstance(hidden, list) and 1 <= len(hidden) <= MAX_LAYERS
-            and all(type(h) is int and 1 <= h <= MAX_WIDTH for h in hidden)):
-        raise PolicyFileError(f"{path}: net_spec hidden is {str(hidden)[:60]}; expected 1 to "
-                              f"{MAX_LAYERS} layer sizes, each an integer from 1 to {MAX_WIDTH:,}")
-    sizes = [WIDTH[encoding], *hidden, 9]
-    shapes: dict[str, tuple[int, ...]] = {}
-    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        shapes[f"body.{2 * i}.weight"] = (fan_out, fan_in)  # Linear layers at 0, 2, ... (ReLUs between)
-        shapes[f"body.{2 * i}.bias"] = (fan_out,)
-    return shapes
-
-
-def _check_weights(path: Path, spec, weights: dict) -> None:
-    """Every tensor of the network present, of the spec's shape, float and finite."""
-    shapes = _spec_shapes(path, spec)
-    if set(weights) != set(shapes):
-        odd = sorted(set(weights) ^ set(shapes))
-        raise PolicyFileError(f"{path}: checkpoint weights do not fit its network (net_spec; "
-                              f"missing or unexpected: {', '.join(odd)[:120]})")
-    for name, shape in shapes.items():
-        w = weights[name]
-        if not isinstance(w, torch.Tensor) or tuple(w.shape) != shape or not w.is_floating_point():
-            got = list(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
-            raise PolicyFileError(f"{path}: checkpoint weights do not fit its network "
-                                  f"({name} is {got}, net_spec says {list(shape)})")
-        if not bool(torch.isfinite(w).all()):  # e.g. a diverged run
-            raise PolicyFileError(f"{path}: checkpoint weights are not all finite (NaN or infinite)")
-
-
-def load_checkpoint(path: str | Path):
-    """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one."""
+def load_checkpoint(path: str | Path, game: Game | None = None):
+    """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one, or
+    not of ``game``'s board (None: whichever it is of, ``checkpoint_game``). The metadata
+    names the board as an ONNX file's does (``game``, off tic-tac-toe only)."""
     path = Path(path)
-    if not path.is_file():
-        raise PolicyFileError(f"{path}: no such file")
-    try:
-        with warnings.catch_warnings():  # torch warns about odd pickles; the error line says it
-            warnings.simplefilter("ignore")
-            ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise PolicyFileError(f"{path}: not a readable checkpoint ({_unreadable(e)})") from None
-    if not isinstance(ckpt, dict) or "net_spec" not in ckpt or "state_dict" not in ckpt:
-        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (no network description)")
-    if "population" in ckpt:  # many agents' weights stacked: no single policy to load
-        shares = [s["population"] for s in ckpt.get("member_shards") or [ckpt]]  # trainer=ddp: one a process
-        n = sum(len(s["member_games"]) for s in shares)
-        raise PolicyFileError(
-            f"{path}: a population's checkpoint ({n} members in this file): use a member's "
-            "policy.onnx (the run folder's is its best member's; population.export=all writes "
-            "every member's under members/NNN/)")
+    ckpt = read_checkpoint(path)
+    board = checkpoint_game(path, ckpt, game)
     spec, state = ckpt["net_spec"], ckpt["state_dict"]
-    if not isinstance(state, dict):
-        raise PolicyFileError(f"{path}: not a ttt_research checkpoint (its state_dict is not a dict)")
     weights = {k[len("net."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("net.")}
-    _check_weights(path, spec, weights)  # before MLP(...) allocates anything
+    check_weights(path, spec, weights, board)  # before MLP(...) allocates anything
     try:
-        net = QTable(init=spec.get("init", 0.0)) if _is_table(spec) else MLP(
-            hidden=spec["hidden"], encoding=spec["encoding"])
+        net = QTable(init=spec.get("init", 0.0)) if is_table(spec) else MLP(
+            hidden=spec["hidden"], encoding=spec["encoding"], cells=board.cells)
         net.load_state_dict(weights)
     except Exception as e:
         why = " ".join(str(e).split())  # one line: torch's message spans several
         raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({why[:160]})") from None
     net.eval()
-    _checked(path, net)
+    _checked(path, net, board)
     hp = ckpt.get("hyper_parameters", {})
     meta = {
         "algo": str(ckpt.get("algo", hp.get("algo", ""))),
         "net": json.dumps(spec),
         "seed": str(hp.get("seed", "")),
         "games_trained": str(ckpt.get("games_played", "")),
+        **game_metadata(board),  # {} on tic-tac-toe: its metadata as it always was
     }
     if isinstance(ckpt.get("acting"), str):  # the policy as trained (checkpoints since issue 32)
         meta["acting"] = ckpt["acting"]
@@ -403,12 +313,11 @@ def run_policy(path: str | Path) -> Path:
 
 def load_policy(path: str | Path, played: bool = False, game: Game | None = None):
     """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt); a run
-    folder stands for its ``policy.onnx``. ``played``, ``game``: see ``load_onnx`` (a checkpoint
-    is a tic-tac-toe network here). Its board: ``game_of(path, metadata)``."""
+    folder stands for its ``policy.onnx``. ``played``, ``game``: see ``load_onnx`` (a checkpoint's
+    board: ``checkpoint_file.checkpoint_game``). Its board: ``game_of(path, metadata)``."""
     path = run_policy(path)
     if path.suffix == ".ckpt":
-        net, meta = load_checkpoint(path)
-        game_of(path, meta, game)
+        net, meta = load_checkpoint(path, game)
 
         def logits(view: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():

@@ -20,6 +20,8 @@ class CheckpointState:
         # differs between processes, i.e. each one's random stream and game count.
         checkpoint["net_spec"] = self.algo.net.spec()
         checkpoint["algo"] = self.name
+        if self.on_board:  # another board, named (checkpoint_file.checkpoint_game); tic-tac-toe's as ever
+            checkpoint["game"] = self.game.name
         if not self.members:  # a single run's policy as trained (a population's differ per member)
             checkpoint["acting"] = self.algo.acting(self).to_meta()
         checkpoint["games_played"] = self.games_played
