@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ttt_research.contract import EVAL_SEATS, REPORT_KEY, SEAT_PIECE
-from ttt_research.errors import command
+from ttt_research.env.mnk import problem
+from ttt_research.errors import UserError, command
 from ttt_research.evaluation.options import BUILTINS, FILLS, ILLEGAL, require_participant
 from ttt_research.files.atomic import atomic_path, write_atomic
 
@@ -277,6 +278,19 @@ def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, cases
             "seconds": seconds}
 
 
+def _game_sizes(text: str | None) -> tuple[int, int, int] | None:
+    """``--game M,N,K`` as three numbers (None when not given); ``UserError`` naming the
+    problem otherwise (``mnk.problem``: the boards training accepts)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
+    why = problem(*sizes, prefix="") if len(sizes) == 3 else "not three whole numbers"
+    if why is not None:
+        raise UserError(f"--game {text[:40]!r} names no board ({why}); e.g. --game 3,4,3")
+    return sizes[0], sizes[1], sizes[2]
+
+
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -298,33 +312,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--illegal", choices=ILLEGAL, default="refuse",
                         help="policy tables: a move on an occupied cell is refused (default) or "
                              "filled by the --fill rule")
+    parser.add_argument("--game", default=None, metavar="M,N,K",
+                        help="the board (default: the participants' files', tic-tac-toe for built-ins "
+                             "alone); a file of another board is refused")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    sizes = _game_sizes(args.game)  # before torch, as a typo below
     for arg in args.players:  # a typo is refused before torch loads (about 1.5 s)
         require_participant(arg)
     import torch
 
-    from ttt_research.evaluation.crossplay import cross_play, expected_result, one_thread, with_responder
+    from ttt_research.env.board import TIC_TAC_TOE, Game
+    from ttt_research.evaluation.crossplay import (
+        check_size,
+        cross_play,
+        expected_result,
+        one_thread,
+        with_responder,
+    )
     from ttt_research.evaluation.exploit import best_response_outcomes
-    from ttt_research.evaluation.participants import gather
+    from ttt_research.evaluation.participants import board_of, gather
     from ttt_research.evaluation.ratings import fit_ratings, ratings_table
 
     # One torch thread for the whole command, as every run here (conf: threads=1): its tensors
     # are small (4,520 x 9 a player), and on a busy 2-core host two threads spin against each
     # other: loading 100 members' policy.onnx took 13.3 s on two threads, 2.8 s on one.
     torch.set_num_threads(1)
-    players = gather(args.players, args.as_trained, args.fill, args.illegal)
+    game, said = board_of(args.players, Game(*sizes) if sizes else None)  # files of another: refused
+    on_board = {} if game == TIC_TAC_TOE else {"game": game}
+    check_size(game, len(args.players))  # a 4x4 board: refused before any policy loads
+    players = gather(args.players, args.as_trained, args.fill, args.illegal, game)
     names = [p.name for p in players]
     policies = [p for p in players if p.probs is not None]  # all but best-response
+    check_size(game, len(policies))  # a population's members counted
     probs = torch.stack([p.probs for p in policies])
     start = time.perf_counter()
-    results = cross_play(probs)  # (n, n, 3)
+    results = cross_play(probs, **on_board)  # (n, n, 3)
     played = time.perf_counter()
     with one_thread():  # small operations, as cross_play's
-        against = best_response_outcomes(probs)  # (n, 2, 3)
+        against = best_response_outcomes(probs, **on_board)  # (n, 2, 3)
     responded = time.perf_counter()
     if len(policies) < len(players):
-        results = with_responder(results, against, [p.probs for p in players].index(None))
+        results = with_responder(results, against, [p.probs for p in players].index(None), **on_board)
     r = fit_ratings(results, names)
     seconds = {"cross_play": played - start, "best_response": responded - played,
                "ratings": time.perf_counter() - responded}
@@ -332,8 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         write_outputs(args.out, players, results, r, cases)
     if args.json:
-        print(json.dumps(as_json(players, results, r, cases, seconds), indent=2))
+        print(json.dumps({**as_json(players, results, r, cases, seconds),
+                          **({"game": game.name} if on_board else {})}, indent=2))
         return 0
+    if on_board:  # tic-tac-toe's output as it always was
+        print(f"board: {game.name} ({said or 'built-in players alone'})")
     for p in players:
         if p.note:
             print(f"note: {p.note}")

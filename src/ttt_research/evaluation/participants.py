@@ -1,7 +1,9 @@
 """Who plays in a tournament: command-line names and paths, turned into move probabilities.
 
-Each participant is a name and a policy as ``probs``, (M, 9) float64 at ``exact.decision_codes()``
-(the convention of ``exploit.py``). An argument is one of:
+Each participant is a name and a policy as ``probs``, (M, cells) float64 at
+``exact.decision_codes(game)`` (the convention of ``exploit.py``), all of one board (``board_of``:
+``--game``, else the first file's, else tic-tac-toe; a file of another board is refused in one
+line before it runs). An argument is one of:
 
 * a built-in player: ``random`` (uniform over the empty cells), ``perfect`` (uniform over the
   minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...),
@@ -11,7 +13,7 @@ Each participant is a name and a policy as ``probs``, (M, 9) float64 at ``exact.
 * a population folder: every ``members/NNN/policy.onnx``, named ``FOLDER/NNN`` (not the
   folder's own ``policy.onnx``, the best member's again);
 * a policy file: ``.onnx`` or ``.ckpt`` (``policy_file.load_policy``), or a policy table
-  (``.csv`` / ``.json``, ``policy_table.read_table``).
+  (``.csv`` / ``.json``, ``policy_table.read_table``: tic-tac-toe's positions only).
 
 Networks play greedy (the masked argmax, as ``evaluate`` scores them) unless ``as_trained``:
 then the transform of their logits that the algorithm played while training, read from the
@@ -32,7 +34,7 @@ from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
 from ttt_research.evaluation.options import BUILTINS, RESPONDER, TABLE_SUFFIXES, require_participant
-from ttt_research.evaluation.policy_file import acted_probs, load_policy
+from ttt_research.evaluation.policy_file import acted_probs, file_game, load_policy
 from ttt_research.evaluation.policy_table import read_table
 from ttt_research.files import untrusted
 
@@ -64,7 +66,6 @@ def _builtin(name: str, game: Game = TIC_TAC_TOE) -> Participant:
 def _network(path: Path, name: str, as_trained: bool, game: Game = TIC_TAC_TOE) -> Participant:
     """A policy file of ``game``'s board (another board's is refused) run once on the decision
     positions (4,520 on tic-tac-toe), then greedy or as trained."""
-
     policy, meta = load_policy(path, game=game)  # refuses a file with no legal greedy move somewhere
     views = game.tables().view[decision_codes(game)].float()  # (M, cells) mover's view
     with torch.no_grad():
@@ -117,17 +118,53 @@ def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
     if suffix in NETWORK_SUFFIXES:
         return [_network(path, name, as_trained, game)]
     if suffix in TABLE_SUFFIXES and game != TIC_TAC_TOE:
-        raise UserError(f"{arg}: a policy table is a tic-tac-toe policy, not one of {game.name}")
+        raise UserError(f"{arg}: a policy table lists tic-tac-toe's positions ({TIC_TAC_TOE.cells}-character "
+                        f"boards), not the {game.name} board's; refused (docs/policy-tables.md)")
     if suffix in TABLE_SUFFIXES:
         return [_table(path, name, fill, illegal)]
     raise UserError(f"{arg}: not a policy (expected a run or population folder, .onnx, .ckpt, "
                     f".csv, .json, or one of {', '.join(BUILTINS)})")
 
 
+def arg_board(arg: str) -> Game | None:
+    """The board of one argument's policy, read without running it (``policy_file.file_game``):
+    a table's is tic-tac-toe; None for a built-in (it plays any board) or what names no policy
+    (``resolve`` refuses it)."""
+    path = Path(arg)
+    if arg in BUILTINS and not path.exists():
+        return None
+    if path.is_dir():
+        members = _members(path)
+        if members:
+            return file_game(members[0] / "policy.onnx")
+        return file_game(path) if (path / "policy.onnx").is_file() else None
+    suffix = path.suffix.lower()
+    if suffix in TABLE_SUFFIXES:
+        return TIC_TAC_TOE
+    return file_game(path) if suffix in NETWORK_SUFFIXES else None
+
+
+def board_of(args: list[str], game: Game | None = None) -> tuple[Game, str]:
+    """(the board a tournament plays, where it comes from): ``game`` (``--game``) when given,
+    else the first file's, else tic-tac-toe (built-ins alone). Every file of another board is
+    refused (one line) before any policy runs: participants play one board."""
+    said = "--game" if game is not None else ""
+    for arg in args:
+        found = arg_board(arg)
+        if found is None:
+            continue
+        if game is None:
+            game, said = found, arg
+        elif found != game:
+            raise UserError(f"{arg}: a policy of the {found.name} board, but the tournament plays "
+                            f"{game.name} ({said}); participants must all be of one board")
+    return (game, said) if game is not None else (TIC_TAC_TOE, "")
+
+
 def gather(args: list[str], as_trained: bool = False, fill: str = "refuse",
            illegal: str = "refuse", game: Game = TIC_TAC_TOE) -> list[Participant]:
-    """Every argument's participants on ``game``'s board, in order; fewer than 2 or a name
-    twice is refused."""
+    """Every argument's participants on ``game``'s board (``board_of``), in order; fewer than
+    2 or a name twice is refused."""
     players = [p for arg in args for p in resolve(arg, as_trained, fill, illegal, game)]
     seen: set[str] = set()
     for p in players:
