@@ -77,14 +77,10 @@ def _table(args) -> int:
         raise UserError(f"{args.table}: a policy table is a .csv or .json file")
     require_path(args.checkpoint)
     check_output(args.table, args.checkpoint, "--table")  # as -o: never the input, never a run's file
-    from ttt_research.env.board import TIC_TAC_TOE
     from ttt_research.evaluation.policy_file import file_game, load_probs
-    from ttt_research.evaluation.policy_table import write_table
+    from ttt_research.evaluation.policy_table import require_tic_tac_toe, write_table
 
-    board = file_game(args.checkpoint)  # before its policy runs on every position
-    if board != TIC_TAC_TOE:  # a table's rows are 9-character boards (docs/policy-tables.md)
-        raise UserError(f"{args.checkpoint}: a policy of the {board.name} board; policy tables hold "
-                        f"tic-tac-toe's positions only (evaluate and tournament take the model itself)")
+    require_tic_tac_toe(args.checkpoint, file_game(args.checkpoint))  # before its policy runs anywhere
     probs, _, acting = load_probs(args.checkpoint, args.temperature, args.epsilon, args.as_trained)
     write_table(args.table, probs)
     deterministic = bool((probs.amax(-1) == 1).all())

@@ -322,7 +322,6 @@ def main(argv: list[str] | None = None) -> int:
         require_participant(arg)
     import torch
 
-    from ttt_research.env.board import TIC_TAC_TOE, Game
     from ttt_research.evaluation.crossplay import (
         check_size,
         cross_play,
@@ -331,15 +330,15 @@ def main(argv: list[str] | None = None) -> int:
         with_responder,
     )
     from ttt_research.evaluation.exploit import best_response_outcomes
-    from ttt_research.evaluation.participants import board_of, gather
+    from ttt_research.evaluation.participants import TIC_TAC_TOE, board_of, gather
     from ttt_research.evaluation.ratings import fit_ratings, ratings_table
 
     # One torch thread for the whole command, as every run here (conf: threads=1): its tensors
     # are small (4,520 x 9 a player), and on a busy 2-core host two threads spin against each
     # other: loading 100 members' policy.onnx took 13.3 s on two threads, 2.8 s on one.
     torch.set_num_threads(1)
-    game, said = board_of(args.players, Game(*sizes) if sizes else None)  # files of another: refused
-    on_board = {} if game == TIC_TAC_TOE else {"game": game}
+    game, said = board_of(args.players, sizes)  # files of another board: refused
+    on_board = {} if game == TIC_TAC_TOE else {"game": game}  # tic-tac-toe: every call as it was
     check_size(game, len(args.players))  # a 4x4 board: refused before any policy loads
     players = gather(args.players, args.as_trained, args.fill, args.illegal, game)
     names = [p.name for p in players]

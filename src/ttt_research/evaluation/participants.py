@@ -35,7 +35,7 @@ from ttt_research.evaluation.exact import decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
 from ttt_research.evaluation.options import BUILTINS, RESPONDER, TABLE_SUFFIXES, require_participant
 from ttt_research.evaluation.policy_file import acted_probs, file_game, load_policy
-from ttt_research.evaluation.policy_table import read_table
+from ttt_research.evaluation.policy_table import read_table, require_tic_tac_toe
 from ttt_research.files import untrusted
 
 NETWORK_SUFFIXES = (".onnx", ".ckpt")
@@ -117,10 +117,8 @@ def resolve(arg: str, as_trained: bool = False, fill: str = "refuse",
     suffix = path.suffix.lower()
     if suffix in NETWORK_SUFFIXES:
         return [_network(path, name, as_trained, game)]
-    if suffix in TABLE_SUFFIXES and game != TIC_TAC_TOE:
-        raise UserError(f"{arg}: a policy table lists tic-tac-toe's positions ({TIC_TAC_TOE.cells}-character "
-                        f"boards), not the {game.name} board's; refused (docs/policy-tables.md)")
     if suffix in TABLE_SUFFIXES:
+        require_tic_tac_toe(arg, game)
         return [_table(path, name, fill, illegal)]
     raise UserError(f"{arg}: not a policy (expected a run or population folder, .onnx, .ckpt, "
                     f".csv, .json, or one of {', '.join(BUILTINS)})")
@@ -144,10 +142,11 @@ def arg_board(arg: str) -> Game | None:
     return file_game(path) if suffix in NETWORK_SUFFIXES else None
 
 
-def board_of(args: list[str], game: Game | None = None) -> tuple[Game, str]:
-    """(the board a tournament plays, where it comes from): ``game`` (``--game``) when given,
-    else the first file's, else tic-tac-toe (built-ins alone). Every file of another board is
-    refused (one line) before any policy runs: participants play one board."""
+def board_of(args: list[str], sizes: tuple[int, int, int] | None = None) -> tuple[Game, str]:
+    """(the board a tournament plays, where it comes from): ``sizes`` (``--game``'s m, n, k)
+    when given, else the first file's, else tic-tac-toe (built-ins alone). Every file of another
+    board is refused (one line) before any policy runs: participants play one board."""
+    game = Game(*sizes) if sizes is not None else None
     said = "--game" if game is not None else ""
     for arg in args:
         found = arg_board(arg)

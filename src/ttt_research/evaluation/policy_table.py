@@ -312,6 +312,16 @@ def write_table(path: str | Path, probs: torch.Tensor, deterministic: bool | Non
     write_atomic(path, table_text(probs, path.suffix, deterministic))
 
 
+def require_tic_tac_toe(path: str | Path, board: Game) -> None:
+    """A table's rows are tic-tac-toe's positions, 9-character boards: ``PolicyTableError``
+    (one line) for a policy or a tournament of another board (docs/policy-tables.md: 3,4,3's
+    table would hold 79,563 rows, 4,4,4's 9 million)."""
+    if board != TIC_TAC_TOE:
+        raise PolicyTableError(f"{path}: a policy of the {board.name} board; policy tables hold "
+                               f"tic-tac-toe's positions only ({TIC_TAC_TOE.cells}-character boards; "
+                               "evaluate and tournament take the model itself)")
+
+
 def deterministic_actions(probs: torch.Tensor, board: Game = TIC_TAC_TOE) -> torch.Tensor | None:
     """The (rows,) action table over ``board``'s tables (0 where nobody moves; 19,683 rows on
     tic-tac-toe) of an (M, cells) policy that is one-hot at every position, for
