@@ -164,6 +164,8 @@ def test_a_run_on_3_4_3_resumes_where_its_checkpoint_left_it(monkeypatch, tmp_pa
     assert resumed.games_played == whole.games_played == 2048
     for k, v in whole.net.state_dict().items():
         assert torch.equal(v, resumed.net.state_dict()[k]), k
+    # the checkpoint names its board: evaluate and export rebuild its network on 3,4,3 (checkpoint_file)
+    assert torch.load(tmp_path / "last.ckpt", weights_only=True)["game"] == "3,4,3"
 
 
 def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, monkeypatch):
