@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     port = port_number(args.port) if args.web else None
     require_path(args.path)
+    from ttt_research.evaluation.policy_file import require_tic_tac_toe  # PolicyFileError: a UserError
+
+    require_tic_tac_toe(args.path, "the page" if args.web else "the terminal game")  # its board unread
     try:
         if args.web:
             from ttt_research.web.server import serve

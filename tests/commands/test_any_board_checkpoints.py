@@ -12,6 +12,7 @@ import torch
 from tests.helpers.command import one_error_line
 from ttt_research import evaluate as evaluate_cli
 from ttt_research import export as export_cli
+from ttt_research import play as play_cli
 from ttt_research import tournament as tournament_cli
 from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.evaluation import crossplay, exact, policy_file
@@ -137,3 +138,12 @@ def test_a_tournament_of_two_boards_or_too_big_is_one_line_exit_2(tmp_path, caps
 def test_cross_play_costs_what_it_says():
     assert crossplay.cost(111_973, 79_563, 12, 2) < 10**8  # 3,4,3: about 93 MB for two policies
     assert crossplay.cost(9_722_011, 9_062_619, 16, 2) > crossplay.MAX_BYTES  # 4,4,4 (issue 59's counts)
+
+
+def test_play_refuses_another_boards_model_in_one_line(tmp_path, capsys):
+    path = tmp_path / "last.ckpt"
+    checkpoint(path)
+    for extra, what in (([], "the terminal game"), (["--web"], "the page")):
+        assert play_cli.main([str(path), *extra]) == 2
+        said = one_error_line(capsys.readouterr().err)
+        assert f"a model of the 3,4,3 board; {what} plays tic-tac-toe only" in said

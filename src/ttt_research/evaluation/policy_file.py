@@ -229,8 +229,19 @@ def file_game(path: str | Path) -> Game:
     path = run_policy(path)
     if path.suffix == ".ckpt":
         return checkpoint_game(path, read_checkpoint(path))
+    if path.suffix not in (".onnx", ""):
+        raise _unknown(path)
     _, session = _session(path)
     return game_of(path, dict(session.get_modelmeta().custom_metadata_map))
+
+
+def require_tic_tac_toe(path: str | Path, what: str) -> None:
+    """``PolicyFileError`` (one line) when the policy file or run folder at ``path`` is of
+    another board: ``what`` (the terminal game, the page) plays tic-tac-toe only."""
+    board = file_game(path)
+    if board != TIC_TAC_TOE:
+        raise PolicyFileError(f"{path}: a model of the {board.name} board; {what} plays tic-tac-toe only "
+                              "(evaluate, export and tournament take any board)")
 
 
 def onnx_model(path: str | Path, played: bool = False,
@@ -326,7 +337,11 @@ def load_policy(path: str | Path, played: bool = False, game: Game | None = None
         return logits, meta
     if path.suffix == ".onnx" or not path.suffix:
         return load_onnx(path, played, game)
-    raise PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
+    raise _unknown(path)
+
+
+def _unknown(path: Path) -> PolicyFileError:
+    return PolicyFileError(f"{path}: unknown policy file type {path.suffix!r} (expected .onnx or .ckpt)")
 
 
 def acting_for(path: str | Path, meta: dict, temperature: float | None = None,
