@@ -11,9 +11,11 @@ a peak resident size is the process's own (``ru_maxrss``):
   the tables, the solution and the evaluator's tree of the reachable rows;
 * ``eval_s``: one exact evaluation of an agent as a run's ``eval.json`` has it
   (``exploit.evaluate_agent``: the greedy report, its NashConv and the policy as trained at
-  temperature 1), of an MLP of two hidden layers of 128 (seeded, not trained: its forward
-  pass costs what a trained one's does) over every decision point of the board, its forward
-  included; ``eval_peak_gb``: the peak resident size of that process, tables included.
+  temperature 1), of the default training network's shape, ``net=mlp100`` (one hidden layer
+  of 100 on ``planes18``, two inputs a cell; seeded, not trained: its forward pass costs what a
+  trained one's does; before 2026-12-06 the bench used mlp128's shape, cells -> 128 -> 128),
+  over every decision point of the board, its forward included; ``eval_peak_gb``: the peak
+  resident size of that process, tables included.
 
 Medians of ``repeats`` processes (the build: ``build_repeats``).
 """
@@ -44,7 +46,7 @@ if phase == "eval":
     t0 = time.perf_counter(); solve(g=g); exact.tree("cpu", g)
     out["prepare_s"] = (t2 - t1) + (time.perf_counter() - t0)  # tables, solution, tree
     torch.manual_seed(0)
-    net = MLP(hidden=[128, 128], encoding="signed9", cells=g.cells)
+    net = MLP(hidden=[100], encoding="planes18", cells=g.cells)
     t0 = time.perf_counter(); exploit.evaluate_agent(net, exploit.Acting(1.0), game=g)
     out["eval_s"] = time.perf_counter() - t0
 out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9

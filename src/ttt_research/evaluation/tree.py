@@ -82,6 +82,7 @@ class Tree:
             self.decision = index[decision_codes(game)]  # (M,) the row of each decision position
             self.optimal = solve(g=game).optimal[self.codes]  # (R, 9)
             ply = t.ply[self.codes]
+            self.kth = None  # only the windowed DP of another board reads it (exploit._by_ply_window)
         else:  # the tables' rows are the reachable positions: every table as it is
             self.codes = torch.arange(t.states, dtype=torch.int32)  # the identity (int32: 4x4's 9.7M rows)
             self.next = t.next2d  # (R, cells) int32 rows after each move
@@ -89,6 +90,7 @@ class Tree:
             self.empty = 0  # the empty board is row 0 (indexed.py)
             self.decision = decision_codes(game).int()  # row numbers fit int32 (indexed.py)
             self.optimal = solve(g=game).optimal  # (R, cells)
+            self.kth = t.kth_legal.view(-1, t.cells)  # (R, cells) int8: the empty cells first, ascending
             ply = t.ply
         self.size = int(self.codes.numel())  # R
         # Another board's rows come ply after ply (indexed.py): ply p is rows offsets[p]:offsets[p + 1].
