@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Where the exact evaluation of one agent on a board spends its time, phase by phase.
 
-    TTT_RESEARCH_CACHE=... PYTHONPATH=src python experiments/any_board/profile_phases.py 4,4,4 [HIDDEN...]
+    TTT_RESEARCH_CACHE=... PYTHONPATH=src python experiments/any_board/profile_phases.py 4,4,4 [ENCODING] [HIDDEN...]
 
-The agent: ``MLP(hidden=HIDDEN, encoding="planes18")`` (default [100], ``net=mlp100``), seeded,
+The agent: ``MLP(hidden=HIDDEN, encoding=ENCODING)`` (default planes18 [100]: ``net=mlp100``;
+``signed9 128 128`` is ``net=mlp128``), seeded,
 not trained. Loading (positions, tables, solution, tree) is timed first; then
 ``exploit.evaluate_agent`` runs once with its inner functions wrapped to add up their wall
 time. Prints one JSON line: seconds per phase, the evaluation's total, its peak RSS (VmHWM,
-reset after loading) and the figures (to compare before/after).
+reset after loading) and the figures (to compare before/after). Torch's threads: as set by
+``OMP_NUM_THREADS`` (the bench's default: 1).
 """
 
 import json
@@ -49,7 +51,10 @@ def timed(module, name: str, label: str) -> None:
 
 def main() -> None:
     m, n, k = (int(x) for x in sys.argv[1].split(","))
-    hidden = [int(h) for h in sys.argv[2:]] or [100]
+    args = sys.argv[2:]
+    encoding = args.pop(0) if args and not args[0].isdigit() else "planes18"
+    hidden = [int(h) for h in args] or [100]
+    threads = torch.get_num_threads()
     g = Game(m, n, k)
     load = {}
     t = time.perf_counter(); g.positions(); load["positions"] = time.perf_counter() - t
@@ -59,11 +64,15 @@ def main() -> None:
     t = time.perf_counter(); exact.decision_codes(g); load["decision_codes"] = time.perf_counter() - t
     load_peak = hwm_gb()
     torch.manual_seed(0)
-    net = MLP(hidden=hidden, encoding="planes18", cells=g.cells)
+    net = MLP(hidden=hidden, encoding=encoding, cells=g.cells)
     Path("/proc/self/clear_refs").write_text("5")
-    timed(exploit, "check_policy", "forward+check")
-    timed(exact, "check_logits", "check")
-    timed(exploit, "_greedy", "greedy")
+    if hasattr(exact, "checked_greedy"):  # this branch: one masked pass checks and picks
+        timed(exploit, "decision_logits", "forward")
+        timed(exploit, "checked_greedy", "check + greedy")
+    else:  # before: the check, then the greedy moves
+        timed(exploit, "check_policy", "forward+check")
+        timed(exact, "check_logits", "check")
+        timed(exploit, "_greedy", "greedy")
     timed(exact, "_reach", "reach")
     timed(exact, "_outcomes", "greedy outcomes")
     timed(exact, "_worst_case", "worst case")
@@ -72,9 +81,11 @@ def main() -> None:
     t = time.perf_counter()
     report = exploit.evaluate_agent(net, exploit.Acting(1.0), game=g)
     total = time.perf_counter() - t
-    phases = {"forward": SPENT["forward+check"] - SPENT["check"], **SPENT}
-    del phases["forward+check"]
-    print(json.dumps({"load": load, "load_peak_gb": load_peak, "phases": phases, "eval_s": total,
+    phases = dict(SPENT)
+    if "forward+check" in phases:
+        phases["forward"] = phases.pop("forward+check") - phases["check"]
+        phases["check + greedy"] = phases.pop("check") + phases.pop("greedy")
+    print(json.dumps({"threads": threads, "load": load, "load_peak_gb": load_peak, "phases": phases, "eval_s": total,
                       "eval_peak_gb": hwm_gb(), "report": report}))
 
 

@@ -59,7 +59,7 @@ def _solve_board(g: Game) -> Solution:
     """Another board's solution over its tables' rows: the values its positions were solved
     with, and the legal moves whose child keeps the value."""
     t = g.tables("cpu")
-    value = torch.from_numpy(g.positions().value.copy())  # (N,) int8, rows as the tables'
+    value = g.values()  # (N,) int8, rows as the tables' (kept from their build: no second read)
     child = value.index_select(0, t.next).view(t.states, t.cells)  # (N, cells): int32 rows as they are
     return Solution(value=value, optimal=t.legal & (child == value[:, None]))
 
