@@ -7,8 +7,8 @@ a peak resident size is the process's own (``ru_maxrss``):
   and written (``Game.positions``), then the rule tables derived (``Game.tables``);
 * ``load_s`` / ``tables_s``: after, the positions read back from the cache (checked) and
   the tables derived from them;
-* ``prepare_s``: what a process does once before its first evaluation, the positions loaded:
-  the tables, the solution and the evaluator's tree of the reachable rows;
+* ``prepare_s``: what a process does once before its first evaluation: the positions read
+  from the cache, the tables derived, the solution and the evaluator's tree of the rows;
 * ``eval_s``: one exact evaluation of an agent as a run's ``eval.json`` has it
   (``exploit.evaluate_agent``: the greedy report, its NashConv and the policy as trained at
   temperature 1), of the default training network's shape, ``net=mlp100`` (one hidden layer
@@ -37,14 +37,17 @@ from ttt_research.env.board import Game
 phase, m, n, k = sys.argv[1], *map(int, sys.argv[2:5])
 torch.set_num_threads(int(sys.argv[5]))
 g = Game(m, n, k)
-t0 = time.perf_counter(); g.positions(); t1 = time.perf_counter(); g.tables(); t2 = time.perf_counter()
-out = {"positions_s": t1 - t0, "tables_s": t2 - t1}
-if phase == "eval":
+out = {}
+if phase != "eval":  # the positions read (or built), then the tables derived from them
+    from ttt_research.env import indexed
+    t0 = time.perf_counter(); p = g.positions(); t1 = time.perf_counter(); indexed.build(g, p)
+    out.update(positions_s=t1 - t0, tables_s=time.perf_counter() - t1)
+else:
     from ttt_research.env.solver import solve
     from ttt_research.evaluation import exact, exploit
     from ttt_research.models.nets import MLP
-    t0 = time.perf_counter(); solve(g=g); exact.tree("cpu", g)
-    out["prepare_s"] = (t2 - t1) + (time.perf_counter() - t0)  # tables, solution, tree
+    t0 = time.perf_counter(); g.tables(); solve(g=g); exact.tree("cpu", g)
+    out["prepare_s"] = time.perf_counter() - t0  # tables (read and derived), solution, tree
     torch.manual_seed(0)
     net = MLP(hidden=[100], encoding="planes18", cells=g.cells)
     t0 = time.perf_counter(); exploit.evaluate_agent(net, exploit.Acting(1.0), game=g)
