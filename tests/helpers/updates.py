@@ -12,9 +12,10 @@ from ttt_research.train.validate import validate
 ONE_UPDATE = ["budget.games=512"]  # debug=tiny plays 512 games per update
 
 
-def first_update(*overrides):
-    """The module of ``overrides`` after one update (a bare Trainer: no run folder)."""
-    cfg = make_cfg(*ONE_UPDATE, *overrides)
+def first_update(*overrides, games: int | None = None):
+    """The module of ``overrides`` after one update (a bare Trainer: no run folder); with
+    ``games``, after that budget of games instead."""
+    cfg = make_cfg(*([f"budget.games={games}"] if games else ONE_UPDATE), *overrides)
     validate(cfg)
     members = runspec.members(cfg)
     if len(members) == 1:

@@ -15,10 +15,10 @@ import torch
 
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows, train_killed
+from tests.helpers.updates import first_update
 from ttt_research.algos import ppo, reinforce
 from ttt_research.env.board import Game
 from ttt_research.errors import ConfigError
-from ttt_research.train import runspec
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.run import build, train
 from ttt_research.train.validate import validate
@@ -93,16 +93,7 @@ def trained(monkeypatch, *overrides: str, games: int = 1024):
             return ep
 
         monkeypatch.setattr(module, "play_batch", spy)
-    cfg = make_cfg(*BOARD, f"budget.games={games}", *overrides)
-    validate(cfg)
-    members = runspec.members(cfg)
-    if len(members) == 1:
-        cfg = runspec.member_config(cfg, members[0])
-    L.seed_everything(cfg.seed, verbose=False)
-    module = build(cfg)
-    L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False).fit(module)
-    return module, played
+    return first_update(*BOARD, *overrides, games=games), played
 
 
 @pytest.mark.parametrize("algo", ["ppo", "reinforce"])
