@@ -41,6 +41,10 @@ def stub_figures(monkeypatch, bench, antirez: bool = True, said: list | None = N
     monkeypatch.setattr(bench, "bench_boards", lambda *a, **k: {"3,4,3": {
         "build_s": 0.3, "build_positions_s": 0.2, "load_s": 0.03, "tables_s": 0.1, "load_peak_gb": 0.27,
         "prepare_s": 0.13, "eval_s": 0.57, "eval_peak_gb": 0.35, "per_run": {}}})
+    monkeypatch.setattr(bench, "bench_board_training", lambda *a, **k: {"3,4,3": {
+        "reinforce": {"games_per_s": 6e4, "train_s": 2.0, "eval_s": 0.2, "peak_gb": 0.5, "games": 131_072},
+        "ppo": {"games_per_s": 1e4, "steps_per_s": 4e4, "train_s": 3.0, "eval_s": 0.15, "peak_gb": 0.5,
+                "games": 32_768}}})
     pair = {"games_per_agent": 131_072, "ratio": 0.5,
             "population": {"done": 2_097_152, "train_s": 2.0, "wall_s": 2.1, "rate": 998_643.8},
             "singles": {"done": 2_097_152, "wall_s": 1.05, "rate": 1_997_287.6, "workers": 2}}

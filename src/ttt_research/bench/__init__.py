@@ -36,6 +36,9 @@ several repeats, so one noisy moment on a shared machine does not decide it. Fig
   in fresh processes (``bench/boards.py``): its positions built and solved in an empty cache and
   its rule tables derived (``build_s``), read back (``load_s``, ``tables_s``), and one exact
   evaluation of an agent over every decision point (``eval_s``) with the process's peak memory.
+* ``board_training``: per board (3,3,3, 3,4,3 and 4,4,4; ``--quick`` the first two; skipped with
+  ``--no-boards``), REINFORCE's and PPO's training games per second on that board and one exact
+  evaluation of the trained agent, in fresh processes (``bench/board_training.py``).
 
 Speeds from different hosts do not divide, so every ratio printed is one measured in the same
 run. ``--compare antirez --antirez-bin PATH`` (or ``--antirez-src ttt.c``, built with ``cc``)

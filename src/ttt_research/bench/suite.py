@@ -20,6 +20,7 @@ from ttt_research import __version__
 from ttt_research.baselines import antirez as bench_antirez
 from ttt_research.baselines import sb3
 from ttt_research.bench import floor, parallel, safe
+from ttt_research.bench.board_training import bench_board_training, board_training_lines
 from ttt_research.bench.boards import bench_boards, boards_lines
 from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
@@ -173,7 +174,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     ``population_*`` figures too; ``singles`` (with them, on the CPU):
     ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
     ``antirez_seeded``, the time to a safe agent (``safe.measure``); ``boards``: the m,n,k
-    boards' figures (``bench/boards.py``)."""
+    boards' figures (``bench/boards.py``) and training on each board (``bench/board_training.py``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -243,6 +244,8 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     if boards:
         _say("m,n,k boards: tables built and loaded, one exact evaluation (fresh processes)")
         out["boards"] = bench_boards(quick, 3, threads, log=_say)
+        _say("per board: REINFORCE and PPO trained, then one exact evaluation (fresh processes)")
+        out["board_training"] = bench_board_training(quick, train_repeats, threads, log=_say)
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
                                                        log=_say)):
         same_run["antirez"]["time_to_safe"] = block
@@ -314,6 +317,7 @@ def format_table(res: dict) -> str:
                     f"{ph['tables']:.0f} ms + subtrees {ph['subtrees']:.0f} ms of each batch)")
     rows += [floor.format_line(res)] if "command_floor_s" in res else []
     rows += boards_lines(res.get("boards", {}))
+    rows += board_training_lines(res.get("board_training", {}))
     rows.append(f"{'move_latency_ms torch':<24} {lat['torch']:>14.4f}")
     rows.append(f"{'move_latency_ms onnxrt':<24} {lat['onnxruntime']:>14.4f}  seed web agent: ~10 ms in "
                 "the browser (another host)")
