@@ -34,8 +34,10 @@ from ttt_research.train.callbacks import exact_reports
 algo, board, games, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 m, n, k = board.split(",")
 game = ["game=ttt"] if board == "3,3,3" else ["game=mnk", f"game.m={m}", f"game.n={n}", f"game.k={k}"]
-module, clock = fit([f"algo={algo}", *game, f"budget.games={games}", "seed=0", "trainer=cpu"], threads=threads)
-out = {"games": module.games_played, "train_s": clock.train_s, "games_per_s": module.games_played / clock.train_s}
+overrides = [f"algo={algo}", *game, f"budget.games={games}", "seed=0", "trainer=cpu"]
+module, clock = fit(overrides, threads=threads)
+out = {"games": module.games_played, "train_s": clock.train_s}
+out["games_per_s"] = module.games_played / clock.train_s
 if algo == "ppo":
     out["steps_per_s"] = module.env_steps / clock.train_s
 t0 = time.perf_counter(); exact_reports(module); out["eval_s"] = time.perf_counter() - t0
