@@ -32,6 +32,15 @@ WORST_VALUE = {name: float(v) for v, name in WORST_NAME.items()}
 # The greedy block's share of optimal moves over every decision point of the game, both seats
 # (lean4-mlir's measure), beside ``optimal_move_rate``: over the points the policy reaches.
 OPTIMAL_ALL = "optimal_move_rate_all"
+# Each seat's block also says what the game allows that seat (``game_value``: its result under
+# perfect play from the empty board, a WORST_NAME) and whether the agent holds it
+# (``holds_value``): where the value is a win or a draw, its worst case equals it (no opponent
+# does better against it than perfect play; on a drawn game: it cannot be beaten); where the
+# game is lost for the seat (O on 3,4,3, where X wins), it loses only to a perfect opponent: it
+# plays an optimal move at every point it can reach, so a position an erring opponent hands it
+# is kept. Beside them the seat's own ``optimal_move_rate`` over its ``decision_points``.
+GAME_VALUE = "game_value"
+HOLDS_VALUE = "holds_value"
 
 
 def eval_name(seat: str, what: str) -> str:
@@ -153,10 +162,12 @@ def value_metrics(report: dict) -> dict[str, float]:
 
 
 def unbeatable(report: dict, seat: str = "both") -> bool:
-    """No opponent, however it plays, can beat the agent from the training seat ``seat``
-    (its worst case is a draw or a win). Equivalent to losing no game to the random
-    player, who plays every line with positive probability."""
-    return all(report[k]["worst_case"] != "loss" for k in SEAT_KEYS[seat])
+    """The agent holds the game's value from every seat the training seat ``seat`` is judged
+    on (``HOLDS_VALUE``). On a drawn game, tic-tac-toe's, that is: no opponent, however it
+    plays, can beat it (its worst case is a draw or a win; equivalently it loses no game to
+    the random player, who plays every line with positive probability). A report written
+    before the key existed (a drawn 3x3 game) is judged by that worst case."""
+    return all(report[k].get(HOLDS_VALUE, report[k]["worst_case"] != "loss") for k in SEAT_KEYS[seat])
 
 
 def policy_parts(report: dict) -> dict[str, dict]:

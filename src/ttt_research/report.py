@@ -154,7 +154,9 @@ def _report(root, out, sort, metrics, reps, seed, names=None) -> tuple[dict[str,
     where = ", ".join(str(r) for r, _ in skipped)
     intro = (f"{len(runs)} seeds under {where}, {len(rows)} configuration(s). Metrics: the interquartile "
              f"mean over the seeds [its 95% stratified bootstrap CI, {reps} resamples]; unbeatable: "
-             f"seeds that cannot be beaten from any trained seat [Wilson 95% CI]. {checked_text(runs)}\n\n"
+             f"seeds that cannot be beaten from any trained seat (on a board one side wins, as 3,4,3: seeds "
+             f"that hold the game's value, the winner forcing the win and the loser losing only to perfect "
+             f"play) [Wilson 95% CI]. {checked_text(runs)}\n\n"
              + (f"**Incomplete:** {partial}.\n\n" if partial else ""))
     tables = markdown(keys, rows) + safety.markdown([label_text(r["label"]) for r in rows],
                                                      [r["runs"] for r in rows])

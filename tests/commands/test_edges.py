@@ -22,8 +22,9 @@ import torch
 
 from tests.helpers.onnx_models import preference_model
 from ttt_research import evaluate as evaluate_cli
-from ttt_research.contract import unbeatable
+from ttt_research.contract import NASHCONV, greedy_nashconv, unbeatable
 from ttt_research.env import game
+from ttt_research.env.board import Game
 from ttt_research.env.solver import solve
 from ttt_research.evaluation import exact as ev
 from ttt_research.evaluation import text
@@ -379,6 +380,29 @@ def test_the_final_table_says_whether_the_agent_is_unbeatable_from_each_seat():
     assert table.splitlines()[-1] == "unbeatable as X: yes; as O: no (some opponent beats it)"
     assert text.eval_table(report, "o").splitlines()[-1] == "unbeatable as O: no (some opponent beats it)"
     assert text.eval_table(ev.evaluate_actions(perfect)).endswith("unbeatable as X: yes; as O: yes")
+
+
+def test_on_a_won_game_the_table_says_what_each_seat_can_hold(tmp_path, monkeypatch):
+    """3,4,3 (X wins): perfect as X and as O, the line says X forces the win and O loses only
+    to a perfect X; the lowest-cell player holds neither, and NashConv's gloss names the value."""
+    monkeypatch.setenv("TTT_RESEARCH_CACHE", str(tmp_path))
+    g = Game(3, 4, 3)
+    t, sol = g.tables(), solve(g=g)
+    perfect = sol.optimal.to(torch.int8).argmax(-1)  # (R,) the lowest minimax-optimal cell
+    lowest = t.legal.to(torch.int8).argmax(-1)  # (R,) the lowest empty cell
+    table = text.eval_table(exploit_report(perfect, g)).splitlines()
+    assert table[-1] == "X wins this game: as X forces the win: yes; as O loses only to a perfect X: yes"
+    assert any(row.startswith("  as X 1.0000 of ") and "as O 1.0000 of" in row for row in table)
+    worse = text.eval_table(exploit_report(lowest, g), "o").splitlines()
+    assert worse[-1] == "X wins this game: as O loses only to a perfect X: no (an imperfect X can still beat it)"
+    assert "(0: no opponent gets more than the game's value against it from either seat)" in "\n".join(worse)
+
+
+def exploit_report(actions, g):
+    """The greedy report with its NashConv line, as a run's eval.json has them."""
+    report = ev.evaluate_actions(actions, g)
+    report[NASHCONV] = greedy_nashconv(report)
+    return report
 
 
 def test_evaluate_prints_the_unbeatable_line(tmp_path, capsys):

@@ -230,3 +230,67 @@ def test_the_one_pass_of_two_plies_gives_the_three_passes_figures():
                            exploit._outcomes(c, pol, 1, "random", seat)[0],
                            exploit._outcomes(c, pol, 1, "perfect", seat)[0]])
         assert torch.equal(exploit._by_ply_window(c, pol, 1, seat)[0], three)
+
+
+def reached_points(start, seat, agent):
+    """Every position where ``seat`` is to move that ``agent`` (a cell per board) reaches
+    against some opponent."""
+    seen, todo, points = {start}, [start], set()
+    while todo:
+        b = todo.pop()
+        if done(b):
+            continue
+        if mover(b) == seat:
+            points.add(b)
+        for child in ([play(b, agent(b))] if mover(b) == seat else [play(b, c) for c in empty(b)]):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return points
+
+
+def test_each_seat_is_judged_by_the_value_the_game_allows_it():
+    """3,4,3 is won by X: X holds the value by forcing the win, O by losing only to a perfect X
+    (an optimal move wherever it can get to); each seat's share of optimal moves over its own
+    reachable points, all against the recursion."""
+    t = G.tables()
+    codes = decision_codes(G)
+    boards = [tuple(b) for b in t.board[codes].tolist()]  # (M, cells) in the tables' order
+
+    def best(b):
+        return next(c for c in empty(b) if minimax(play(b, c)) == minimax(b))
+
+    for name, agent in (("lowest cell", lambda b: empty(b)[0]), ("lowest optimal cell", best)):
+        # The policy reads the mover's view (the board times the mover: its pieces +1).
+        cell_of = {tuple(v * mover(b) for v in b): agent(b) for b in boards}
+
+        def policy(view, cell_of=cell_of):  # (B, cells) -> (B, cells): 1 on the agent's cell
+            cells = torch.tensor([cell_of[tuple(int(v) for v in row)] for row in view.tolist()])
+            return torch.nn.functional.one_hot(cells, CELLS).float()
+
+        report = exact.evaluate_policy(policy, game=G)
+        start = (0,) * CELLS
+        for key, seat, value in (("as_x", 1, "win"), ("as_o", -1, "loss")):
+            block, seen = report[key], reached_points(start, seat, agent)
+            kept = [minimax(play(b, agent(b))) == minimax(b) for b in seen]
+            assert block["game_value"] == value, name
+            assert block["decision_points"] == len(seen), name
+            assert block["optimal_move_rate"] == pytest.approx(sum(kept) / len(kept), abs=1e-15), name
+            # X: its worst case is the win; O: every move it can be led to keeps the value.
+            holds = all(kept) if seat == -1 else minimax(start) == 1 and _worst(start, seat, agent) == 1
+            assert block["holds_value"] == holds, name
+        if name == "lowest optimal cell":
+            assert report["as_x"]["holds_value"] and report["as_o"]["holds_value"]
+        else:
+            assert not report["as_x"]["holds_value"] and not report["as_o"]["holds_value"]
+        assert report["decision_points"] == report["as_x"]["decision_points"] + report["as_o"]["decision_points"]
+
+
+@cache
+def _worst(b, seat, agent):
+    """``agent``'s result as ``seat`` against every reply (+1 / 0 / -1)."""
+    if done(b):
+        return winner(b) * seat
+    if mover(b) == seat:
+        return _worst(play(b, agent(b)), seat, agent)
+    return min(_worst(play(b, c), seat, agent) for c in empty(b))

@@ -139,8 +139,16 @@ def test_evaluator_matches_plain_recursion_for_hand_built_policies(pref):
             assert got["tie"] == pytest.approx(float(tie), abs=1e-12)
         assert report[key]["worst_case"] == WORST_NAME[_ref_worst(ref.EMPTY_BOARD, agent, seat)]
     points = set()
-    for seat in (1, -1):
-        _ref_decisions(ref.EMPTY_BOARD, agent, seat, points)
+    for key, seat in (("as_x", 1), ("as_o", -1)):
+        mine = set()
+        _ref_decisions(ref.EMPTY_BOARD, agent, seat, mine)
+        kept = [ref.minimax(ref.play(b, next(iter(agent(b))))) == ref.minimax(b) for b in mine]
+        # Tic-tac-toe is a draw: each seat's value is the draw, and holding it is being unbeatable.
+        assert report[key]["game_value"] == "draw"
+        assert report[key]["holds_value"] == (report[key]["worst_case"] != "loss")
+        assert report[key]["decision_points"] == len(mine)
+        assert report[key]["optimal_move_rate"] == pytest.approx(sum(kept) / len(kept), abs=1e-12)
+        points |= mine
     kept = [ref.minimax(ref.play(b, next(iter(agent(b))))) == ref.minimax(b) for b in points]
     assert report["decision_points"] == len(points)
     assert report["optimal_move_rate"] == pytest.approx(sum(kept) / len(kept), abs=1e-12)

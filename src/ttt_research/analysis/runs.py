@@ -22,8 +22,11 @@ from typing import Any
 from ttt_research.analysis.curves import read_metrics
 from ttt_research.contract import (
     EVAL_NAMES,
+    GAME_VALUE,
     JUDGED_SEATS,
+    REPORT_KEY,
     TRAINING_SEATS,
+    WORST_VALUE,
     eval_metrics,
     eval_name,
     exploit_metrics,
@@ -115,9 +118,16 @@ class RunRecord:
     def safe_at(self, seats: tuple[str, ...] | None = None) -> list[tuple[float, bool]]:
         """(games, unbeatable from every seat of ``seats``: default, every trained seat) at each
         exact evaluation."""
-        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in seats or self.trained]
+        seats = seats or self.trained
+        worst = [dict(self.series.get(eval_name(s, "worst_case"), [])) for s in seats]
+        # The worst case that holds a seat's value (contract.HOLDS_VALUE): a draw on a drawn game,
+        # the win where the seat wins; where it loses, holding means losing only to perfect play,
+        # which the logged worst case cannot show (-1 either way): such a seat is judged at the
+        # end, by eval.json, and never here.
+        need = [max(WORST_VALUE[self.report[REPORT_KEY[s]].get(GAME_VALUE, "draw")], 0) if self.report
+                else 0 for s in seats]
         points = sorted(set.intersection(*(set(w) for w in worst))) if worst else []
-        return [(g, all(w[g] >= 0 for w in worst)) for g in points]
+        return [(g, all(w[g] >= v for w, v in zip(worst, need, strict=True))) for g in points]
 
     @property
     def first_unbeatable(self) -> float | None:

@@ -33,6 +33,8 @@ import torch
 
 from ttt_research.contract import (
     EVAL_SEATS,
+    GAME_VALUE,
+    HOLDS_VALUE,
     OPTIMAL_ALL,
     REPORT_KEY,
     SEAT_PIECE,
@@ -40,6 +42,7 @@ from ttt_research.contract import (
 )
 from ttt_research.env import game as rules
 from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.solver import solve
 from ttt_research.errors import IllegalMoveError
 from ttt_research.evaluation.tree import Tree, decision_codes, one_thread, tree
 from ttt_research.models.nets import MLPStack
@@ -376,6 +379,7 @@ def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game
     # Every decision point of the game, for both seats: the share of optimal moves over them
     # is lean4-mlir's measure, which does not depend on where the policy leads.
     every = c.decision
+    value_x = int(solve(g=game).value[int(c.codes[c.empty])])  # the empty board's, from X's side
     reports: list[dict] = []
     for start in range(0, actions.shape[0], chunk):
         part = actions[start:start + chunk]
@@ -383,6 +387,7 @@ def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game
         n = act.shape[1]
         blocks: list[dict] = [{} for _ in range(n)]
         points = torch.zeros(c.size, n, dtype=torch.bool, device=actions.device)
+        good = c.optimal.gather(1, act)  # (R, n) the move keeps the minimax value
         for side in EVAL_SEATS:
             seat = SEAT_PIECE[side]
             reach = _reach(c, act, seat)
@@ -390,14 +395,23 @@ def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game
             vs_random = _outcomes(c, act, "random", seat, plies).tolist()
             vs_perfect = _outcomes(c, act, "perfect", seat, plies).tolist()
             worst = _worst_case(c, act, seat, plies).tolist()
+            mine = reach & (~c.done & (c.mover == seat))[:, None]  # (R, n) its decision points as seat
+            seat_count, seat_kept = mine.sum(0).tolist(), (good & mine).sum(0).tolist()
+            value = value_x if seat == rules.X else -value_x  # the game's value for this seat
             for k in range(n):  # building the dicts, not the hot path
                 blocks[k][REPORT_KEY[side]] = {
                     "vs_random": _wlt_row(vs_random[k], seat),
                     "vs_perfect": _wlt_row(vs_perfect[k], seat),
                     "worst_case": WORST_NAME[worst[k]],
+                    GAME_VALUE: WORST_NAME[value],
+                    # Where the game is lost for the seat, every line loses to a perfect
+                    # opponent; holding it means losing to nothing less: an optimal move at
+                    # every point it can reach (so a position an erring opponent gives it is kept).
+                    HOLDS_VALUE: worst[k] == value if value > -1 else seat_kept[k] == seat_count[k],
+                    "optimal_move_rate": seat_kept[k] / seat_count[k] if seat_count[k] else 1.0,
+                    "decision_points": seat_count[k],
                 }
-            points |= reach & (~c.done & (c.mover == seat))[:, None]  # the agent's decision points
-        good = c.optimal.gather(1, act)  # (R, n) the move keeps the minimax value
+            points |= mine
         kept = good & points
         count = points.sum(0)
         # An integer count over an integer count: the same float as the single version's mean.

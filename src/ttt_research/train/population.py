@@ -47,7 +47,7 @@ from ttt_research.evaluation.exact import evaluate_stack
 from ttt_research.evaluation.exploit import Acting
 from ttt_research.evaluation.objectives import meaning
 from ttt_research.evaluation.onnx import export
-from ttt_research.evaluation.text import eval_table
+from ttt_research.evaluation.text import drawn, eval_table
 from ttt_research.files.atomic import atomic_path, write_atomic
 from ttt_research.population import results
 from ttt_research.train.callbacks import ExactEvaluation, exact_reports
@@ -119,7 +119,8 @@ class PopulationEvaluation(ExactEvaluation):
             loss = statistics.median(r[key]["vs_random"]["loss"] for r in live)
             parts.append(f"{s.upper()} win {win:.4f} loss {loss:.4f}")
         safe = sum(unbeatable(r, self.seat) for r in live)
-        return f"median of {len(live)}: " + "  ".join(parts) + f"  unbeatable {safe}/{len(reports)}"
+        said = "unbeatable" if drawn(live[0]) else "hold the game's value"  # a won game: text.unbeatable_line
+        return f"median of {len(live)}: " + "  ".join(parts) + f"  {said} {safe}/{len(reports)}"
 
 
 def aggregate_metrics(reports: list[dict | None], seat: str) -> dict[str, float]:
@@ -239,7 +240,8 @@ def print_summary(report: dict, agg: dict, members: list, games: int, describe: 
     n, best = len(members), agg["best"]
     ob = agg["objective"]
     print(f"\nPopulation of {n} after {games:,} games each ({describe}):")
-    print(f"  unbeatable: {agg['unbeatable']} of {n} ({agg['unbeatable_fraction']:.3f})"
+    said = "unbeatable" if drawn(report) else "hold the game's value (below: what it means per seat)"
+    print(f"  {said}: {agg['unbeatable']} of {n} ({agg['unbeatable_fraction']:.3f})"
           + (f"; stopped: {len(agg['stopped'])} (population.json says why)" if agg["stopped"] else ""))
     what = meaning(ob["per_member"])
     print(f"  {ob['per_member']}{f' ({what})' if what else ''}: median {ob['median']:.4f}, "
