@@ -394,7 +394,8 @@ def test_on_a_won_game_the_table_says_what_each_seat_can_hold(tmp_path, monkeypa
     assert table[-1] == "X wins this game: as X forces the win: yes; as O loses only to a perfect X: yes"
     assert any(row.startswith("  as X 1.0000 of ") and "as O 1.0000 of" in row for row in table)
     worse = text.eval_table(exploit_report(lowest, g), "o").splitlines()
-    assert worse[-1] == "X wins this game: as O loses only to a perfect X: no (an imperfect X can still beat it)"
+    assert worse[-1] == ("X wins this game: as O loses only to a perfect X: no "
+                         "(an imperfect X can still beat it)")
     assert "(0: no opponent gets more than the game's value against it from either seat)" in "\n".join(worse)
 
 

@@ -283,7 +283,8 @@ def test_each_seat_is_judged_by_the_value_the_game_allows_it():
             assert report["as_x"]["holds_value"] and report["as_o"]["holds_value"]
         else:
             assert not report["as_x"]["holds_value"] and not report["as_o"]["holds_value"]
-        assert report["decision_points"] == report["as_x"]["decision_points"] + report["as_o"]["decision_points"]
+        seats = report["as_x"]["decision_points"] + report["as_o"]["decision_points"]
+        assert report["decision_points"] == seats
 
 
 @cache

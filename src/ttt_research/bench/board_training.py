@@ -83,5 +83,6 @@ def board_training_lines(res: dict) -> list[str]:
         rf, ppo = algos["reinforce"], algos["ppo"]
         rows.append(f"{'board ' + board + ' training':<24} REINFORCE {rf['games_per_s']:,.0f} games/s, "
                     f"PPO {ppo['games_per_s']:,.0f} games/s ({ppo['steps_per_s']:,.0f} steps/s); exact "
-                    f"evaluation of the trained REINFORCE agent {rf['eval_s']:.2f} s, peak {rf['peak_gb']:.2f} GB")
+                    f"evaluation of the trained REINFORCE agent {rf['eval_s']:.2f} s, "
+                    f"peak {rf['peak_gb']:.2f} GB")
     return rows

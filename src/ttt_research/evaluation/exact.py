@@ -66,8 +66,9 @@ FORWARD_ROWS = 2**12
 
 def decision_logits(policy: PolicyFn, game: Game = TIC_TAC_TOE) -> torch.Tensor:
     """(M, cells) float32 logits of ``policy`` at ``decision_codes(game)``, on the CPU: one
-    call on tic-tac-toe, else one per ``FORWARD_ROWS`` positions, written into one (M, cells) table made beforehand (a normal
-    tensor: the calls run in inference mode, with no autograd bookkeeping)."""
+    call on tic-tac-toe, else one per ``FORWARD_ROWS`` positions, written into one (M, cells)
+    table made beforehand (a normal tensor: the calls run in inference mode, with no autograd
+    bookkeeping)."""
     t, codes = game.tables(), decision_codes(game)
     if codes.numel() <= ROWS:
         with torch.inference_mode():

@@ -94,7 +94,8 @@ def eval_table(report: dict, seat: str = "both") -> str:
         rows.append("  " + "; ".join(
             f"as {side.upper()} {report[REPORT_KEY[side]]['optimal_move_rate']:.4f} of "
             f"{report[REPORT_KEY[side]]['decision_points']}" for side in EVAL_SEATS)
-            + (f"; over every decision point of the game {report[OPTIMAL_ALL]:.4f}" if OPTIMAL_ALL in report else ""))
+            + (f"; over every decision point of the game {report[OPTIMAL_ALL]:.4f}"
+               if OPTIMAL_ALL in report else ""))
     rows += value_lines(report)  # an algorithm with action values: its value_accuracy
     rows += trained_lines(report, seat)  # the greedy NashConv, the policy as trained
     rows.append(unbeatable_line(report, seat))
