@@ -125,7 +125,6 @@ def test_a_tournament_of_two_boards_or_too_big_is_one_line_exit_2(tmp_path, caps
     for args, needle in (([str(ours), str(tic)], two),
                          ([str(ours), "random", "--game", "3,3,3"], "tournament plays 3,3,3 (--game)"),
                          (["random", str(table), "--game", "3,4,3"], "a policy of the 3,3,3 board"),
-                         (["random", "rules", str(ours)], "plays tic-tac-toe only, not 3,4,3"),
                          (["random", "perfect", "--game", "4,5,3"], "names no board")):
         assert tournament_cli.main(args) == 2, args
         assert needle in one_error_line(capsys.readouterr().err), args

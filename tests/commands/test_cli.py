@@ -214,8 +214,9 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
                         "error: game.m=5 game.n=4: a board of 20 cells"),
                        (["game=mnk444", "algo=dqn"], "error: algo=dqn trains on tic-tac-toe only (game=ttt), "
                                                      "not on the 4,4,4 board of game=mnk"),
-                       (["game=mnk343", "algo=ppo", "opponent=rules"],
-                        "error: opponent RulesOpponent plays tic-tac-toe only (game=ttt), "
+                       (["game=mnk343", "algo=ppo",
+                         "opponent._target_=ttt_research.env.opponents.TableOpponent"],
+                        "error: opponent TableOpponent plays tic-tac-toe only (game=ttt), "
                         "not the 3,4,3 board")):
         out = run("ttt_research", *args, f"hydra.run.dir={runs / 'job'}")
         assert out.returncode == 2 and out.stdout == "", out.stderr

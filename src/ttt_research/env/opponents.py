@@ -14,16 +14,20 @@ can use the very same table:
 * ``rules``: the rule-based "perfect" player the PPO seed trained against. In order:
   win, block, fork, block a fork, centre, corner, side; uniform among the cells that the
   first applicable rule names. It is not perfect: see ``rules_record`` and docs/design.md.
+  On another board centre, corner, side become "the cell on most open lines"
+  (``rule_player.py``).
 * ``mixed``: per game, the strong player with probability ``p_perfect``, else random.
 
 Opponents made of policies join through the same interface, and hear about every update
 (``on_update``): ``self`` (a marker: the learner plays both sides), ``pool`` (snapshots of
 the learner) and ``curriculum`` (a schedule over any of the above).
 
-Any m,n,k board (``board.Game``, given as ``game``): ``random``, ``minimax`` and ``self``.
-Another board's move tables would not fit (4,4,4: (9.7M, 16) float64, 1.2 GB), so there
-they draw from the rule tables and the solver's optimal moves as they play; the others are
-tic-tac-toe's (``train/validate.py`` refuses them on another board).
+Any m,n,k board (``board.Game``, given as ``game``): every opponent here. Another board's
+move tables would not fit (4,4,4: (9.7M, 16) float64, 1.2 GB), so there ``random``,
+``minimax`` and ``rules`` draw from the rule tables, the solver's optimal moves and the rules'
+cells (``rule_player.rule_cells``) as they play; ``pool`` snapshots a network of the board,
+and ``mixed`` and ``curriculum`` hand the board to the opponents they are made of
+(``on_board``: Hydra builds a curriculum's stages before the run hands it the board).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import torch
 from ttt_research.contract import REPORT_KEY
 from ttt_research.env import game
 from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.rule_player import rule_cells, rule_table
 from ttt_research.env.solver import outcome_probs, perfect_probs, random_probs, solve, uniform_over
 from ttt_research.env.streams import randint, sample, uniform
 
@@ -67,6 +72,14 @@ class Opponent:
 
     def restore(self, state: dict, net: torch.nn.Module) -> None:
         """Undo ``state()``; ``net`` is the learner's network, a template for snapshots."""
+
+    def on_board(self, g: Game) -> Opponent:
+        """This opponent made to play ``g`` (itself, changed where it must be): a composite
+        hands it to its parts. The default keeps ``game`` and forgets a tic-tac-toe table."""
+        self.game = g
+        if g != TIC_TAC_TOE and getattr(self, "probs", None) is not None:
+            self.probs = None  # tic-tac-toe's table: another board draws as it plays
+        return self
 
 
 class SelfPlay(Opponent):
@@ -133,15 +146,25 @@ class MinimaxOpponent(TableOpponent):
         if self.probs is not None:
             return super().act(code, generator)
         optimal = solve(code.device, self.game).optimal  # (N, cells) bool
-        mask = game.at(optimal, code.reshape(-1)).view(*code.shape, -1)  # (..., cells)
-        u = uniform((*code.shape, 1), code.device, generator)
-        k = (u * mask.sum(-1, keepdim=True)).long()  # draw the k-th optimal cell, k < their count
-        # The first cell with more than k optimal cells up to it; a finished board (none): the last cell.
-        return (mask.cumsum(-1) <= k).sum(-1).clamp_max(mask.shape[-1] - 1)
+        return draw(game.at(optimal, code.reshape(-1)).view(*code.shape, -1), generator)
 
 
-def rules_probs() -> torch.Tensor:
-    """(N, 9) float64: the rule-based player's move distribution at every code.
+def draw(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(..., cells) bool -> (...,) int64: a cell drawn uniformly among the True ones of each
+    row (a row with none: the last cell; only finished boards have none)."""
+    u = uniform((*mask.shape[:-1], 1), mask.device, generator)
+    k = (u * mask.sum(-1, keepdim=True)).long()  # draw the k-th True cell, k < their count
+    # The first cell with more than k True cells up to it.
+    return (mask.cumsum(-1) <= k).sum(-1).clamp_max(mask.shape[-1] - 1)
+
+
+def rules_probs(g: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(N, cells) float64: the rule-based player's move distribution at every row of ``g``'s
+    tables (tic-tac-toe's below, as the seed wrote it; another board's from
+    ``rule_player.rule_table``: a table for a small board, 3,4,3's 112k rows; on 4x4 it would
+    be 1.2 GB, where ``RulesOpponent`` draws as it plays).
+
+    Tic-tac-toe's, at every code:
 
     Computed for all codes at once. For the player to move ("me") and the other ("them"):
     win (a move that completes my line), block (a cell that would complete theirs), fork
@@ -149,6 +172,9 @@ def rules_probs() -> torch.Tensor:
     two threats), centre, a corner, a side. The first rule with any cell decides; its cells
     are equally likely.
     """
+    if g != TIC_TAC_TOE:
+        t = g.tables()
+        return uniform_over(rule_table(g, t.board, t.mover, t.legal))
     t = game.tables()
     codes = torch.arange(game.N_CODES)
     me = t.mover.long()
@@ -186,25 +212,35 @@ def rules_probs() -> torch.Tensor:
 
 
 class RulesOpponent(TableOpponent):
-    """The seed's rule-based player (see ``rules_probs``)."""
+    """The seed's rule-based player (see ``rules_probs``), on any board (``game``: another
+    board's moves from ``rule_player.rule_cells`` at the positions played, no table)."""
 
-    def __init__(self):
-        super().__init__(rules_probs(), "rules")
+    def __init__(self, game: Game = TIC_TAC_TOE):
+        super().__init__(rules_probs() if game == TIC_TAC_TOE else None, "rules")
+        self.game = game
+
+    def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        if self.probs is not None:
+            return super().act(code, generator)
+        t, flat = self.game.tables(code.device), code.reshape(-1)
+        cells = rule_cells(game.at(t.board, flat), game.at(t.mover, flat), self.game)  # (B, cells)
+        return draw(cells.view(*code.shape, -1), generator)
 
 
 class MixedOpponent(Opponent):
     """Per game: ``strong`` with probability ``p_perfect``, else ``weak`` (random)."""
 
     def __init__(self, p_perfect: float | torch.Tensor = 0.5, strong: Opponent | str = "minimax",
-                 weak: Opponent | str = "random"):
+                 weak: Opponent | str = "random", game: Game = TIC_TAC_TOE):
         # A number, or a population's (N, 1) tensor: each member's own chance, over its games.
         each = p_perfect if isinstance(p_perfect, torch.Tensor) else torch.tensor(float(p_perfect))
         if not bool(((each >= 0.0) & (each <= 1.0)).all()):
             raise ValueError(f"opponent.p_perfect must be in [0, 1], got {p_perfect}")
         per_member = isinstance(p_perfect, torch.Tensor)
         self.p_perfect = p_perfect if per_member else float(p_perfect)
-        self.strong = build(strong) if isinstance(strong, str) else strong
-        self.weak = build(weak) if isinstance(weak, str) else weak
+        self.game = game  # any board: its two players are given it
+        self.strong = (build(strong, game=game) if isinstance(strong, str) else strong).on_board(game)
+        self.weak = (build(weak, game=game) if isinstance(weak, str) else weak).on_board(game)
         chance = "each member's" if per_member else f"{self.p_perfect:g}"
         self.name = f"mixed({self.strong.name}@{chance})"
         self.is_strong: torch.Tensor | None = None  # (B,) bool, drawn per game
@@ -231,6 +267,11 @@ class MixedOpponent(Opponent):
         self.strong.restore(state.get("strong", {}), net)
         self.weak.restore(state.get("weak", {}), net)
 
+    def on_board(self, g: Game) -> Opponent:
+        self.game = g
+        self.strong, self.weak = self.strong.on_board(g), self.weak.on_board(g)
+        return self
+
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         if self.is_strong is None or self.is_strong.shape != code.shape:
             self.reset(torch.ones(code.shape, dtype=torch.bool, device=code.device), generator)
@@ -245,13 +286,14 @@ FIXED = {"random": RandomOpponent, "minimax": MinimaxOpponent, "rules": RulesOpp
 class PolicyOpponent(Opponent):
     """A frozen copy of a policy network, sampling from its masked softmax."""
 
-    def __init__(self, net: torch.nn.Module, name: str = "policy"):
+    def __init__(self, net: torch.nn.Module, name: str = "policy", game: Game = TIC_TAC_TOE):
         self.net = copy.deepcopy(net).eval().requires_grad_(False)
         self.name = name
+        self.game = game  # any board: the net is one of its board (cells inputs)
 
     @torch.no_grad()
     def act(self, code: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        t = game.tables(code.device)
+        t = self.game.tables(code.device)
         return sample(self.net(t.view[code].float()), generator)  # occupied cells masked
 
 
@@ -259,17 +301,25 @@ class PoolOpponent(Opponent):
     """Snapshots of the learner, taken every ``every`` updates (at most ``size``, oldest
     dropped; the latest always among them); each game draws one snapshot to play."""
 
-    def __init__(self, every: int = 10, size: int = 8):
+    def __init__(self, every: int = 10, size: int = 8, game: Game = TIC_TAC_TOE):
         if every < 1 or size < 1:
             raise ValueError(f"opponent.every and opponent.size must be >= 1, got {every}, {size}")
         self.every, self.size = int(every), int(size)
         self.snapshots: list[PolicyOpponent] = []
         self.choice: torch.Tensor | None = None  # (B,) snapshot index per game
         self.name = f"pool({size}, every {every})"
+        self.game = game  # any board: the snapshots are of the learner's net, which plays it
+
+    def on_board(self, g: Game) -> Opponent:
+        self.game = g
+        for s in self.snapshots:
+            s.game = g
+        return self
 
     def on_update(self, net: torch.nn.Module, progress: float, update: int) -> None:
         if not self.snapshots or update % self.every == 0:
-            self.snapshots = (self.snapshots + [PolicyOpponent(net, f"snapshot@{update}")])[-self.size:]
+            snap = PolicyOpponent(net, f"snapshot@{update}", self.game)
+            self.snapshots = (self.snapshots + [snap])[-self.size:]
 
     def state(self) -> dict:
         # Weights only (plain tensors, so checkpoints stay loadable with weights_only=True).
@@ -280,7 +330,7 @@ class PoolOpponent(Opponent):
     def restore(self, state: dict, net: torch.nn.Module) -> None:
         self.snapshots = []
         for name, weights in zip(state.get("names", []), state.get("weights", []), strict=True):
-            snap = PolicyOpponent(net, name)  # a copy of the learner's shape...
+            snap = PolicyOpponent(net, name, self.game)  # a copy of the learner's shape...
             snap.net.load_state_dict(weights)  # ...with the snapshot's weights
             self.snapshots.append(snap)
 
@@ -305,10 +355,11 @@ class Curriculum(Opponent):
     """A schedule over opponents: ``stages`` is a list of (until, opponent) with ``until``
     the share of the budget at which the stage ends; the last stage runs to the end."""
 
-    def __init__(self, stages: list):
+    def __init__(self, stages: list, game: Game = TIC_TAC_TOE):
         self.stages = [(float(s["until"]), s["opponent"]) for s in stages]
         if not self.stages:
             raise ValueError("opponent.stages must list at least one stage")
+        self.on_board(game)  # Hydra built the stages before the board reached this one
         self.index = 0
         self.name = "curriculum(" + " -> ".join(o.name for _, o in self.stages) + ")"
 
@@ -330,6 +381,11 @@ class Curriculum(Opponent):
         for (_, opponent), sub in zip(self.stages, state.get("stages", []), strict=False):
             opponent.restore(sub, net)
 
+    def on_board(self, g: Game) -> Opponent:
+        self.game = g
+        self.stages = [(until, opponent.on_board(g)) for until, opponent in self.stages]
+        return self
+
     def reset(self, started: torch.Tensor, generator: torch.Generator | None = None) -> None:
         self.current.reset(started, generator)
 
@@ -337,14 +393,14 @@ class Curriculum(Opponent):
         return self.current.act(code, generator)
 
 
-def build(name: str, p_perfect: float = 0.5, strong: str = "minimax") -> Opponent:
-    """An opponent by name: random, minimax, rules, mixed (strong player by name)."""
+def build(name: str, p_perfect: float = 0.5, strong: str = "minimax", game: Game = TIC_TAC_TOE) -> Opponent:
+    """An opponent by name, of ``game``'s board: random, minimax, rules, mixed (strong player by name)."""
     if name in FIXED:
-        return FIXED[name]()
+        return FIXED[name]() if game == TIC_TAC_TOE else FIXED[name](game)
     if name == "mixed":
         if strong not in FIXED:
             raise ValueError(f"opponent.strong must be one of {sorted(FIXED)}, got {strong!r}")
-        return MixedOpponent(p_perfect, strong)
+        return MixedOpponent(p_perfect, strong, game=game)
     raise ValueError(f"unknown opponent {name!r}: choose from random, minimax, rules, mixed")
 
 

@@ -6,7 +6,7 @@ Each participant is a name and a policy as ``probs``, (M, cells) float64 at
 line before it runs). An argument is one of:
 
 * a built-in player: ``random`` (uniform over the empty cells), ``perfect`` (uniform over the
-  minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ...),
+  minimax-optimal moves), ``rules`` (``opponents.rules_probs``: win, block, fork, ..., on any board),
   ``best-response`` (no policy of its own: against each opponent, from each seat, that
   opponent's exact best response, ``exploit.best_response_outcomes``; its ``probs`` is None);
 * a run folder (its ``policy.onnx``), named as given;
@@ -52,14 +52,13 @@ class Participant:
 def _builtin(name: str, game: Game = TIC_TAC_TOE) -> Participant:
     if name == RESPONDER:  # a different policy against each opponent: cross_play cannot play it
         return Participant(name, None, "built-in: each opponent's exact best response")
-    if name == "rules" and game != TIC_TAC_TOE:  # its rules (centre, corner, side) are 3x3's
-        raise UserError(f"rules: the rule-based player plays tic-tac-toe only, not {game.name}; "
-                        "random and perfect play any board")
     codes = decision_codes(game)
     table = {"random": lambda: solver.random_probs(game), "perfect": lambda: solver.perfect_probs(game),
-             "rules": opponents.rules_probs}[name]()
+             "rules": lambda: opponents.rules_probs(game)}[name]()
+    # the rule player's last rule: tic-tac-toe's seed order, another board's lines (rule_player.py)
+    last = "centre, corner, side" if game == TIC_TAC_TOE else "the cell on most open lines"
     what = {"random": "uniform over empty cells", "perfect": "uniform over minimax-optimal moves",
-            "rules": "win, block, fork, block a fork, centre, corner, side"}[name]
+            "rules": f"win, block, fork, block a fork, {last}"}[name]
     return Participant(name, table[codes].double(), f"built-in: {what}")
 
 

@@ -133,8 +133,8 @@ class ExactEvaluation(L.Callback):
         seconds = self.clock()  # the time trained until this evaluation, not counting it
         (report,) = exact_reports(module)  # greedy, as trained, values
         if self.league:
-            probs = module.algo.acting(module).probs(decision_logits(module.policy_logits,
-                                                                     **module.on_board)).float()
+            probs = module.algo.acting(module).probs(decision_logits(module.policy_logits, **module.on_board),
+                                                     **module.on_board).float()
             self.snapshots.append((module.games_played, probs))
         module.train(was_training)
         self.record(module.games_played, report, seconds)

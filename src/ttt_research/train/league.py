@@ -1,16 +1,19 @@
 """The league view: the policy at the end of a run against itself at each earlier evaluation.
 
 With ``league=true`` a single run keeps the policy as trained (``exploit``'s move
-probabilities at the 4,520 decision positions) at every exact evaluation; at the end the final
-policy plays each of them exactly, from both seats (``crossplay.cross_play``: the expectation
-over the whole tree, no sampled games), and ``league.csv`` in the run folder says how the run
-improved on its own past: a row per earlier evaluation with the final policy's win and loss
-probabilities as X and as O and its expected score (+1 win, 0 draw, -1 loss) from the seat it
-trains (the two seats averaged for ``seat=both``). A run that only gets better scores >= 0
+probabilities at the board's decision positions, 4,520 on tic-tac-toe) at every exact
+evaluation; at the end the final policy plays each of them exactly, from both seats
+(``crossplay.cross_play``: the expectation over the whole tree, no sampled games), and
+``league.csv`` in the run folder says how the run improved on its own past: a row per earlier
+evaluation with the final policy's win and loss probabilities as X and as O and its expected
+score (+1 win, 0 draw, -1 loss) from the seat it trains (the two seats averaged for
+``seat=both``). A run that only gets better scores >= 0
 against every earlier self; a row below 0 is a regression (an earlier self that beats the end
 of the run).
 
-The snapshots ride in the checkpoint (float32, 163 kB each), so a resumed run keeps its past.
+The snapshots ride in the checkpoint (float32, 163 kB each on tic-tac-toe, 3.8 MB on 3,4,3),
+so a resumed run keeps its past. Any board whose cross-play fits (``crossplay.MAX_BYTES``:
+3,4,3's does; 4,4,4's 9M positions do not).
 """
 
 from __future__ import annotations
@@ -28,15 +31,17 @@ COLUMNS = ("games", "final_as_x_win", "final_as_x_loss", "final_as_o_win", "fina
 
 
 def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor,
-                seat: str = "both") -> list[dict]:
-    """One row per earlier policy ``(games, (M, 9) probabilities)``: the final (M, 9) policy
-    against it from both seats, exactly (``COLUMNS``); ``final_score`` is its expected result
-    from the seat(s) the run trains (``seat``: x, o, or both averaged): a learner of O is not
-    judged by an X it never trained."""
+                seat: str = "both", on_board: dict | None = None) -> list[dict]:
+    """One row per earlier policy ``(games, (M, cells) probabilities)``: the final (M, cells)
+    policy against it from both seats, exactly (``COLUMNS``); ``final_score`` is its expected
+    result from the seat(s) the run trains (``seat``: x, o, or both averaged): a learner of O
+    is not judged by an X it never trained. ``on_board``: ``{"game": g}`` on another board
+    (the module's ``on_board``; its M decision positions are ``exact.decision_codes(g)``)."""
     if not snapshots:
         return []
-    probs = torch.stack([final.double(), *(p.double() for _, p in snapshots)])  # (1 + k, M, 9)
-    r = cross_play(probs)  # (1 + k, 1 + k, 3): [i, j] = i as X vs j as O: P(X wins), P(O wins), P(tie)
+    probs = torch.stack([final.double(), *(p.double() for _, p in snapshots)])  # (1 + k, M, cells)
+    # (1 + k, 1 + k, 3): [i, j] = i as X vs j as O: P(X wins), P(O wins), P(tie)
+    r = cross_play(probs, **(on_board or {}))
     rows = []
     for j, (games, _) in enumerate(snapshots, start=1):
         as_x, as_o = r[0, j], r[j, 0]

@@ -297,8 +297,8 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     if trainer.is_global_zero:
         if cfg.get("league", False):  # the final policy against its earlier selves (train/league.py)
             final = evaluation.snapshots[-1][1] if evaluation.snapshots else None
-            rows = league_rows(evaluation.snapshots[:-1], final, cfg.seat.side) if final is not None \
-                else []
+            rows = league_rows(evaluation.snapshots[:-1], final, cfg.seat.side, module.on_board) \
+                if final is not None else []
             write_league(run_dir / "league.csv", rows)
             print(league_text(rows))
         title = describe(cfg, module, opponent=False, members=members)

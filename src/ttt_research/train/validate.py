@@ -121,17 +121,30 @@ def _validate_game(cfg: DictConfig) -> None:
                           f"board of game={_choice_of(cfg)}; " + (f"use {takers}" if takers else
                           "training on other boards is not built yet: python -m ttt_research.solve "
                           "gives their exact facts"))
-    target = value_of(cfg, "opponent._target_")
-    if game != TIC_TAC_TOE and target not in ANY_BOARD_OPPONENTS:
-        name = str(target).rsplit(".", 1)[-1]
-        raise ConfigError(f"opponent {name} plays tic-tac-toe only (game=ttt), not the {game.name} "
-                          f"board of game={_choice_of(cfg)}; choose opponent=random, minimax or self")
+    for target in _opponent_targets(OmegaConf.to_container(cfg.opponent)):  # a curriculum's stages too
+        if game != TIC_TAC_TOE and target not in ANY_BOARD_OPPONENTS:
+            name = str(target).rsplit(".", 1)[-1]
+            raise ConfigError(f"opponent {name} plays tic-tac-toe only (game=ttt), not the {game.name} "
+                              f"board of game={_choice_of(cfg)}; choose opponent=random, minimax, rules, "
+                              "self, pool, mixed or curriculum")
 
 
-# The opponents that play any board (``env/opponents.py``: they take the game); the others
-# are tic-tac-toe's (a rule list, tables over its codes, snapshots of a 3x3 network).
+# The opponents that play any board (``env/opponents.py``: each takes the game, and a
+# composite hands it to its parts); another class named by ``_target_`` is refused off 3x3
+# (a fixed table over tic-tac-toe's codes, ``TableOpponent``, plays that board only).
 ANY_BOARD_OPPONENTS = tuple(f"ttt_research.env.opponents.{name}"
-                            for name in ("RandomOpponent", "MinimaxOpponent", "SelfPlay"))
+                            for name in ("RandomOpponent", "MinimaxOpponent", "SelfPlay", "RulesOpponent",
+                                         "PoolOpponent", "MixedOpponent", "Curriculum"))
+
+
+def _opponent_targets(node) -> list:
+    """Every ``_target_`` in an opponent's config (a curriculum's stages, a mixed's players)."""
+    if isinstance(node, dict):
+        own = [node["_target_"]] if "_target_" in node else []
+        return own + [t for v in node.values() for t in _opponent_targets(v)]
+    if isinstance(node, list):
+        return [t for v in node for t in _opponent_targets(v)]
+    return []
 
 
 def _choice_of(cfg: DictConfig) -> str:
