@@ -3,8 +3,8 @@
 of ``test_any_board.py``); the general rule player takes every immediate win and blocks every
 immediate loss (3,4,3: every position; 4,4,4: positions of random games), while tic-tac-toe's
 rule player keeps its moves at all 4,520 decision positions; a tournament on 3,4,3 enters
-``rules``; ``league=true`` plays on 3,4,3; an opponent class that plays tic-tac-toe only is
-refused in one line.
+``rules``; ``league=true``, a population and a restored pool play on 3,4,3; an opponent class
+that plays tic-tac-toe only is refused in one line.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.rule_player import forcing_cells, rule_cells
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import decision_codes
+from ttt_research.models.nets import MLP
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 
@@ -161,3 +162,31 @@ def test_the_league_plays_on_3_4_3(tmp_path):
     rows = (tmp_path / "run" / "league.csv").read_text().splitlines()
     assert rows[0].startswith("games,final_as_x_win") and len(rows) == 2  # the one earlier self
     assert report["as_o"]["vs_perfect"]["loss"] == 1.0  # X wins 3,4,3: a perfect X beats any O
+
+
+def test_a_population_trains_on_3_4_3_against_the_rule_player_mixed_in(monkeypatch):
+    module, played = trained(monkeypatch, "algo=ppo", "opponent=mixed", "opponent.strong=rules",
+                             "population.size=2")
+    assert module.n == 2 and module.opponent.strong.game == G343
+    for ep in played:
+        assert ep.view.shape[1] == 2  # (T, N, B, cells): each member's games
+        referee(ep)
+
+
+def test_a_pool_on_3_4_3_restored_from_its_state_plays_as_it_did():
+    """A resumed run meets the pool it would have met: the snapshots' weights, on the board."""
+    net = make_net()
+    pool = opponents.PoolOpponent(every=1, size=2, game=G343)
+    for update in range(3):
+        torch.nn.init.normal_(net.body[0].weight, generator=torch.Generator().manual_seed(update))
+        pool.on_update(net, update / 3, update)
+    again = opponents.PoolOpponent(every=1, size=2).on_board(G343)
+    again.restore(pool.state(), make_net())
+    rows = (~G343.tables().done).nonzero().squeeze(1)[:5_000]
+    moves = [p.act(rows, torch.Generator().manual_seed(5)) for p in (pool, again)]
+    assert [s.name for s in again.snapshots] == ["snapshot@1", "snapshot@2"]
+    assert torch.equal(moves[0], moves[1]) and G343.tables().legal[rows, moves[0]].all()
+
+
+def make_net() -> MLP:
+    return MLP([32], "signed9", cells=G343.cells)
