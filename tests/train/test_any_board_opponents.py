@@ -16,8 +16,10 @@ import pytest
 import torch
 
 from tests.helpers.configs import make_cfg
+from tests.helpers.updates import first_update
 from tests.train.test_any_board import _cache, lines, referee, trained  # noqa: F401 (_cache: the fixture)
 from ttt_research import tournament as tournament_cli
+from ttt_research.algos import ppo
 from ttt_research.env import opponents
 from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.rule_player import forcing_cells, rule_cells
@@ -190,3 +192,15 @@ def test_a_pool_on_3_4_3_restored_from_its_state_plays_as_it_did():
 
 def make_net() -> MLP:
     return MLP([32], "signed9", cells=G343.cells)
+
+
+@pytest.mark.slow
+def test_ppo_trains_on_4_4_4_against_the_rule_player(monkeypatch):
+    """4,4,4 (9.7M positions, no table of the rule player): one update of 512 games, legal."""
+    played = []
+    real = ppo.play_batch
+    monkeypatch.setattr(ppo, "play_batch", lambda *a, **kw: played.append(real(*a, **kw)) or played[-1])
+    module = first_update("game=mnk444", "algo=ppo", "opponent=rules", "seat=both", games=512)
+    assert module.opponent.game == Game(4, 4, 4) and module.opponent.probs is None
+    (ep,) = played
+    referee(ep, 4, 4, 4)
