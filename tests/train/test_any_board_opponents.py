@@ -26,6 +26,7 @@ from ttt_research.env.rule_player import forcing_cells, rule_cells
 from ttt_research.errors import ConfigError
 from ttt_research.evaluation.exact import decision_codes
 from ttt_research.models.nets import MLP
+from ttt_research.train import league
 from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 
@@ -204,3 +205,14 @@ def test_ppo_trains_on_4_4_4_against_the_rule_player(monkeypatch):
     assert module.opponent.game == Game(4, 4, 4) and module.opponent.probs is None
     (ep,) = played
     referee(ep, 4, 4, 4)
+
+
+def test_a_league_too_big_for_its_board_is_refused_before_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(league, "MAX_BYTES", 10**6)  # 3,4,3's cross-play of 2 policies: ~93 MB
+    with pytest.raises(ConfigError) as e:
+        train(make_cfg(*BOARD, "algo=reinforce", "league=true", "eval_every=1", "budget.games=512",
+                       "algo.games_per_update=256"), tmp_path / "run")
+    assert str(e.value).startswith("league=true on the 3,4,3 board: cross-play of its 2 evaluations' "
+                                   "policies would hold about 0.")
+    assert "\n" not in str(e.value)
+    assert list((tmp_path / "run").iterdir()) == []  # nothing written

@@ -13,18 +13,20 @@ of the run).
 
 The snapshots ride in the checkpoint (float32, 163 kB each on tic-tac-toe, 3.8 MB on 3,4,3),
 so a resumed run keeps its past. Any board whose cross-play fits (``crossplay.MAX_BYTES``:
-3,4,3's does; 4,4,4's 9M positions do not).
+3,4,3's does; 4,4,4's 9M positions do not: ``league_problem`` refuses it before the run).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import torch
 
-from ttt_research.evaluation.crossplay import cross_play
+from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.evaluation.crossplay import MAX_BYTES, cost, cross_play
 from ttt_research.files.atomic import write_atomic
 
 COLUMNS = ("games", "final_as_x_win", "final_as_x_loss", "final_as_o_win", "final_as_o_loss", "final_score")
@@ -51,6 +53,23 @@ def league_rows(snapshots: list[tuple[int, torch.Tensor]], final: torch.Tensor,
                      "final_as_o_win": float(as_o[1]), "final_as_o_loss": float(as_o[0]),
                      "final_score": score})
     return rows
+
+
+def league_problem(g: Game, updates: int, eval_every: int) -> str | None:
+    """Why ``league=true`` cannot play on ``g`` (one line), or None: its cross-play of one policy
+    per evaluation (every ``eval_every`` of ``updates`` and the last) would hold more than
+    ``crossplay.MAX_BYTES``. Asked before the run, so that no training ends in a league that
+    cannot be played (tic-tac-toe's always fits)."""
+    if g == TIC_TAC_TOE:
+        return None
+    n = math.ceil(updates / eval_every)  # the evaluations: the policies the league keeps
+    facts = g.positions().facts
+    need = cost(int(facts["reachable"]), int(facts["to_move"]), g.cells, n)
+    if need <= MAX_BYTES:
+        return None
+    return (f"league=true on the {g.name} board: cross-play of its {n} evaluations' policies would hold "
+            f"about {need / 1e9:.1f} GB, over {MAX_BYTES / 1e9:g} GB; train without league, or with "
+            "fewer evaluations (eval_every)")
 
 
 def write_league(path: Path, rows: list[dict]) -> None:

@@ -40,7 +40,7 @@ from ttt_research.train.callbacks import ExactEvaluation, PeriodicCheckpoint, fi
 from ttt_research.train.console import GamesProgress, OpeningLine, ProgressLines
 from ttt_research.train.csvlog import METRICS_FILE, keep_rows_until, read_rows
 from ttt_research.train.host import run_json_host
-from ttt_research.train.league import league_rows, league_text, write_league
+from ttt_research.train.league import league_problem, league_rows, league_text, write_league
 from ttt_research.train.module import RLModule
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.signals import StopOnSignal, agreed, part_ways, stop_on_signals
@@ -257,9 +257,12 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     L.seed_everything(cfg.seed, verbose=False)
     many = len(members) > 1
     module, extra = build_process(cfg, members)
+    league = bool(cfg.get("league", False))  # another board's league may not fit (train/league.py)
+    if league and (why := league_problem(module.game, module.total_updates, cfg.eval_every)):
+        raise ConfigError(why)
     folder.check_fits(module)  # the last check: the checkpoint's tensors against the module's
     evaluation = (PopulationEvaluation(cfg.eval_every, cfg.seat.side) if many
-                  else ExactEvaluation(cfg.eval_every, league=bool(cfg.get("league", False))))
+                  else ExactEvaluation(cfg.eval_every, league=league))
     checkpoint = PeriodicCheckpoint(str(ckpt_dir), cfg.checkpoint_every)
     cell = cells.note(_choice("algo"), _choice("net"), _choice("tuned"))  # the pair's cell, or why none
     callbacks: list = [OpeningLine(describe(cfg, module, members=members, cell=cell.tag), cfg.budget.games,
