@@ -2,8 +2,10 @@
 ``.ckpt``'s board (its ``game``, else its run's saved config) and rebuild the network with the
 board's cells; ``tournament`` plays an exact round robin on the participants' one board. A
 checkpoint of one board asked for another, one whose network does not fit its board, files of
-two boards in one tournament, a policy table off tic-tac-toe: one line, exit 2."""
+two boards in one tournament, a policy table off tic-tac-toe: one line, exit 2. ``play`` plays
+a checkpoint on its own board."""
 
+import io
 import json
 
 import pytest
@@ -139,10 +141,16 @@ def test_cross_play_costs_what_it_says():
     assert crossplay.cost(9_722_011, 9_062_619, 16, 2) > crossplay.MAX_BYTES  # 4,4,4 (issue 59's counts)
 
 
-def test_play_refuses_another_boards_model_in_one_line(tmp_path, capsys):
+def test_play_plays_a_3_4_3_checkpoint_on_its_board_and_refuses_it_for_another(tmp_path, capsys, monkeypatch):
     path = tmp_path / "last.ckpt"
-    checkpoint(path)
-    for extra, what in (([], "the terminal game"), (["--web"], "the page")):
-        assert play_cli.main([str(path), *extra]) == 2
+    net = checkpoint(path)
+    first = int(exact.greedy_actions(net, game=G)[0][0])  # the network's greedy move on the empty board
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    assert play_cli.main([str(path), "--seat", "o"]) == 0
+    out = capsys.readouterr().out
+    assert f"agent (X) plays {first + 1}; its move probabilities:" in out
+    assert "your move (1-12, q to quit)" in out
+    for extra in ([], ["--web", "--port", "0"]):
+        assert play_cli.main([str(path), "--game", "3,3,3", *extra]) == 2
         said = one_error_line(capsys.readouterr().err)
-        assert f"a model of the 3,4,3 board; {what} plays tic-tac-toe only" in said
+        assert "a checkpoint of the 3,4,3 board, not of 3,3,3; refused" in said

@@ -7,10 +7,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def preference_model(preference, path, in_width=9, in_name="board", occupied=-1e9):
+def preference_model(preference, path, in_width=9, in_name="board", occupied=-1e9, game=None):
     """logits = preference + occupied * |board|: plays the most preferred empty cell (with
     ``occupied=+1e9``, a broken model that prefers taken cells; a preference of -inf or NaN
-    gives those logits everywhere)."""
+    gives those logits everywhere). ``game``: its board, "m,n,k", as ``game`` metadata (the
+    width is then the board's cells, ``len(preference)``)."""
+    if game is not None:
+        in_width = len(preference)
     pref = numpy_helper.from_array(np.asarray(preference, dtype=np.float32), "pref")
     big = numpy_helper.from_array(np.asarray(occupied, dtype=np.float32), "big")
     nodes = [
@@ -26,6 +29,9 @@ def preference_model(preference, path, in_width=9, in_name="board", occupied=-1e
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
+    if game is not None:
+        prop = model.metadata_props.add()
+        prop.key, prop.value = "game", game
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path

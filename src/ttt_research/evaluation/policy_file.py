@@ -62,6 +62,10 @@ RUN_POLICY = "policy.onnx"  # a run folder's policy file
 # Boards of the batch check: every 45th of the 4,520 decision positions, each run alone, and
 # all of them as one batch (~100 runs of one board: a few ms for the project's networks).
 SAMPLE = 101
+# Decision positions ``played`` runs one at a time: every one up to this many (3x3's 4,520 in
+# ~0.1 s); beyond it (3,4,3's 79,563 would take ~2.5 s, 4,4,4's 9.1M minutes) this many of
+# them, evenly spaced, so that play starts in seconds on any board (~0.6 s on this 2-core host).
+ALONE_MAX = 20_000
 # Logits closer than this (relative to the largest) are a tie: batched matrix kernels may round
 # differently from one-row ones, and a near-tie may then break the other way.
 TIE = 1e-5
@@ -97,11 +101,13 @@ def _batch_free(path: Path, logits, batched: torch.Tensor, played: bool = False,
     ``SAMPLE`` boards, each alone and all as one batch, against ``batched``, the (M, cells) logits
     of every decision position in one batch (what ``evaluate`` scores). ``played``: the model is
     about to play a board at a time (``play``, the page), so every decision position goes alone
-    (about 0.1 s on 3x3): a model that switches on one board outside the sample is refused too."""
+    (about 0.1 s on 3x3), up to ``ALONE_MAX`` of them: a model that switches on one board outside
+    the sample is refused too."""
     codes = decision_codes(game)
     t = game.tables()
     sample = torch.linspace(0, codes.numel() - 1, SAMPLE).round().long()
-    every = torch.arange(codes.numel())
+    every = torch.arange(codes.numel()) if codes.numel() <= ALONE_MAX else \
+        torch.linspace(0, codes.numel() - 1, ALONE_MAX).round().long()
     checks = {"alone": every if played else sample, f"in a batch of {SAMPLE}": sample}
     for how, rows in checks.items():
         views = t.view[codes[rows]].float()
@@ -233,15 +239,6 @@ def file_game(path: str | Path) -> Game:
         raise _unknown(path)
     _, session = _session(path)
     return game_of(path, dict(session.get_modelmeta().custom_metadata_map))
-
-
-def require_tic_tac_toe(path: str | Path, what: str) -> None:
-    """``PolicyFileError`` (one line) when the policy file or run folder at ``path`` is of
-    another board: ``what`` (the terminal game, the page) plays tic-tac-toe only."""
-    board = file_game(path)
-    if board != TIC_TAC_TOE:
-        raise PolicyFileError(f"{path}: a model of the {board.name} board; {what} plays tic-tac-toe only "
-                              "(evaluate, export and tournament take any board)")
 
 
 def onnx_model(path: str | Path, played: bool = False,

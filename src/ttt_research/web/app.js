@@ -1,12 +1,18 @@
-// The browser game: plays the served model's greedy policy against the person, and shows
-// the agent's move probabilities as a heat map and the time each inference took.
+// The browser game: plays the served model's greedy policy against the person, on the board
+// it was trained on, and shows the agent's move probabilities as a heat map and the time each
+// inference took.
+//
+// The board: model.json's meta.game ("m,n,k": m rows of n cells, k in a row wins; absent:
+// tic-tac-toe, whose 3x3 buttons index.html holds). Another board's buttons are drawn here, and
+// its wins are checked from its lines (rules.js makeGame).
 //
 // Where the model runs (model.json's `engine`): "browser", with onnxruntime-web served from
 // a checkout's web/node_modules (no CDN); or "server", when the server has no onnxruntime-web
 // (an installed wheel): then each move's logits come from POST /logits, onnxruntime in Python.
 //
-// Exactness at the edges: before the first game the model is run on all 4,520 positions where
-// somebody moves, and each move is checked again (rules.js illegalReason, the rule of the
+// Exactness at the edges: before the first game the model is run on all the positions where
+// somebody moves (4,520 on tic-tac-toe; on a 4x4 board, too many for a page: the server checked
+// them at start, rules.js MAX_CODES), and each move is checked again (rules.js illegalReason, the rule of the
 // Python package): a model with NaN or all -inf logits, or one that prefers an occupied cell
 // anywhere, is refused with one line naming the board, never played.
 //
@@ -16,14 +22,16 @@
 // data-moves.
 
 import {
-  X, O, boardText, decide, decisionBoards, illegalReason, isOver, median, mover, moverView, winner,
+  X, O, TIC_TAC_TOE, boardText, decide, decisionBoards, gameOf, illegalReason, isOver, median, mover, moverView,
+  winner,
 } from "./rules.js";
 
 const ORT_MODULE = "./node_modules/onnxruntime-web/dist/ort.wasm.min.mjs";
 const $ = (id) => document.getElementById(id);
 const boardEl = $("board");
-const cells = [...boardEl.querySelectorAll(".cell")];
+let cells = [...boardEl.querySelectorAll(".cell")];
 const NAME = { [X]: "X", [O]: "O" };
+let mnk = TIC_TAC_TOE; // the game: { m, n, k, cells, lines } (rules.js makeGame)
 
 let ort = null;
 let session = null;
@@ -89,19 +97,19 @@ function showTiming() {
     `over ${times.length} move${times.length === 1 ? "" : "s"} (${note}).`;
 }
 
-async function logitsFor(board) {
-  if (engine === "server") return serverLogits(board);
-  const input = new ort.Tensor("float32", moverView(board), [1, 9]);
+async function logitsFor(position) {
+  if (engine === "server") return serverLogits(position);
+  const input = new ort.Tensor("float32", moverView(position), [1, mnk.cells]);
   const t0 = performance.now();
   const out = await session.run({ [session.inputNames[0]]: input });
   const ms = performance.now() - t0;
   return { logits: out[session.outputNames[0]].data, ms };
 }
 
-async function serverLogits(board) {
+async function serverLogits(position) {
   const t0 = performance.now();
   const response = await fetch("logits", {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ board }),
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ board: position }),
   });
   if (!response.ok) throw new Error((await response.text()).trim() || response.statusText);
   const { logits } = await response.json();
@@ -110,7 +118,7 @@ async function serverLogits(board) {
 }
 
 function finish() {
-  const w = winner(game.board);
+  const w = winner(game.board, mnk);
   const result = w === 0 ? "draw" : w === game.human ? "human" : "agent";
   const el = $("result");
   el.dataset.result = result;
@@ -128,7 +136,7 @@ async function agentMove() {
   try {
     const { logits, ms } = await logitsFor(game.board);
     const why = illegalReason(game.board, logits);
-    if (why) throw new Error(`no legal greedy move at ${boardText(game.board)}: ${why}; refused`);
+    if (why) throw new Error(`no legal greedy move at ${boardText(game.board, mnk)}: ${why}; refused`);
     decision = decide(game.board, logits);
     times.push(ms);
   } catch (e) {
@@ -140,7 +148,7 @@ async function agentMove() {
   game.board[decision.move] = mover(game.board);
   draw({ ...decision, before });
   showTiming();
-  if (isOver(game.board)) return finish();
+  if (isOver(game.board, mnk)) return finish();
   $("status").textContent = `Your turn (${NAME[game.human]}).`;
   setState("human");
 }
@@ -149,12 +157,12 @@ function humanMove(i) {
   if (boardEl.dataset.state !== "human" || game.board[i] !== 0) return;
   game.board[i] = game.human;
   draw(null);
-  if (isOver(game.board)) return finish();
+  if (isOver(game.board, mnk)) return finish();
   agentMove();
 }
 
 function start(seat) {
-  game = { board: new Array(9).fill(0), human: seat === "x" ? X : O, id: ++games };
+  game = { board: new Array(mnk.cells).fill(0), human: seat === "x" ? X : O, id: ++games };
   $("result").hidden = true;
   delete $("result").dataset.result;
   draw(null);
@@ -172,6 +180,9 @@ async function load() {
   const info = params.has("model") ? null
     : await fetch("model.json").then((r) => (r.ok ? r.json() : null)).catch(() => null);
   if (info?.error) return fail(`The model could not be loaded: ${info.error}`);
+  const said = gameOf(info?.meta?.game);
+  if (typeof said === "string") return fail(`The model's board is unknown: ${said}`);
+  drawBoard(said);
   if (info?.engine === "server") return useServer(info);
   try {
     ort = await import(ORT_MODULE);
@@ -196,9 +207,12 @@ async function load() {
   try {
     session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
     // A first run warms the runtime up (not timed) and checks the contract's shapes.
-    const out = await session.run({ [session.inputNames[0]]: new ort.Tensor("float32", new Float32Array(9), [1, 9]) });
+    const zeros = new ort.Tensor("float32", new Float32Array(mnk.cells), [1, mnk.cells]);
+    const out = await session.run({ [session.inputNames[0]]: zeros });
     const dims = out[session.outputNames[0]].dims;
-    if (dims.length !== 2 || dims[1] !== 9) throw new Error(`its output is [${dims}], the contract wants [N, 9]`);
+    if (dims.length !== 2 || dims[1] !== mnk.cells) {
+      throw new Error(`its output is [${dims}], the contract wants [N, ${mnk.cells}]`);
+    }
   } catch (e) {
     return fail(`${url} is not a policy model this page can run: ${e.message ?? e}`);
   }
@@ -212,22 +226,25 @@ async function load() {
   ready(name);
 }
 
-// The model on every position where somebody moves, in one batch [4520, 9] (the contract's
-// free N): the first refusal as one line, or null when it has a legal greedy move everywhere.
+// The model on every position where somebody moves, in one batch [4520, 9] on tic-tac-toe
+// (the contract's free N): the first refusal as one line, or null when it has a legal greedy
+// move everywhere (or when the board has too many positions for a page: the server checked them).
 async function checkEverywhere() {
-  const boards = decisionBoards();
-  const views = new Float32Array(9 * boards.length);
-  boards.forEach((b, k) => views.set(moverView(b), 9 * k));
-  const input = new ort.Tensor("float32", views, [boards.length, 9]);
+  const boards = decisionBoards(mnk);
+  if (boards === null) return null;
+  const w = mnk.cells;
+  const views = new Float32Array(w * boards.length);
+  boards.forEach((b, k) => views.set(moverView(b), w * k));
+  const input = new ort.Tensor("float32", views, [boards.length, w]);
   const out = (await session.run({ [session.inputNames[0]]: input }))[session.outputNames[0]].data;
   if (out.length !== views.length) throw new Error(`its output has ${out.length} numbers for ${boards.length} boards`);
   let first = null;
   let count = 0;
   boards.forEach((b, k) => {
-    const why = illegalReason(b, out.subarray(9 * k, 9 * k + 9));
+    const why = illegalReason(b, out.subarray(w * k, w * k + w));
     if (why) {
       count += 1;
-      first ??= `at ${boardText(b)}: ${why}`;
+      first ??= `at ${boardText(b, mnk)}: ${why}`;
     }
   });
   return first && `the policy has no legal greedy move at ${count} of ${boards.length} positions where it moves, first ${first}`;
@@ -237,7 +254,7 @@ async function useServer(info) {
   engine = "server";
   boardEl.dataset.engine = engine;
   try {
-    await serverLogits(new Array(9).fill(0)); // the first move's question, as a check and a warm-up
+    await serverLogits(new Array(mnk.cells).fill(0)); // the first move's question, as a check and a warm-up
   } catch (e) {
     return fail(`The server could not run the model: ${e.message ?? e}`);
   }
@@ -265,8 +282,34 @@ function describe(info) {
   return parts.length ? `${info.name} (${parts.join(", ")})` : info.name;
 }
 
+// The board's buttons: index.html's nine for tic-tac-toe; another board's m rows of n drawn
+// here, the same buttons (class cell, data-cell 0 .. m*n - 1, "cell N" for a screen reader),
+// and the title names its game.
+function drawBoard(said) {
+  mnk = said;
+  if (mnk === TIC_TAC_TOE) return;
+  cells = Array.from({ length: mnk.cells }, (_, i) => {
+    const c = document.createElement("button");
+    c.className = "cell";
+    c.dataset.cell = String(i);
+    c.setAttribute("aria-label", `cell ${i + 1}`);
+    c.disabled = true;
+    c.addEventListener("click", () => humanMove(i));
+    return c;
+  });
+  boardEl.replaceChildren(...cells);
+  boardEl.style.gridTemplateColumns = `repeat(${mnk.n}, var(--cell))`;
+  boardEl.style.gridTemplateRows = `repeat(${mnk.m}, var(--cell))`;
+  boardEl.dataset.game = mnk.name;
+  const title = `The ${mnk.name} game (${mnk.k} in a row on ${mnk.m}x${mnk.n}) against a trained agent`;
+  document.querySelector("h1").textContent = title;
+  document.title = `ttt_research: ${mnk.name} against the agent`;
+}
+
 for (const c of cells) c.disabled = true;
 for (const c of cells) c.addEventListener("click", () => humanMove(Number(c.dataset.cell)));
 for (const b of document.querySelectorAll(".seats button")) b.addEventListener("click", () => start(b.dataset.seat));
-window.ttt = { times, state: () => game && { board: [...game.board], human: game.human } };
+window.ttt = {
+  times, state: () => game && { board: [...game.board], human: game.human }, game: () => mnk.name,
+};
 load();

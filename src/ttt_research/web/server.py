@@ -7,14 +7,16 @@ files, ``PAGE_FILES``, never the rest of the package folder; directory listings 
 * ``/policy.onnx``: the model. An ONNX file is served as it is; a checkpoint is exported
   once at start-up (with the export's parity check), so the page always runs the
   contract's graph.
-* ``/model.json``: ``{"name", "meta", "error", "engine"}``. When the model is missing or
+* ``/model.json``: ``{"name", "meta", "error", "engine"}``; ``meta`` is the model's metadata,
+  whose ``game`` (``"m,n,k"``; none: tic-tac-toe) is the board the page draws. When the model is missing or
   broken, ``error`` is the same one line the terminal commands print, and the page shows it:
   the server still starts, so a person who only looks at the browser learns why. ``engine``
   says where the page runs the model (below).
 * ``/node_modules/onnxruntime-web/dist/...``: onnxruntime-web, from a checkout's
   ``web/node_modules`` (``npm ci`` in ``web/``). With it the page runs the model in the
   browser (``engine: "browser"``): nothing comes from a CDN, and the game works offline.
-* ``POST /logits`` with ``{"board": [9 cells: 1 X, -1 O, 0 empty]}``: ``{"logits": [9]}``,
+* ``POST /logits`` with ``{"board": [cells: 1 X, -1 O, 0 empty]}`` (m * n cells of the model's
+  board, row by row: 9 on tic-tac-toe): ``{"logits": [cells]}``,
   the model's logits for the player to move, ``null`` on occupied cells and wherever the
   logit is -infinity (JSON has none). Without onnxruntime-web (an installed wheel: no
   ``web/node_modules``) the page asks this route for every move (``engine: "server"``), run
@@ -53,13 +55,14 @@ from urllib.parse import unquote, unquote_to_bytes
 import numpy as np
 import torch
 
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.errors import IllegalMoveError
 from ttt_research.evaluation import onnx_session
 from ttt_research.evaluation.exact import check_logits
 from ttt_research.evaluation.onnx import ExportError, export
 from ttt_research.evaluation.options import port_number
-from ttt_research.evaluation.policy_file import PolicyFileError, load_checkpoint, onnx_model
+from ttt_research.evaluation.policy_file import PolicyFileError, game_of, load_checkpoint, onnx_model
+from ttt_research.web import position
 
 PAGE_DIR = Path(__file__).resolve().parent  # the page: package data beside this module
 # The page's own files, the only ones served from PAGE_DIR: the folder is also the package's,
@@ -78,26 +81,29 @@ HOSTS = ("localhost", "127.0.0.1")  # the names this server answers to: the addr
 METHODS = ("GET", "HEAD", "POST")
 
 
-def load_model(path: str | Path) -> tuple[bytes | None, dict]:
-    """(ONNX bytes, info) for a policy file; on a bad file (None, info with ``error``)."""
+def load_model(path: str | Path, game: Game | None = None) -> tuple[bytes | None, dict, Game]:
+    """(ONNX bytes, info, its board) for a policy file; on a bad file (None, info with
+    ``error``, tic-tac-toe). ``game``: the board it must be of (None: the one it names)."""
     path = Path(path)
     info: dict = {"name": path.name, "meta": {}, "error": None}
     try:
         if path.suffix == ".ckpt":
-            net, meta = load_checkpoint(path)
+            net, meta = load_checkpoint(path, game)
+            board = game_of(path, meta)
             with tempfile.TemporaryDirectory() as tmp:
                 onnx_path = Path(tmp) / "policy.onnx"
-                export(net, onnx_path, meta)
+                export(net, onnx_path, meta, board)
                 data = onnx_path.read_bytes()
         else:
             # the bytes checked (every board in a batch and every board alone) are the bytes served
-            data, policy, meta = onnx_model(path, played=True)
-            policy(torch.zeros(1, 9))  # a model that loads but cannot run fails here, not in the page
+            data, policy, meta = onnx_model(path, played=True, game=game)
+            board = game_of(path, meta)
+            policy(torch.zeros(1, board.cells))  # one that loads but cannot run fails here, not in the page
         info["meta"] = meta
-        return data, info
+        return data, info, board
     except (PolicyFileError, ExportError, OSError) as e:
         info["error"] = str(e)
-        return None, info
+        return None, info, TIC_TAC_TOE
 
 
 class BadBoard(ValueError):
@@ -127,21 +133,22 @@ def json_depth(body: bytes) -> int:
     return deepest
 
 
-def read_board(body: bytes) -> list[int]:
+def read_board(body: bytes, game: Game = TIC_TAC_TOE) -> list[int]:
     """The board of a /logits request, checked: a small JSON object (nesting at most
-    ``MAX_DEPTH``); 9 cells of 1, -1, 0; a position where somebody is to move
-    (``game.outside_problem``: X moved first, the game is not over, no impossible lines)."""
-    usage = 'send {"board": [9 cells: 1 X, -1 O, 0 empty]}'
+    ``MAX_DEPTH``); ``game.cells`` cells of 1, -1, 0; a position where somebody is to move
+    (``position.problem``: X moved first, the game is not over, no impossible lines)."""
+    usage = f'send {{"board": [{game.cells} cells: 1 X, -1 O, 0 empty]}}'
     if json_depth(body) > MAX_DEPTH:
         raise BadBoard(f"JSON nested deeper than {MAX_DEPTH} levels: {usage}")
     try:
         board = json.loads(body)["board"]
     except (ValueError, KeyError, TypeError, IndexError, RecursionError) as e:
         raise BadBoard(usage) from e
-    if not (isinstance(board, list) and len(board) == 9
+    if not (isinstance(board, list) and len(board) == game.cells
             and all(type(v) is int and v in (-1, 0, 1) for v in board)):
-        raise BadBoard(f"a board is 9 cells, each 1 (X), -1 (O) or 0 (empty); got {str(board)[:80]}")
-    problem = game.outside_problem(int(game.encode(torch.tensor([board]))[0]))
+        raise BadBoard(f"a board is {game.cells} cells, each 1 (X), -1 (O) or 0 (empty); "
+                       f"got {str(board)[:80]}")
+    problem = position.problem(game, board)
     if problem:  # counts no game has, both sides on a line, a finished game
         raise BadBoard(f"this board is {problem}")
     return board
@@ -151,8 +158,9 @@ class ServerPolicy:
     """The served ONNX model, run by onnxruntime in Python: what the page asks for when it
     has no onnxruntime-web of its own."""
 
-    def __init__(self, onnx: bytes):
-        # one 9-cell board at a time: threads cost more than they save; what the model
+    def __init__(self, onnx: bytes, game: Game = TIC_TAC_TOE):
+        self.game = game
+        # one board at a time: threads cost more than they save; what the model
         # allocates is bounded as for every command (onnx_session)
         self.session = onnx_session.session(onnx, threads=1)
         self.input = self.session.get_inputs()[0].name
@@ -164,16 +172,17 @@ class ServerPolicy:
         ``IllegalMoveError`` if they give this board no legal greedy move (the strict rule
         of a policy file; ``load_model`` checked every board already)."""
         mover = 1 if board.count(1) == board.count(-1) else -1
-        view = np.asarray([[v * mover for v in board]], dtype=np.float32)  # (1, 9)
+        view = np.asarray([[v * mover for v in board]], dtype=np.float32)  # (1, cells)
         with self.lock:
             try:
                 (out,) = self.session.run(None, {self.input: view})[:1]
             except Exception as e:  # the model's failure on this board (the arena's bound, ...): one line
                 why = onnx_session.refusal(e) or f"failed to run ({str(e).strip()[:160]})"
                 raise PolicyFileError(f"the model {why}") from None
-        row = torch.from_numpy(np.ascontiguousarray(out, dtype=np.float32)).reshape(1, 9)
-        check_logits(row, game.encode(torch.tensor([board])), strict=True)
-        return [None if board[i] or row[0, i] == -torch.inf else float(row[0, i]) for i in range(9)]
+        cells = self.game.cells
+        row = torch.from_numpy(np.ascontiguousarray(out, dtype=np.float32)).reshape(1, cells)
+        check_logits(row, torch.tensor([position.row_of(self.game, board)]), strict=True, game=self.game)
+        return [None if board[i] or row[0, i] == -torch.inf else float(row[0, i]) for i in range(cells)]
 
 
 class TooSlow(TimeoutError):
@@ -232,8 +241,9 @@ class Handler(SimpleHTTPRequestHandler):
     default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line
 
     def __init__(self, *args, model: bytes | None, info: dict, policy: ServerPolicy | None,
-                 node_modules: Path | None, **kwargs):
+                 node_modules: Path | None, game: Game = TIC_TAC_TOE, **kwargs):
         self.model, self.info, self.policy, self.node_modules = model, info, policy, node_modules
+        self.game = game
         super().__init__(*args, **kwargs)
 
     def setup(self) -> None:
@@ -367,7 +377,7 @@ class Handler(SimpleHTTPRequestHandler):
             self.close_connection = True
             return None
         try:
-            board = read_board(body)
+            board = read_board(body, self.game)
         except BadBoard as e:
             return self._text(HTTPStatus.BAD_REQUEST, str(e))
         try:
@@ -406,27 +416,28 @@ class Server(ThreadingHTTPServer):
 
 
 def make_server(path: str | Path, port: int = 0,
-                node_modules: Path | None | str = "find") -> Server:
+                node_modules: Path | None | str = "find", game: Game | None = None) -> Server:
     """A server for the game and the model at ``path`` on 127.0.0.1:``port`` (0: a free one).
     ``node_modules``: where onnxruntime-web is (``"find"``: a checkout's, if installed; None:
-    nowhere, so the page asks the server for moves)."""
+    nowhere, so the page asks the server for moves). ``game``: the board the model must be of
+    (None: the one it names; the page draws it)."""
     node = find_node_modules() if node_modules == "find" else node_modules
-    model, info = load_model(path)
+    model, info, board = load_model(path, game)
     policy = None
     if model is not None:
         try:
-            policy = ServerPolicy(model)
+            policy = ServerPolicy(model, board)
         except Exception as e:  # onnxruntime's own errors: the file loaded in torch's check but not here
             info["error"], model = f"{Path(path).name}: onnxruntime cannot run it ({e})", None
     info["engine"] = "browser" if node is not None else "server"
-    handler = partial(Handler, model=model, info=info, policy=policy, node_modules=node,
+    handler = partial(Handler, model=model, info=info, policy=policy, node_modules=node, game=board,
                       directory=str(PAGE_DIR))
     server = Server(("127.0.0.1", port_number(port)), handler)
     server.info = info
     return server
 
 
-def serve(path: str | Path, port: int = 8000) -> int:
+def serve(path: str | Path, port: int = 8000, game: Game | None = None) -> int:
     """``play PATH --web``: serve until Ctrl-C; exit code 0, or 2 if nothing can be served: a
     missing or broken model (one line; the page explains one that breaks while it is served) or
     a port taken (a bad ``port`` raises ``UserError``: one line, exit 2, from ``play``'s ``command``)."""
@@ -436,7 +447,7 @@ def serve(path: str | Path, port: int = 8000) -> int:
               file=sys.stderr)
         return 2
     try:
-        server = make_server(path, port)
+        server = make_server(path, port, game=game)
     except OSError as e:
         print(f"error: cannot listen on port {port} ({e.strerror or e})", file=sys.stderr)
         return 2
