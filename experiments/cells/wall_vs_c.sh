@@ -11,13 +11,12 @@ WORK=${WORK:-$(mktemp -d)}
 export PYTHONPATH=$PWD/src
 for H in 25 100; do
   mkdir -p "$WORK/h$H"
-  sed "s/#define NN_HIDDEN_SIZE 100/#define NN_HIDDEN_SIZE $H/" "$ANTIREZ_SRC" > "$WORK/ttt$H.c"
   python -c "from pathlib import Path; from ttt_research.baselines import antirez
-antirez.build_seeded(Path('$WORK/ttt$H.c'), Path('$WORK/h$H'))"
+antirez.build_seeded(Path('$ANTIREZ_SRC'), Path('$WORK/h$H'), hidden=$H)"  # -DNN_HIDDEN_SIZE=$H
 done
 for S in 1 2; do
   for H in 25 100; do
-    /usr/bin/time -f "C hidden $H seed $S: %e s" nice -n 15 "$WORK/h$H/ttt-seeded" 2000000 $S "$WORK/out$H-$S.bin" > /dev/null
+    /usr/bin/time -f "C hidden $H seed $S: %e s" nice -n 15 "$WORK/h$H/ttt-seeded-h$H" 2000000 $S "$WORK/out$H-$S.bin" > /dev/null
   done
   for NET in mlp25 mlp100; do
     /usr/bin/time -f "ours $NET rollouts 8, 4M, seed $S: %e s" nice -n 15 python -m ttt_research algo=reinforce \

@@ -24,8 +24,10 @@ carry no usable timestamps. At 300,000 games the training is all but a few milli
 For the bench's time to a safe agent (``bench/safe.py``), ``patch_source`` makes a seeded copy
 of the source: ``ttt N SEED OUT`` trains N games after ``srand(SEED)`` (not ``srand(time(NULL))``),
 writes its network and its own greedy moves to OUT (``DUMP_LAYOUT``) and exits 0 before the
-interactive game; with fewer arguments it behaves as the original. ``read_dump`` reads OUT,
-``to_network`` loads it into the project's ``MLP(hidden=[100], encoding="planes18")``,
+interactive game; with fewer arguments it behaves as the original. ``build_seeded(..., hidden=H)``
+compiles it with ``-DNN_HIDDEN_SIZE=H`` (the copy's define yields to the flag), the card's
+one-layer networks' other widths. ``read_dump`` reads OUT (its hidden size from its length),
+``to_network`` loads it into the project's ``MLP(hidden=[H], encoding="planes18")``,
 ``check_parity`` checks that its logits are the C program's, and ``evaluate_dump`` does all three
 and scores the C program's moves exactly as O (the project's evaluator: ``evaluation/exact.py``).
 """
@@ -61,8 +63,10 @@ class AntirezError(UserError):
     """The program cannot be built, started, or does not behave like ttt-rl: one line."""
 
 
-def build(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None, name: str = "ttt") -> Path:
-    """Compile ``src`` (antirez's ttt.c) into ``into/name`` with ``$CC`` or ``cc``; the binary's path."""
+def build(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None, name: str = "ttt",
+          flags: tuple[str, ...] = ()) -> Path:
+    """Compile ``src`` (antirez's ttt.c) into ``into/name`` with ``$CC`` or ``cc`` and ``flags``
+    (``-D...``) after the optimisation ones; the binary's path."""
     if not src.is_file():
         raise AntirezError(f"--antirez-src {src}: no such file")
     cc = shlex.split(os.environ.get("CC", "")) or [
@@ -70,9 +74,9 @@ def build(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None, 
     if not cc[0] or not shutil.which(cc[0]):
         raise AntirezError("--antirez-src needs a C compiler, and none was found (cc, gcc, clang or $CC)")
     out = into / name
-    log(f"building {src} with {cc[0]} -O3 -ffast-math")
+    log(f"building {src} with {cc[0]} -O3 -ffast-math" + "".join(f" {f}" for f in flags))
     try:
-        r = subprocess.run([*cc, "-O3", "-ffast-math", "-o", str(out), str(src), "-lm"],
+        r = subprocess.run([*cc, "-O3", "-ffast-math", *flags, "-o", str(out), str(src), "-lm"],
                            capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         raise AntirezError(f"compiling {src} with {cc[0]} took over 300 s") from None
@@ -140,25 +144,43 @@ def run_once(binary: Path, games: int, timeout: float | None = None) -> float:
 
 SEEDED_NAME = "ttt-seeded"
 
-# What the dump holds, in order, native byte order (written and read on one host):
+# What the dump holds, in order, native byte order (written and read on one host), for H
+# hidden units (NN_HIDDEN_SIZE: 100 in the source, another with build_seeded's ``hidden``):
 #   8 bytes b"TTTRLNN1"; int32 P, the number of positions below (2,097);
-#   float32 weights_ih[18 * 100], index j * 100 + h: input j -> hidden h (C's row-major [j][h]);
-#   float32 weights_ho[100 * 9], index h * 9 + o: hidden h -> output o;
-#   float32 biases_h[100]; float32 biases_o[9];
+#   float32 weights_ih[18 * H], index j * H + h: input j -> hidden h (C's row-major [j][h]);
+#   float32 weights_ho[H * 9], index h * 9 + o: hidden h -> output o;
+#   float32 biases_h[H]; float32 biases_o[9];
 #   P records, one per position where O is to move, in code order: int32 code (the project's
 #   board code: sum of digit_i * 3**i, digit 0 empty, 1 X, 2 O), float32 raw_logits[9] (the
 #   C forward pass's logits there), int32 move (what get_computer_move() plays there).
 DUMP_LAYOUT = "TTTRLNN1, P, weights_ih, weights_ho, biases_h, biases_o, P x (code, raw_logits[9], move)"
 MAGIC = b"TTTRLNN1"
-N_IN, N_HIDDEN, N_OUT = 18, 100, 9
+N_IN, N_HIDDEN, N_OUT = 18, 100, 9  # N_HIDDEN: the source's NN_HIDDEN_SIZE
 _HEAD = struct.Struct("=8si")
-_ARRAYS = (("weights_ih", N_IN * N_HIDDEN), ("weights_ho", N_HIDDEN * N_OUT),
-           ("biases_h", N_HIDDEN), ("biases_o", N_OUT))
 _RECORD = struct.Struct("=i9fi")  # 44 bytes: code, 9 logits, move
 O_POSITIONS = 2_097  # unfinished positions reachable from the empty board with O to move
 # Max |our logit - C's logit|: float32 sums in another order (and -ffast-math) differ by
 # about 1e-5 (7.6e-6 after 2M games, logits up to 55); a wrong layout by whole units.
 PARITY_TOL = 1e-4
+
+
+def _arrays(hidden: int) -> tuple[tuple[str, int], ...]:
+    """The dump's float arrays for ``hidden`` units: (name, length), in file order."""
+    return (("weights_ih", N_IN * hidden), ("weights_ho", hidden * N_OUT),
+            ("biases_h", hidden), ("biases_o", N_OUT))
+
+
+def dump_size(hidden: int) -> int:
+    """A dump's length in bytes for ``hidden`` units: 28 * hidden + 9 floats between the header
+    and the records (103,516 at 100, 95,116 at 25)."""
+    return _HEAD.size + 4 * sum(n for _, n in _arrays(hidden)) + _RECORD.size * O_POSITIONS
+
+
+def hidden_of(size: int) -> int | None:
+    """The hidden size whose dump is ``size`` bytes long (``dump_size``'s inverse); None if none is."""
+    floats, rest = divmod(size - _HEAD.size - _RECORD.size * O_POSITIONS, 4)
+    hidden, odd = divmod(floats - N_OUT, N_IN + N_OUT + 1)
+    return hidden if rest == 0 and odd == 0 and hidden >= 1 else None
 
 _DUMP_C = r"""
 /* ---- Added to a temporary copy by ttt_research's bench; not part of ttt-rl. ----
@@ -205,6 +227,7 @@ static int ttt_research_dump(NeuralNetwork *nn, const char *path) {
 
 # (anchor, replacement): each anchor must occur exactly once in the source.
 _TRAIN = "if (random_games > 0) train_against_random(&nn, random_games);"
+_HIDDEN = f"#define NN_HIDDEN_SIZE {N_HIDDEN}"
 _PATCHES = (
     # The seed: argv[2] when given, else the clock as before.
     ("srand(time(NULL));",
@@ -213,6 +236,8 @@ _PATCHES = (
     ("int main(int argc, char **argv) {", _DUMP_C.lstrip("\n") + "int main(int argc, char **argv) {"),
     # After training: with an output path, dump and exit before the interactive game.
     (_TRAIN, _TRAIN + "\n    if (argc > 3) return ttt_research_dump(&nn, argv[3]);"),
+    # The width: a -DNN_HIDDEN_SIZE=H flag wins over the source's 100 (build_seeded's hidden).
+    (_HIDDEN, f"#ifndef NN_HIDDEN_SIZE\n{_HIDDEN}\n#endif"),
 )
 
 
@@ -228,15 +253,23 @@ def patch_source(text: str, name: str = "the source") -> str:
     return text
 
 
-def build_seeded(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None) -> Path:
-    """Patch a copy of ``src`` (``patch_source``) in ``into`` and compile it as ``build`` does."""
+def build_seeded(src: Path, into: Path, log: Callable[[str], None] = lambda msg: None,
+                 hidden: int | None = None) -> Path:
+    """Patch a copy of ``src`` (``patch_source``) in ``into`` and compile it as ``build`` does;
+    ``hidden``: its ``NN_HIDDEN_SIZE`` (``-DNN_HIDDEN_SIZE=hidden``, the binary named
+    ``ttt-seeded-hHIDDEN``), else the source's."""
+    if hidden is not None and hidden < 1:
+        raise ValueError(f"a hidden size is at least 1, got {hidden}")
     try:
         text = src.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise AntirezError(f"--antirez-src {src}: {err.strerror or err}") from None
     patched = into / "ttt_seeded.c"
     patched.write_text(patch_source(text, f"--antirez-src {src}"), encoding="utf-8")
-    return build(patched, into, log, name=SEEDED_NAME)
+    if hidden is None:
+        return build(patched, into, log, name=SEEDED_NAME)
+    return build(patched, into, log, name=f"{SEEDED_NAME}-h{hidden}",
+                 flags=(f"-DNN_HIDDEN_SIZE={hidden}",))
 
 
 def run_seeded(binary: Path, games: int, seed: int, out: Path, timeout: float | None = None) -> float:
@@ -261,16 +294,18 @@ class Dump:
     """A dump's contents (``DUMP_LAYOUT``), as plain Python lists."""
 
     def __init__(self, arrays: dict[str, list[float]], codes: list[int], logits: list[tuple[float, ...]],
-                 moves: list[int]):
+                 moves: list[int], hidden: int = N_HIDDEN):
+        self.hidden = hidden  # NN_HIDDEN_SIZE of the program that wrote it
         self.arrays = arrays  # name -> flat float list, C's own order
         self.codes = codes  # (P,) board codes, increasing
         self.logits = logits  # (P, 9) the C program's raw logits at each code
         self.moves = moves  # (P,) its move at each code
 
 
-def read_dump(path: Path) -> Dump:
+def read_dump(path: Path, hidden: int | None = None) -> Dump:
     """Read and check a dump's framing; ``AntirezError`` (one line) if it is short, long or
-    not one (codes out of order, moves outside 0..8)."""
+    not one (codes out of order, moves outside 0..8). ``hidden``: the width it must have (the
+    bench knows what it built); None: the one its length gives (``hidden_of``)."""
     try:
         data = path.read_bytes()
     except OSError as err:
@@ -280,14 +315,17 @@ def read_dump(path: Path) -> Dump:
         raise AntirezError(f"{bad} is not one (no {MAGIC.decode()} header): not written by the patched "
                            "ttt-rl")
     _, count = _HEAD.unpack_from(data)
-    floats = sum(n for _, n in _ARRAYS)
-    size = _HEAD.size + 4 * floats + _RECORD.size * O_POSITIONS
-    if count != O_POSITIONS or len(data) != size:
+    width = hidden if hidden is not None else hidden_of(len(data))
+    if count != O_POSITIONS or width is None or len(data) != dump_size(width):
+        expected = (f"{dump_size(hidden):,d} bytes, {hidden} hidden units" if hidden is not None else
+                    f"the length of some hidden size H: {dump_size(N_HIDDEN):,d} bytes at H = {N_HIDDEN}, "
+                    f"{4 * (N_IN + N_OUT + 1)} more or less a unit")
         raise AntirezError(f"{bad} is truncated or malformed: {len(data):,d} bytes for {count:,d} positions "
-                           f"(expected {O_POSITIONS:,d} positions in {size:,d} bytes)")
+                           f"(expected {O_POSITIONS:,d} positions in {expected})")
+    floats = sum(n for _, n in _arrays(width))
     values = struct.unpack_from(f"={floats}f", data, _HEAD.size)
     arrays, at = {}, 0
-    for name, n in _ARRAYS:
+    for name, n in _arrays(width):
         arrays[name], at = list(values[at:at + n]), at + n
     records = list(struct.iter_unpack(_RECORD.format, data[_HEAD.size + 4 * floats:]))
     codes = [r[0] for r in records]
@@ -295,16 +333,16 @@ def read_dump(path: Path) -> Dump:
     in_order = codes == sorted(set(codes))  # increasing: no code twice
     if not in_order or any(not 0 <= c < 3**9 for c in codes) or any(not 0 <= m < 9 for m in moves):
         raise AntirezError(f"{bad} is malformed: its board codes or moves are out of range")
-    return Dump(arrays, codes, [r[1:-1] for r in records], moves)
+    return Dump(arrays, codes, [r[1:-1] for r in records], moves, width)
 
 
 # --------------------------------------------------------------------------- into the project's network
 
 
 def to_network(dump: Dump) -> MLP:
-    """The dump's weights in the project's ``MLP(hidden=[100], encoding="planes18")``.
+    """The dump's weights in the project's ``MLP(hidden=[H], encoding="planes18")``, H its width.
 
-    C stores weights as [from][to] (``weights_ih[j * 100 + h]``); ``nn.Linear`` wants
+    C stores weights as [from][to] (``weights_ih[j * H + h]``); ``nn.Linear`` wants
     (to, from): a transpose. C's inputs are absolute bits per cell, (X, O); planes18's are
     the mover's, (own, opponent), which for O to move is (O, X): the two bits of every
     cell swap. So our input 2i reads C's input 2i + 1 and the other way round, and the
@@ -313,12 +351,12 @@ def to_network(dump: Dump) -> MLP:
     a = {k: torch.tensor(v, dtype=torch.float32) for k, v in dump.arrays.items()}
     swap = torch.arange(N_IN).view(9, 2).flip(-1).flatten()  # (18,) [1, 0, 3, 2, ...]
     with torch.random.fork_rng(devices=[]):  # its throwaway init must not move the caller's RNG
-        net = MLP(hidden=[N_HIDDEN], encoding="planes18")
+        net = MLP(hidden=[dump.hidden], encoding="planes18")
     first, last = net.body[0], net.body[-1]
     with torch.no_grad():
-        first.weight.copy_(a["weights_ih"].view(N_IN, N_HIDDEN)[swap].T)  # (100, 18)
+        first.weight.copy_(a["weights_ih"].view(N_IN, dump.hidden)[swap].T)  # (H, 18)
         first.bias.copy_(a["biases_h"])
-        last.weight.copy_(a["weights_ho"].view(N_HIDDEN, N_OUT).T)  # (9, 100)
+        last.weight.copy_(a["weights_ho"].view(dump.hidden, N_OUT).T)  # (9, H)
         last.bias.copy_(a["biases_o"])
     return net.eval()
 
@@ -337,16 +375,17 @@ def check_parity(net: MLP, dump: Dump, where: str = "the dump") -> float:
     return diff
 
 
-def evaluate_dump(path: Path) -> dict:
+def evaluate_dump(path: Path, hidden: int | None = None) -> dict:
     """Exact evaluation as O of what the dumped C program plays: ``{"o": eval.json's block as O,
     "unbeatable_as_o", "parity_max_abs_diff", "greedy_differs", "eval_s"}``.
 
     The moves evaluated are the C program's own (``get_computer_move``: the first largest
     softmax output among empty cells, in its ``-ffast-math`` arithmetic); ``greedy_differs``
     counts the positions where the loaded network's greedy move (argmax of the masked
-    logits, ties to the lowest cell: the evaluator's rule) is another one (0 but at near-ties)."""
+    logits, ties to the lowest cell: the evaluator's rule) is another one (0 but at near-ties).
+    ``hidden``: as ``read_dump``'s."""
     start = time.perf_counter()
-    dump = read_dump(path)
+    dump = read_dump(path, hidden)
     net = to_network(dump)
     diff = check_parity(net, dump, f"the network dump {path}")
     t = game.tables()
@@ -366,10 +405,11 @@ def evaluate_dump(path: Path) -> dict:
             "eval_s": time.perf_counter() - start}
 
 
-def check_seeded(binary: Path) -> None:
-    """A probe of the patched program, in a second: 1,000 games, its dump read, loaded and
-    checked (``evaluate_dump``), so that a layout problem stops the bench before its long runs."""
+def check_seeded(binary: Path, hidden: int | None = None) -> None:
+    """A probe of the patched program, in a second: 1,000 games, its dump read (of ``hidden``
+    units when given), loaded and checked (``evaluate_dump``), so that a layout problem stops
+    the bench before its long runs."""
     with tempfile.TemporaryDirectory(prefix="ttt-probe-") as tmp:
         out = Path(tmp) / "probe.bin"
         run_seeded(binary, 1_000, 0, out, timeout=60)
-        evaluate_dump(out)
+        evaluate_dump(out, hidden)

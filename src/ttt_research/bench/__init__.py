@@ -49,9 +49,11 @@ sb3-contrib MaskablePPO with the seed's network on the gym adapter (``baselines/
 
 With ``--antirez-src`` it also measures the **time to a safe agent** (``bench/safe.py``, under
 ``compare.antirez.time_to_safe``): ``--safe-seeds K`` seeds per side (default 5, ``--quick`` 3; 0
-skips it), alternating, of a seeded copy of the C program (``--antirez-safe-games``, 2,000,000) and
-of ``python -m ttt_research seed=S``: the share unbeatable as O, the median seconds per agent and
-the seconds per safe agent, and the C/ours ratios.
+skips it), alternating, per network of ``--safe-nets`` (the card's ``mlp25,mlp100,mlp128``), of a
+seeded copy of the C program built with that hidden size (``--antirez-safe-games``, 2,000,000; none
+for the two-layer ``mlp128``) and of ``python -m ttt_research algo=reinforce net=NET seed=S``: the
+share unbeatable as O, the median seconds per agent and the seconds per safe agent, and the C/ours
+ratios.
 
 The reference rows beside the table are constants from the project's development host,
 labelled so, and never divided by. The output names the host's CPU and the torch threads of

@@ -17,6 +17,7 @@ DEFAULT_GAMES = {"reinforce": (6_000_000, 500_000), "ppo": (800_000, 800_000)}  
 ANTIREZ_GAMES = 300_000  # training games of each timed run of antirez's C program
 SAFE_GAMES = 2_000_000  # ttt-rl's README: "With 2 million games ... it usually no longer loses"
 SAFE_SEEDS = (5, 3)  # seeds per side of the time to a safe agent (full, --quick)
+SAFE_NETS = ("mlp25", "mlp100", "mlp128")  # the card's networks, each timed to a safe agent (conf/net)
 COUNTS = ("threads", "repeats", "reinforce_games", "ppo_games", "sb3_steps", "antirez_games",
           "population_games", "antirez_safe_games")  # options that must be positive
 
@@ -68,9 +69,14 @@ def parser() -> argparse.ArgumentParser:
     # The time to a safe agent (bench/safe.py).
     p.add_argument("--safe-seeds", type=int, default=None,
                    help="with --compare antirez --antirez-src: seeds per side of the time to a safe agent "
-                        "(unbeatable as O), a seeded copy of the C program and our default job (python -m "
-                        "ttt_research seed=S) in turn, each agent evaluated exactly "
-                        f"(default {SAFE_SEEDS[0]}, --quick {SAFE_SEEDS[1]}; 0 skips it)")
+                        "(unbeatable as O), per network a seeded copy of the C program built with its "
+                        "hidden size and our python -m ttt_research algo=reinforce net=NET seed=S in turn, "
+                        f"each agent evaluated exactly (default {SAFE_SEEDS[0]}, --quick {SAFE_SEEDS[1]}; "
+                        "0 skips it)")
+    p.add_argument("--safe-nets", default=",".join(SAFE_NETS),
+                   help="the networks of the time to a safe agent, comma-separated (default "
+                        f"{','.join(SAFE_NETS)}: the card's; the C has no two-layer network, so mlp128 "
+                        "is ours alone)")
     p.add_argument("--antirez-safe-games", type=int, default=SAFE_GAMES,
                    help=f"training games of each C run of the time to a safe agent (default {SAFE_GAMES:,}, "
                         "its README's)")
@@ -101,6 +107,11 @@ def check(args: argparse.Namespace) -> tuple[int, ...] | None:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.safe_seeds is not None and args.safe_seeds < 0:
         raise UserError(f"--safe-seeds must be 0 or a positive integer, got {args.safe_seeds}")
+    nets = tuple(args.safe_nets.split(","))
+    if not nets or not set(nets) <= set(SAFE_NETS) or len(set(nets)) != len(nets):
+        raise UserError(f"--safe-nets must be some of {','.join(SAFE_NETS)}, comma-separated, each once; "
+                        f"got {args.safe_nets!r}")
+    args.safe_nets = nets
     compare = args.compare or []
     if "antirez" in compare and (args.antirez_bin is None) == (args.antirez_src is None):
         raise UserError("--compare antirez needs one of --antirez-bin PATH or --antirez-src ttt.c")

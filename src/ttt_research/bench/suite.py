@@ -26,7 +26,7 @@ from ttt_research.bench.crossplay import bench_tournament
 from ttt_research.bench.exploit import bench_nashconv
 from ttt_research.bench.fitting import fit, trainer_for
 from ttt_research.bench.latency import bench_latency
-from ttt_research.bench.options import ANTIREZ_GAMES, DEFAULT_GAMES, SAFE_GAMES
+from ttt_research.bench.options import ANTIREZ_GAMES, DEFAULT_GAMES, SAFE_GAMES, SAFE_NETS
 from ttt_research.bench.search import bench_search
 from ttt_research.env import game
 from ttt_research.errors import UserError
@@ -166,15 +166,17 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         compare: list[str] | None = None, sb3_steps: int = 50_000, repeats: int | None = None,
         antirez: Path | None = None, antirez_games: int = ANTIREZ_GAMES,
         populations: bool = True, population_sizes: tuple[int, ...] | None = None,
-        population_games: int | None = None, antirez_seeded: Path | None = None,
+        population_games: int | None = None, antirez_seeded: dict[int, Path] | None = None,
         safe_seeds: int | None = None, antirez_safe_games: int = SAFE_GAMES,
-        singles: bool = True, parallel_sizes: tuple[int, ...] | None = None, boards: bool = True) -> dict:
+        safe_nets: tuple[str, ...] = SAFE_NETS, singles: bool = True,
+        parallel_sizes: tuple[int, ...] | None = None, boards: bool = True) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
     ``population_*`` figures too; ``singles`` (with them, on the CPU):
     ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
-    ``antirez_seeded``, the time to a safe agent (``safe.measure``); ``boards``: the m,n,k
-    boards' figures (``bench/boards.py``) and training on each board (``bench/board_training.py``)."""
+    ``antirez_seeded`` (the patched C per hidden size), the time to a safe agent of ``safe_nets``
+    (``safe.measure``); ``boards``: the m,n,k boards' figures (``bench/boards.py``) and training
+    on each board (``bench/board_training.py``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
@@ -247,7 +249,7 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         _say("per board: REINFORCE and PPO trained, then one exact evaluation (fresh processes)")
         out["board_training"] = bench_board_training(quick, train_repeats, threads, log=_say)
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
-                                                       log=_say)):
+                                                       nets=safe_nets, log=_say)):
         same_run["antirez"]["time_to_safe"] = block
     if "sb3" in compare:
         _say(f"SB3 MaskablePPO, {sb3_steps:,d} steps")
@@ -355,13 +357,14 @@ def execute(args, sizes: tuple[int, ...] | None) -> int:
         if "antirez" in compare:
             if args.antirez_src is not None:
                 binary = bench_antirez.build(args.antirez_src, Path(tmp), log=_say)
-                seeded = safe.prepare(args.antirez_src, args.safe_seeds, Path(tmp), log=_say)
+                seeded = safe.prepare(args.antirez_src, args.safe_seeds, Path(tmp), args.safe_nets, log=_say)
             bench_antirez.check_binary(binary)  # fail in seconds, not after the engine's minute
         res = run(args.device, args.quick, args.threads, args.reinforce_games, args.ppo_games,
                   compare, args.sb3_steps, args.repeats, binary, args.antirez_games,
                   populations=not args.no_populations, population_sizes=sizes,
                   population_games=args.population_games, antirez_seeded=seeded,
                   safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games,
+                  safe_nets=args.safe_nets,
                   singles=not args.no_parallel, parallel_sizes=args.parallel_sizes, boards=not args.no_boards)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
