@@ -68,11 +68,11 @@ from __future__ import annotations
 import torch
 
 from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, number
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch, rates
 from ttt_research.env.transitions import transitions
 from ttt_research.evaluation.exploit import Acting
-from ttt_research.models.qtable import CELLS, N_CODES, codes_of
 
 
 def masked_max(q: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
@@ -123,10 +123,12 @@ class QLearning(Algorithm):
     # Every hyperparameter's default is in algos/qlearning_spec.py (Hyper): written once, there.
     def __init__(self, net, *, games_per_update: int, lr: float, lr_final: float | None,
                  epsilon: float, epsilon_final: float | None, gamma: float,
-                 running_mean: bool, rollouts: int):
-        super().__init__(net, games_per_update)
+                 running_mean: bool, rollouts: int, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
         if not hasattr(net, "q"):
             raise ValueError("algo=qlearning learns a table: use net=qtable")
+        if game != TIC_TAC_TOE:  # another board's table: a row per reachable position (models/qtable.py)
+            net.attach(game)
         self.lr = number(lr)  # a number, or a population's (N,) when members vary it
         self.lr_final = number(lr_final)
         self.epsilon = number(epsilon)
@@ -180,15 +182,16 @@ class QLearning(Algorithm):
         eps = run.scheduled(self.epsilon, self.epsilon_final, games_ahead)
         lr = run.scheduled(self.lr, self.lr_final, games_ahead)
         ep = play_batch(games, lambda v, legal: self.act(v, legal, eps, run.streams),
-                        run.opponent, run.seat, run.device, run.streams)
+                        run.opponent, run.seat, run.device, run.streams, self.game)
         self_play = isinstance(run.opponent, SelfPlay)
-        tr = transitions(ep, run.reward, self_play, self.gamma)  # (M,) steps, (M, 9) views
+        tr = transitions(ep, run.reward, self_play, self.gamma)  # (M,) steps, (M, cells) views
         s, s_next, member = tr["view"], tr["next_view"], tr["member"]
-        q = self.net.q.view(-1, CELLS)  # (N * 3^9, 9): member k's rows are block k
-        next_rows = codes_of(s_next) + member * N_CODES
+        R, C = self.net.q.shape[-2:]  # rows (tic-tac-toe: its 3^9 view codes) and cells
+        q = self.net.q.view(-1, C)  # (N * R, cells): member k's rows are block k
+        next_rows = self.net.rows(s_next) + member * R
         target = td_targets(masked_max(q.index_select(0, next_rows), s_next), ~tr["done"],
                             tr["reward"], self.gamma, negamax=self_play)
-        index = (codes_of(s) + member * N_CODES) * CELLS + tr["action"]  # flat (member, code, cell)
+        index = (self.net.rows(s) + member * R) * C + tr["action"]  # flat (member, row, cell)
         step = lr.to(q.device).index_select(0, member) if isinstance(lr, torch.Tensor) else lr
         before = averaged_step(self.net.q.view(-1), index, target, step,
                                self.net.visits.view(-1) if self.running_mean else None)

@@ -15,9 +15,37 @@ from ttt_research.algos.spec import (
     flag,
     rollouts_divide,
 )
+from ttt_research.errors import ConfigError
 
 # A step towards a batch's mean target: at most all the way.
 STEP = "a step size in (0, 1] for algo=qlearning (1: the batch's mean target)"
+
+
+# The most its tables may hold on another board: values and visit counts of every member, and
+# the view -> row map (models/qtable.py); a table past it is refused before the run starts.
+TABLE_LIMIT = 2 * 2**30  # bytes
+VALUE = ROW = 4  # bytes a value or a count (float32), a row number (int32)
+
+
+def table_bytes(game, members: int, rows: int) -> int:
+    """The bytes of ``members`` tables of ``game`` (an ``mnk.MNK``) of ``rows`` rows, its
+    reachable positions (a value and a visit count per cell), and of their shared view -> row map."""
+    return members * 2 * rows * game.cells * VALUE + ROW * 3**game.cells
+
+
+def table_fits(game, members: int, positions) -> None:
+    """Refuse (``ConfigError``, one line with the size it needs) a board whose tables would not
+    fit in ``TABLE_LIMIT``; ``positions(game)``: its solved positions (``env.cache.positions``:
+    built the first time, as training would; read here, the spec loads neither torch nor numpy)."""
+    rows = len(positions(game).codes)
+    need = table_bytes(game, members, rows)
+    if need > TABLE_LIMIT:
+        who = f"{members} tables" if members > 1 else "its table"
+        raise ConfigError(
+            f"algo=qlearning on the {game.name} board needs {need / 2**30:.2f} GB for {who} ({rows:,} "
+            f"positions x {game.cells} cells, a value and a visit count each, and a map of "
+            f"{3**game.cells:,} view codes), more than the {TABLE_LIMIT / 2**30:g} GB a table may hold; "
+            "train fewer members (population.size), a smaller board, or algo=ppo")
 
 
 @dataclass
@@ -59,5 +87,7 @@ SPEC = AlgoSpec(
     one_process="one that trains in several processes (qlearning writes its table in place, outside "
                 "DDP's averaging: use trainer=cpu)",
     check=rollouts_divide,
+    any_board=True,  # a table over the board's reachable positions, where it fits (table_fits)
+    board=table_fits,
     memory=Memory(table=2 * 3**9 * 9),  # a (3^9, 9) table of values and one of visits
 )

@@ -159,6 +159,10 @@ class AlgoSpec:
     no_cell: Mapping[str, str] = field(default_factory=dict)
     one_process: str = ""  # why it cannot train in several processes ("" : it can)
     any_board: bool = False  # it trains on any m,n,k board (game=mnk); False: tic-tac-toe only
+    # Its own rule for another board (the board, the run's members, a function from the board
+    # to its solved positions): raises ConfigError before anything is written (a table that
+    # would not fit); None: none.
+    board: Callable[..., None] | None = None
     check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
     population: Callable[[Settings], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)

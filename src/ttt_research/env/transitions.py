@@ -45,7 +45,7 @@ def transitions(ep: Episodes, reward: Reward, self_play: bool, gamma: float, n_s
     step = 1 if self_play else 2  # plies from one decision of a chain to its next
     pad = n_step * step
     learner = torch.cat([ep.learner, ep.learner.new_zeros(pad, N, B)])  # (T + pad, N, B)
-    view = torch.cat([ep.view, ep.view.new_zeros(pad, N, B, 9)])
+    view = torch.cat([ep.view, ep.view.new_zeros(pad, N, B, ep.view.shape[-1])])  # (T + pad, N, B, cells)
     last = learner[:T] & ~learner[step:T + step]  # (T, N, B) no decision of its chain follows
     if self_play:  # the result for the side to move at each ply (the learner sits at X)
         side = torch.where(torch.arange(T, device=dev) % 2 == 0, game.X, game.O).view(T, 1, 1)

@@ -24,5 +24,5 @@ def stack_of(members: list[nn.Module]) -> nn.Module:
 def blank_like(stack: nn.Module, n: int) -> nn.Module:
     """A stack of ``n`` members shaped as ``stack``'s (its values to be copied in)."""
     if isinstance(stack, QTableStack):
-        return QTableStack(n, stack.init)
+        return QTableStack.like(stack, n)
     return MLPStack(n, stack.hidden, stack.encoding_name, outputs=stack.outputs, cells=stack.cells)

@@ -33,6 +33,7 @@ from ttt_research.contract import (
     TRAINING_SEATS,
     VALUE_MAX,
 )
+from ttt_research.env import cache
 from ttt_research.env.mnk import MNK, TIC_TAC_TOE, config_problem
 from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, positive_int, value_of
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
@@ -121,6 +122,8 @@ def _validate_game(cfg: DictConfig) -> None:
                           f"board of game={_choice_of(cfg)}; " + (f"use {takers}" if takers else
                           "training on other boards is not built yet: python -m ttt_research.solve "
                           "gives their exact facts"))
+    if game != TIC_TAC_TOE and spec.board is not None:  # the algorithm's own rule there (a table's size)
+        spec.board(game, pop.count(runspec.plan(cfg)), cache.positions)
     for target in _opponent_targets(OmegaConf.to_container(cfg.opponent)):  # a curriculum's stages too
         if game != TIC_TAC_TOE and target not in ANY_BOARD_OPPONENTS:
             name = str(target).rsplit(".", 1)[-1]

@@ -1,0 +1,136 @@
+"""Q-learning and AlphaZero on another m,n,k board (issue 61, item 1), on 3,4,3 (3 rows, 4
+columns, 3 in a line wins): legal games (``test_any_board.referee``), a population of three, the
+command's exact evaluation, export and resume after a kill; Q-learning's table over the board's
+reachable positions and its refusal where the tables would pass 2 GB; AlphaZero's symmetries
+(4 on a rectangle). 4,4,4 runs once each, marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.helpers.configs import make_cfg
+from tests.helpers.resume import metric_rows, train_killed
+from tests.helpers.updates import first_update
+from tests.train.test_any_board import referee
+from ttt_research.algos import qlearning, qlearning_spec
+from ttt_research.env.board import Game
+from ttt_research.errors import ConfigError
+from ttt_research.models.qtable import QTable
+from ttt_research.train.run import train
+from ttt_research.train.validate import validate
+
+BOARD = ["game=mnk343"]
+G343 = Game(3, 4, 3)
+ROWS_343 = 111_973  # 3,4,3's reachable positions (FACTS.md), the table's rows
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache(tmp_path_factory):
+    """The board's positions built into a folder of the tests' own (not the user's cache)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
+        yield
+
+
+def spied(monkeypatch, module) -> list:
+    """Every batch of games ``module``'s updates play from now on."""
+    played, real = [], module.play_batch
+    monkeypatch.setattr(module, "play_batch", lambda *a, **kw: played.append(real(*a, **kw)) or played[-1])
+    return played
+
+
+def command_checks(tmp_path, monkeypatch, *overrides: str) -> dict:
+    """The command on 3,4,3, whole and killed after its first checkpoint then resumed: the same
+    eval.json and metrics; its exact evaluation over the board's decision points and a
+    policy.onnx of the board, [N, 12] with its game. Returns eval.json."""
+    overrides = (*BOARD, *overrides, "checkpoint_every=1")
+    whole = train(make_cfg(*overrides), tmp_path / "whole")
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
+    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
+    assert resumed == whole
+    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+    # X wins 3,4,3: the perfect player as X beats any O
+    assert whole["as_o"]["vs_perfect"] == {"win": 0.0, "loss": 1.0, "tie": 0.0}
+    assert 0 < whole["decision_points"] < 79_563 and 0 <= whole["optimal_move_rate_all"] <= 1
+    assert json.loads((tmp_path / "whole" / "eval.json").read_text()) == whole
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(tmp_path / "whole" / "policy.onnx")
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [12]
+    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
+    return whole
+
+
+# ----------------------------------------------------------------------------- Q-learning
+
+
+@pytest.mark.parametrize("opponent", ["random", "self"])
+def test_qlearning_trains_on_3_4_3_from_legal_games(monkeypatch, opponent):
+    played = spied(monkeypatch, qlearning)
+    module = first_update(*BOARD, "algo=qlearning", f"opponent={opponent}", games=2048)
+    assert module.game == G343 and module.net.q.shape == (ROWS_343, 12)
+    assert module.games_played == 2048 == sum(ep.batch for ep in played)
+    for ep in played:
+        referee(ep)
+    # a value moved only where a move was learned from: rows of decision positions
+    t = G343.tables()
+    learned = (module.net.visits > 0).any(-1)
+    assert int(learned.sum()) > 100 and not bool(t.done[learned].any())
+    assert bool(((module.net.q != 0) <= (module.net.visits > 0)).all())
+
+
+def test_qlearning_reads_the_row_of_every_view():
+    """Each reachable position's view finds its own row (``view_rows``), codes exact in int64."""
+    table = qlearning.QLearning(QTable(cells=12), games_per_update=8, lr=0.1, lr_final=None, epsilon=0.1, epsilon_final=None,
+                                gamma=1.0, running_mean=True, rollouts=1, game=G343).net
+    t = G343.tables()
+    assert torch.equal(table.rows(t.view.float()), torch.arange(t.states))
+
+
+def test_a_population_of_three_qtables_on_3_4_3(monkeypatch):
+    played = spied(monkeypatch, qlearning)
+    module = first_update(*BOARD, "algo=qlearning", "population.size=3", games=1024)
+    assert module.n == 3 and module.net.q.shape == (3, ROWS_343, 12)
+    assert module.member_games.tolist() == [1024] * 3
+    for ep in played:
+        assert ep.view.shape[:2] == (12, 3)
+        referee(ep)
+    assert not torch.equal(module.net.q[0], module.net.q[1])  # each member its own games
+    member = module.net.member(2)
+    assert torch.equal(member.q, module.net.q[2]) and member.spec()["cells"] == 12
+
+
+def test_qlearning_command_on_3_4_3(tmp_path, monkeypatch):
+    command_checks(tmp_path, monkeypatch, "algo=qlearning", "budget.games=4096")
+
+
+def test_a_table_past_2_gb_is_refused_in_one_line_with_its_size(monkeypatch):
+    need = 3 * 2 * ROWS_343 * 12 * 4 + 4 * 3**12  # three members: values and counts, and the map
+    assert qlearning_spec.table_bytes(G343, 3, ROWS_343) == need
+    validate(make_cfg(*BOARD, "algo=qlearning", "population.size=3"))  # 32 MB: fits
+    monkeypatch.setattr(qlearning_spec, "TABLE_LIMIT", need - 1)
+    with pytest.raises(ConfigError) as e:
+        validate(make_cfg(*BOARD, "algo=qlearning", "population.size=3"))
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith(f"algo=qlearning on the 3,4,3 board needs {need / 2**30:.2f} GB for 3 tables "
+                                   f"({ROWS_343:,} positions x 12 cells")
+
+
+@pytest.mark.slow
+def test_qlearning_on_4_4_4_fits_alone_and_refuses_two(monkeypatch):
+    """4,4,4's table (9.7M rows) fits in 2 GB for one agent (1.4 GB); two do not. One update."""
+    g = Game(4, 4, 4)
+    rows = 9_722_011  # its reachable positions (FACTS.md)
+    assert qlearning_spec.table_bytes(g, 1, rows) < qlearning_spec.TABLE_LIMIT < qlearning_spec.table_bytes(g, 2, rows)
+    with pytest.raises(ConfigError, match="^algo=qlearning on the 4,4,4 board needs 2.6"):
+        validate(make_cfg("game=mnk444", "algo=qlearning", "population.size=2"))
+    played = spied(monkeypatch, qlearning)
+    module = first_update("game=mnk444", "algo=qlearning", "algo.games_per_update=512", games=512)
+    assert module.net.q.shape == (rows, 16)
+    for ep in played:
+        referee(ep, 4, 4, 4)
+    assert np.isfinite(module.net.q.numpy()).all()
