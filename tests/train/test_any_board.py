@@ -179,10 +179,10 @@ def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, mo
     assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
 
 
-@pytest.mark.parametrize("algo", ["dqn", "a2c", "alphazero", "reinforce_faithful"])
+@pytest.mark.parametrize("algo", ["dqn", "a2c", "reinforce_faithful"])
 def test_the_other_algorithms_still_refuse_another_board(algo):
-    with pytest.raises(ConfigError, match=f"^algo={algo} trains on tic-tac-toe only .* use algo=ppo or "
-                                          "algo=qlearning or algo=reinforce$"):
+    with pytest.raises(ConfigError, match=f"^algo={algo} trains on tic-tac-toe only .* use algo=alphazero or "
+                                          "algo=ppo or algo=qlearning or algo=reinforce$"):
         validate(make_cfg(*BOARD, f"algo={algo}"))
 
 

@@ -17,7 +17,7 @@ from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
 from tests.train.test_any_board import referee
-from ttt_research.algos import qlearning, qlearning_spec
+from ttt_research.algos import alphazero, qlearning, qlearning_spec
 from ttt_research.env.board import Game
 from ttt_research.errors import ConfigError
 from ttt_research.models.qtable import QTable
@@ -85,8 +85,8 @@ def test_qlearning_trains_on_3_4_3_from_legal_games(monkeypatch, opponent):
 
 def test_qlearning_reads_the_row_of_every_view():
     """Each reachable position's view finds its own row (``view_rows``), codes exact in int64."""
-    table = qlearning.QLearning(QTable(cells=12), games_per_update=8, lr=0.1, lr_final=None, epsilon=0.1, epsilon_final=None,
-                                gamma=1.0, running_mean=True, rollouts=1, game=G343).net
+    table = qlearning.QLearning(QTable(cells=12), games_per_update=8, lr=0.1, lr_final=None, epsilon=0.1,
+                                epsilon_final=None, gamma=1.0, running_mean=True, rollouts=1, game=G343).net
     t = G343.tables()
     assert torch.equal(table.rows(t.view.float()), torch.arange(t.states))
 
@@ -116,8 +116,8 @@ def test_a_table_past_2_gb_is_refused_in_one_line_with_its_size(monkeypatch):
     with pytest.raises(ConfigError) as e:
         validate(make_cfg(*BOARD, "algo=qlearning", "population.size=3"))
     assert "\n" not in str(e.value)
-    assert str(e.value).startswith(f"algo=qlearning on the 3,4,3 board needs {need / 2**30:.2f} GB for 3 tables "
-                                   f"({ROWS_343:,} positions x 12 cells")
+    assert str(e.value).startswith(f"algo=qlearning on the 3,4,3 board needs {need / 2**30:.2f} GB for 3 "
+                                   f"tables ({ROWS_343:,} positions x 12 cells")
 
 
 @pytest.mark.slow
@@ -125,7 +125,8 @@ def test_qlearning_on_4_4_4_fits_alone_and_refuses_two(monkeypatch):
     """4,4,4's table (9.7M rows) fits in 2 GB for one agent (1.4 GB); two do not. One update."""
     g = Game(4, 4, 4)
     rows = 9_722_011  # its reachable positions (FACTS.md)
-    assert qlearning_spec.table_bytes(g, 1, rows) < qlearning_spec.TABLE_LIMIT < qlearning_spec.table_bytes(g, 2, rows)
+    one, two = (qlearning_spec.table_bytes(g, n, rows) for n in (1, 2))
+    assert one < qlearning_spec.TABLE_LIMIT < two
     with pytest.raises(ConfigError, match="^algo=qlearning on the 4,4,4 board needs 2.6"):
         validate(make_cfg("game=mnk444", "algo=qlearning", "population.size=2"))
     played = spied(monkeypatch, qlearning)
@@ -134,3 +135,86 @@ def test_qlearning_on_4_4_4_fits_alone_and_refuses_two(monkeypatch):
     for ep in played:
         referee(ep, 4, 4, 4)
     assert np.isfinite(module.net.q.numpy()).all()
+
+
+# ----------------------------------------------------------------------------- AlphaZero
+
+# A tiny search and learner: a test of a few seconds, not of strength.
+TINY_AZ = ["algo=alphazero", "algo.simulations=4", "algo.test_simulations=2", "algo.gradient_steps=2",
+           "algo.batch_size=32", "algo.games_per_update=32"]
+
+
+@pytest.mark.parametrize("opponent", ["self", "random"])
+def test_alphazero_trains_on_3_4_3_from_legal_games(monkeypatch, opponent):
+    played = spied(monkeypatch, alphazero)
+    module = first_update(*BOARD, *TINY_AZ, f"opponent={opponent}", "seat=both", games=32)
+    assert module.game == G343 and module.net.cells == 12 and module.algo.turns.shape == (4, 12)
+    assert module.games_played == 32 == sum(ep.batch for ep in played)
+    (ep,) = played
+    assert ep.view.shape[:2] == (12, 1)
+    referee(ep)
+    # the replay holds the searched positions: the learner's moves, each with a policy over its
+    # empty cells (the search's improved policy) summing to one
+    ring = module.algo.replay
+    moves = int(ep.learner.sum())
+    assert int(ring.size.sum()) == moves
+    view, policy = ring.view[0, :moves], ring.policy[0, :moves]
+    assert view.shape == (moves, 12) and bool((policy[view != 0] == 0).all())
+    assert torch.allclose(policy.sum(-1), torch.ones(moves), atol=1e-5)
+    assert all(torch.isfinite(v).all() for v in module.net.state_dict().values())
+
+
+def test_the_search_on_3_4_3_plays_a_win_in_one_and_its_policy_sums_to_one():
+    """X to move with two in a row open at both ends: with a flat prior and values 0 the
+    deterministic search finds a winning cell (its value, exact, is the only non-zero q)."""
+    from ttt_research.search.gumbel import gumbel_search
+
+    t = G343.tables()
+    row = 0
+    for cell in (5, 0, 6, 1):  # X 5, O 0, X 6, O 1: X threatens 4 and 7 (row 1 of cells 4..7)
+        row = int(t.next2d[row, cell])
+    logits = torch.where(t.legal, 0.0, -1e9).float()
+    s = gumbel_search(torch.tensor([row]), logits, torch.zeros(t.states), 16, game=G343)
+    assert int(s.action) in (4, 7)
+    assert abs(float(s.policy.sum()) - 1) < 1e-6 and bool((s.policy[0][~t.legal[row]] == 0).all())
+
+
+def test_alphazero_turns_its_positions_by_the_board_symmetries():
+    """On a rectangle the four symmetries (identity, two mirrors, half turn) map the board's
+    lines onto lines: a position and its target turn alike."""
+    turns = torch.as_tensor(G343.symmetries)
+    assert turns.shape == (4, 12) and torch.equal(turns[0], torch.arange(12))
+    lines = {tuple(sorted(line)) for line in G343.lines}
+    for perm in turns:
+        assert {tuple(sorted(perm.argsort()[list(line)].tolist())) for line in lines} == lines
+    square = torch.as_tensor(Game(4, 4, 4).symmetries)
+    assert square.shape == (8, 16) and len({tuple(p.tolist()) for p in square}) == 8
+
+
+def test_a_population_of_three_alphazeros_on_3_4_3(monkeypatch):
+    played = spied(monkeypatch, alphazero)
+    module = first_update(*BOARD, *TINY_AZ, "population.size=3", games=32)
+    assert module.n == 3 and module.member_games.tolist() == [32] * 3
+    for ep in played:
+        assert ep.view.shape[:2] == (12, 3)
+        referee(ep)
+    first = [module.net.member(k).state_dict()["body.0.weight"] for k in range(3)]
+    assert not torch.equal(first[0], first[1])
+
+
+def test_alphazero_command_on_3_4_3(tmp_path, monkeypatch):
+    report = command_checks(tmp_path, monkeypatch, *TINY_AZ, "budget.games=64")
+    search = report["search"]  # the test-time search, evaluated exactly on the board
+    assert search["simulations"] == 2 and 0 < search["decision_points"] < 79_563
+    assert search["as_o"]["vs_perfect"]["loss"] == 1.0
+
+
+@pytest.mark.slow
+def test_alphazero_trains_on_4_4_4(monkeypatch):
+    """4,4,4 (9.1M decision positions): one update of 32 games searched with 2 simulations,
+    legal; the exact evaluation of the network and of the search."""
+    played = spied(monkeypatch, alphazero)
+    module = first_update("game=mnk444", *TINY_AZ, "algo.simulations=2", games=32)
+    (ep,) = played
+    referee(ep, 4, 4, 4)
+    assert module.algo.turns.shape == (8, 16)

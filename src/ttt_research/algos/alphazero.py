@@ -29,6 +29,11 @@ own positions only. Values are in game results (win 1, tie 0, loss -1): the rewa
 must be zero-sum (``reward=zero_sum``, the default), and ``action_values`` reports them in
 its units.
 
+Any m,n,k board (``game``, a ``board.Game``): every (..., 9) below is (..., cells), the tables
+and the subtrees are over the board's positions (``search/gumbel.py``; a view finds its row
+through ``models.qtable.view_rows``), and the symmetries turned in learning are the board's
+own (``mnk.MNK.symmetries``: 8 on a square, 4 on a rectangle).
+
 At test time the search is a policy too: ``search_actions`` runs the deterministic search
 (no noise, ties to the lowest cell) from every decision position, and ``eval.json`` gets
 its exact evaluation under ``search`` (``test_simulations``).
@@ -43,6 +48,7 @@ import torch
 from ttt_research.algos.base import Algorithm, Run, Update, number
 from ttt_research.algos.replay import Ring
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import uniform
@@ -51,9 +57,10 @@ from ttt_research.evaluation.exploit import Acting, policy_reports
 from ttt_research.models import member_optim
 from ttt_research.models.heads import ValueHead
 from ttt_research.models.nets import MASKED
+from ttt_research.models.qtable import board_codes, view_rows
 from ttt_research.search.gumbel import gumbel_search, subtrees
 
-R = game.N_CODES
+CHUNK = 1 << 18  # positions a forward pass or a search takes at once (4,4,4 has 9.1M)
 
 # ----------------------------------------------------------------------------- the terms
 
@@ -92,11 +99,16 @@ def mover_result(ep, self_play: bool) -> torch.Tensor:
     return (ep.outcome * ep.seat).float()[None] * side.view(T, *[1] * ep.outcome.dim())
 
 
-def codes_of(view: torch.Tensor) -> torch.Tensor:
-    """(..., 9) mover's views -> (...) their boards' codes (X moves when the pieces are level)."""
+def codes_of(view: torch.Tensor, g: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(..., cells) mover's views -> (...) their rows of ``g``'s tables: tic-tac-toe's board
+    codes (X moves when the pieces are level), another board's through ``view_rows``."""
+    if g != TIC_TAC_TOE:
+        rows = view_rows(g).to(view.device)
+        return rows.index_select(0, board_codes(view).reshape(-1)).view(view.shape[:-1]).long()
+    cells = view.shape[-1]
     own, other = (view == 1).sum(-1), (view == -1).sum(-1)
     mover = torch.where(own == other, game.X, game.O)
-    return game.encode((view * mover[..., None]).reshape(-1, 9).to(torch.int8)).view(view.shape[:-1])
+    return game.encode((view * mover[..., None]).reshape(-1, cells).to(torch.int8)).view(view.shape[:-1])
 
 
 # ----------------------------------------------------------------------------- the algorithm
@@ -112,8 +124,10 @@ class AlphaZero(Algorithm):
                  weight_decay: float, capacity: int, batch_size: int,
                  gradient_steps: int, max_grad_norm: float,
                  symmetries: bool,
-                 value_head: torch.nn.Module | None = None):
-        super().__init__(net, games_per_update)
+                 value_head: torch.nn.Module | None = None, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
+        t = game.tables()
+        self.R, self.C = t.states, t.cells  # the tables' rows (a member's block) and the cells
         self.simulations, self.test_simulations = int(simulations), int(test_simulations)
         self.max_considered = int(max_considered)
         self.lr, self.lr_final = number(lr), lr_final
@@ -125,7 +139,10 @@ class AlphaZero(Algorithm):
         self.symmetries = bool(symmetries)
         self.value_head = value_head if value_head is not None else self.companion_nets(net)["value_head"]
         self.replay = Ring(getattr(net, "n", 1), capacity, {
-            "view": ((9,), torch.int8), "policy": ((9,), torch.float32), "result": ((), torch.float32)})
+            "view": ((self.C,), torch.int8), "policy": ((self.C,), torch.float32),
+            "result": ((), torch.float32)})
+        # (S, cells) the board's symmetries as cell permutations (row 0 the identity)
+        self.turns = torch.as_tensor(game.symmetries)  # (a plain tensor: not part of the state)
 
     @staticmethod
     def companion_nets(net) -> dict[str, torch.nn.Module]:
@@ -154,18 +171,21 @@ class AlphaZero(Algorithm):
 
     @torch.no_grad()
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(N * 3^9, 9) masked logits and (N * 3^9,) values, by member block and board code
-        (unreached codes: masked logits, value 0)."""
-        t = game.tables(self.replay.size.device)
+        """(N * rows, cells) masked logits and (N * rows,) values, by member block and board
+        code, the tables' row (unreached codes: masked logits, value 0); the forward pass a
+        chunk of positions at a time (one on tic-tac-toe)."""
+        t = self.game.tables(self.replay.size.device)
+        R, C = self.R, self.C
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)  # (P,)
-        views = t.view.index_select(0, codes).float()  # (P, 9) shared by every member
-        logits, value = (x.float() for x in self.heads(views))  # (N, P, 9), (N, P)
-        n = logits.shape[0] if logits.dim() == 3 else 1
-        table = torch.full((n, R, 9), MASKED, device=codes.device)
+        n = self.members or 1
+        table = torch.full((n, R, C), MASKED, device=codes.device)
         values = torch.zeros(n, R, device=codes.device)
-        table[:, codes] = logits.view(n, -1, 9)
-        values[:, codes] = value.view(n, -1)
-        return table.view(n * R, 9), values.view(n * R)
+        for part in codes.split(CHUNK):
+            views = t.view.index_select(0, part).float()  # (p, cells) shared by every member
+            logits, value = (x.float() for x in self.heads(views))  # (N, p, cells), (N, p)
+            table[:, part] = logits.view(n, -1, C)
+            values[:, part] = value.view(n, -1)
+        return table.view(n * R, C), values.view(n * R)
 
     @torch.no_grad()
     def search_actions(self, simulations: int | None = None, chunk: int = 16) -> torch.Tensor:
@@ -176,24 +196,29 @@ class AlphaZero(Algorithm):
     @torch.no_grad()
     def search_all(self, simulations: int | None = None,
                    chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
-        """``search_actions``, and the (N, M, 9) improved policies softmax(logits + sigma(q)) of
-        the same noise-free searches at the M = 4,520 decision positions (code order)."""
+        """``search_actions``, and the (N, M, cells) improved policies softmax(logits + sigma(q))
+        of the same noise-free searches at the M decision positions (code order; 4,520 on
+        tic-tac-toe), a board of more than ``CHUNK`` of them searched that many roots at a time."""
         k = self.test_simulations if simulations is None else int(simulations)
+        R, C = self.R, self.C
         logits, values = self.tables()
-        tree = subtrees(logits, values, k, max_considered=self.max_considered)
+        tree = subtrees(logits, values, k, max_considered=self.max_considered, game=self.game)
+        del logits  # the tree holds what the searches read: 4,4,4's tables are 0.6 GB a member
         n = values.numel() // R
-        t = game.tables(values.device)
+        t = self.game.tables(values.device)
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)
         actions = torch.zeros(n, R, dtype=torch.long, device=codes.device)
-        policies = torch.zeros(n, codes.numel(), 9, device=codes.device)
+        policies = torch.zeros(n, codes.numel(), C, device=codes.device)
         for first in range(0, n, chunk):
             m = min(chunk, n - first)
             members = torch.arange(first, first + m, device=codes.device)
-            offset = members.repeat_interleave(codes.numel()) * R  # each member's block of the tables
-            s = gumbel_search(codes.repeat(m), None, None, k, offset=offset,
-                              max_considered=self.max_considered, tree=tree)
-            actions[first:first + m, codes] = s.action.view(m, -1)
-            policies[first:first + m] = s.policy.view(m, -1, 9)
+            for at in torch.arange(codes.numel(), device=codes.device).split(CHUNK):  # tic-tac-toe: one
+                roots = codes.index_select(0, at)
+                offset = members.repeat_interleave(roots.numel()) * R  # each member's block of the tables
+                s = gumbel_search(roots.repeat(m), None, None, k, offset=offset,
+                                  max_considered=self.max_considered, tree=tree)
+                actions[first:first + m, roots] = s.action.view(m, -1)
+                policies[first:first + m, at] = s.policy.view(m, -1, C)
         return actions, policies
 
     def acting(self, run: Run) -> Acting:
@@ -215,12 +240,12 @@ class AlphaZero(Algorithm):
         t = t.to(policies.device).view(-1, 1, 1) if isinstance(t, torch.Tensor) else float(t)
         p = policies.double().clamp_min(0)
         if isinstance(t, float) and t <= 0:
-            p = torch.nn.functional.one_hot(p.argmax(-1), 9).double()
+            p = torch.nn.functional.one_hot(p.argmax(-1), p.shape[-1]).double()
         else:
             p = p.pow(1.0 / torch.as_tensor(t, dtype=torch.float64)).nan_to_num(0.0)
             p = p / p.sum(-1, keepdim=True)
         out = []
-        for k, r in enumerate(policy_reports(p)):
+        for k, r in enumerate(policy_reports(p, game=self.game)):
             tk = float(t.flatten()[k]) if isinstance(t, torch.Tensor) else t
             out.append({"policy": f"the self-play search ({self.simulations} simulations): the Gumbel-max "
                                   f"rule at temperature {tk:g} on its noise-free scores",
@@ -231,13 +256,13 @@ class AlphaZero(Algorithm):
         """The test-time search's exact evaluation (``test_simulations``), for eval.json."""
         if self.members is not None:
             return {}
-        report = evaluate_actions(self.search_actions()[0].cpu())
+        report = evaluate_actions(self.search_actions()[0].cpu(), self.game)
         trained = self.search_trained(self.search_all(self.simulations)[1].cpu())[0]
         return {"search": {"simulations": self.test_simulations, **report}, "search_as_trained": trained}
 
     def member_reports(self) -> list[dict]:
         """Each member's test-time search evaluation, for population.json."""
-        reports = evaluate_actions_stack(self.search_actions())
+        reports = evaluate_actions_stack(self.search_actions(), game=self.game)
         trained = self.search_trained(self.search_all(self.simulations)[1].cpu())
         return [{"search": {"simulations": self.test_simulations, **r}, "search_as_trained": t}
                 for r, t in zip(reports, trained, strict=True)]
@@ -249,39 +274,62 @@ class AlphaZero(Algorithm):
         V(s') is read from the value table of every position (``tables``): one pass over
         the 4,520 positions, not one per move of every view. (..., 9) views -> (..., 9); a
         population's (N, B, 9) or shared (P, 9) -> (N, B, 9) or (N, P, 9)."""
-        after = view.unsqueeze(-2) + torch.eye(9, device=view.device)  # (..., 9, 9) each move's board
-        wins = game.winner(after.reshape(-1, 9).to(torch.int8)).view(after.shape[:-1]) == 1  # (..., 9)
+        if self.game != TIC_TAC_TOE:
+            return self._action_values_board(view)
+        after = view.unsqueeze(-2) + torch.eye(self.C, device=view.device)  # (..., 9, 9) each move's board
+        wins = game.winner(after.reshape(-1, self.C).to(torch.int8)).view(after.shape[:-1]) == 1  # (..., 9)
         full = (after != 0).all(-1)
         _, values = self.tables()  # (n * 3^9,) each position's value for its mover
         code = codes_of(-after)  # (..., 9) the children's codes (occupied cells: any code, unused)
+        return torch.where(wins, 1.0, torch.where(full, 0.0, -self._child_values(values, code, view))).float()
+
+    def _child_values(self, values: torch.Tensor, code: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
+        """(n * rows,) values read at (..., cells) children's rows, a population's each in its
+        member's block."""
         if self.members is not None:
-            member = torch.arange(values.numel() // R, device=view.device)
-            code = code + member.view(-1, *[1] * (code.dim() - (view.dim() == 3))) * R  # (N, ..., 9)
-        v = values.index_select(0, code.reshape(-1)).view(code.shape)
-        return torch.where(wins, 1.0, torch.where(full, 0.0, -v)).float()
+            member = torch.arange(values.numel() // self.R, device=view.device)
+            code = code + member.view(-1, *[1] * (code.dim() - (view.dim() == 3))) * self.R  # (N, ..., cells)
+        return values.index_select(0, code.reshape(-1)).view(code.shape)
+
+    def _action_values_board(self, view: torch.Tensor) -> torch.Tensor:
+        """``action_values`` on another board: each move's result from the rule tables (a win,
+        a tie on the full board: exact), else -V of the child row, read a chunk at a time."""
+        t = self.game.tables(view.device)
+        _, values = self.tables()
+        out = []
+        for part in view.split(CHUNK, dim=-2):
+            row = codes_of(part, self.game)  # (...) the views' rows
+            flat = (row[..., None] * self.C + torch.arange(self.C, device=view.device))  # (..., cells)
+            child = t.next.index_select(0, flat.reshape(-1)).view(flat.shape).long()
+            ends = t.ends.index_select(0, flat.reshape(-1)).view(flat.shape)
+            wins = t.wins.index_select(0, flat.reshape(-1)).view(flat.shape) == t.mover.index_select(
+                0, row.reshape(-1)).view(row.shape)[..., None]
+            v = self._child_values(values, child, part)
+            out.append(torch.where(ends & wins, 1.0, torch.where(ends, 0.0, -v)).float())
+        return torch.cat(out, dim=-2)
 
     # ------------------------------------------------------------------ learning
 
     @torch.no_grad()
     def act(self, view, legal, tree, temperature, streams, stash):
-        """Searched moves for (N, B, 9) views; the improved policies go into ``stash``."""
-        N, B = view.shape[:2]
+        """Searched moves for (N, B, cells) views; the improved policies go into ``stash``."""
+        N, B, C = view.shape
         dev = view.device
-        noise = gumbel((N, B, 9), dev, streams) * torch.as_tensor(temperature, device=dev).view(-1, 1, 1)
-        live = legal.reshape(-1, 9).any(-1)  # (N * B,) games still going
-        codes = codes_of(view).reshape(-1)  # (N * B,)
+        noise = gumbel((N, B, C), dev, streams) * torch.as_tensor(temperature, device=dev).view(-1, 1, 1)
+        live = legal.reshape(-1, C).any(-1)  # (N * B,) games still going
+        codes = codes_of(view, self.game).reshape(-1)  # (N * B,)
         member = torch.arange(N, device=dev).repeat_interleave(B)
         at = live.nonzero().squeeze(1)
         everyone = at.numel() == N * B  # early plies: no game has ended, nothing to pick out
         if at.numel() == 0:
             return torch.zeros(N, B, dtype=torch.long, device=dev)
         pick = (lambda x: x) if everyone else (lambda x: x.index_select(0, at))
-        s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, 9)),
-                          offset=pick(member) * R, max_considered=self.max_considered, tree=tree)
+        s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, C)),
+                          offset=pick(member) * self.R, max_considered=self.max_considered, tree=tree)
         moves = s.action if everyone else torch.zeros(N * B, dtype=torch.long, device=dev).index_copy_(
             0, at, s.action)
-        ply = int((view.reshape(-1, 9)[at[0]] != 0).sum())  # lockstep: every live game has this many pieces
-        stash["policy"][ply].view(N * B, 9).index_copy_(0, at, s.policy)
+        ply = int((view.reshape(-1, C)[at[0]] != 0).sum())  # lockstep: every live game has this many pieces
+        stash["policy"][ply].view(N * B, C).index_copy_(0, at, s.policy)
         stash["value"][ply].view(N * B).index_copy_(0, at, s.value)
         stash["improvement"].append(((s.policy - s.prior) * s.q).sum(-1))
         stash["depth"].append(s.depth.float())
@@ -291,18 +339,19 @@ class AlphaZero(Algorithm):
     def self_play(self, games: int, opponent, seat: str, device, streams, temperature):
         """Play ``games`` games per member, every learner move searched with this network's
         tables (computed here, with every position's subtree: once per call). Returns the
-        ``Episodes`` and the stash: the improved policies and the search's values (9, N,
+        ``Episodes`` and the stash: the improved policies and the search's values (cells, N,
         games, ...) by ply, and the per-search depths and improvements."""
         logits, values = self.tables()
-        N = values.numel() // R
-        stash = {"policy": torch.zeros(9, N, games, 9, device=device),
-                 "value": torch.zeros(9, N, games, device=device),
+        N, C = values.numel() // self.R, self.C
+        stash = {"policy": torch.zeros(C, N, games, C, device=device),
+                 "value": torch.zeros(C, N, games, device=device),
                  "improvement": [], "depth": []}
         per_member = (temperature if isinstance(temperature, torch.Tensor)
                       else torch.full((N,), float(temperature)))
-        tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered)
+        tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered, game=self.game)
+        del logits, values  # the tree holds what the searches read
         act = partial(self.act, tree=tree, temperature=per_member, streams=streams, stash=stash)
-        return play_batch(games, act, opponent, seat, device, streams), stash
+        return play_batch(games, act, opponent, seat, device, streams, self.game), stash
 
     def update(self, run: Run) -> Update:
         opt = run.optimizer()
@@ -339,14 +388,17 @@ class AlphaZero(Algorithm):
     def learn(self, run: Run, opt) -> torch.Tensor:
         """One gradient step on a minibatch per member; (3, N) loss, policy loss, value loss."""
         b = self.replay.sample(self.batch_size, run.streams)
-        x = b["view"].float()  # (N, K, 9)
-        if self.symmetries:  # each position turned by one of the board's 8 symmetries, at random
-            k = (uniform(x.shape[:2], x.device, run.streams) * 8).long().clamp(max=7)  # (N, K)
-            x, b["policy"] = game.turned(x, k), game.turned(b["policy"], k)
+        x = b["view"].float()  # (N, K, cells)
+        if self.symmetries:  # each position turned by one of the board's symmetries (8 or 4), at random
+            S = self.turns.shape[0]
+            k = (uniform(x.shape[:2], x.device, run.streams) * S).long().clamp(max=S - 1)  # (N, K)
+            perm = self.turns.to(x.device)[k]  # (N, K, cells): a position and its targets turn alike
+            x, b["policy"] = x.gather(-1, perm), b["policy"].gather(-1, perm)
         if self.members is None:
             x = x.squeeze(0)
         logits, v = self.heads(x)
-        logits, v = logits.view(-1, self.batch_size, 9), v.view(-1, self.batch_size)  # (N, K, 9), (N, K)
+        # (N, K, cells), (N, K)
+        logits, v = logits.view(-1, self.batch_size, self.C), v.view(-1, self.batch_size)
         p_loss = policy_loss(logits, b["policy"])
         v_loss = value_loss(v, b["result"])
         params = list(self.net.parameters()) + list(self.value_head.parameters())

@@ -75,6 +75,7 @@ class Hyper:
 
 SPEC = AlgoSpec(
     name="alphazero",
+    any_board=True,  # any m,n,k board: its tables, search and symmetries are the board's (algos/alphazero.py)
     hyper=Hyper,
     acting="the search's choice; as_trained scores the raw network's softmax (temperature 1)",
     keys={"simulations": SIMULATIONS, "test_simulations": SIMULATIONS,

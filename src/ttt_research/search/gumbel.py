@@ -34,6 +34,11 @@ edges are elementwise work over B contiguous values (several times faster on a C
 reducing rows of nine); masks are applied by arithmetic where torch's boolean kernels
 are slow.
 
+Any m,n,k board (``game``, a ``board.Game``; tic-tac-toe unless told): the tables' rows are
+its positions (tic-tac-toe's every code, another board's reachable positions, ``env/indexed.py``)
+and every (9, B) below is (cells, B); the subtrees are played over the board's unfinished
+positions (3,4,3: 79,563 a member; 4,4,4: 9.1M, several GB: see BENCHMARKS).
+
 Values are the mover's: +1 a win, -1 a loss, 0 a tie. A finished position's value is its
 result for the side that would move there (-1 or 0), whatever the table says; a value
 backed up through a move is negated once per ply (zero-sum).
@@ -46,7 +51,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 
 C_VISIT = 50.0  # sigma's offset in visits (the paper's c_visit)
 C_SCALE = 0.1  # sigma's scale (c_scale): sigma(q) = (c_visit + max visits) * c_scale * q
@@ -66,9 +71,12 @@ class Search:
     prior: torch.Tensor  # (B, 9) the network's policy at the root, softmax of its logits
 
 
+MOVES = TIC_TAC_TOE.cells  # the most moves at a root, unless told (a board's cells)
+
+
 @functools.cache
-def halving_schedule(simulations: int, max_considered: int = 9) -> torch.Tensor:
-    """(10, simulations) int64: row m, column s is the visit count the root move of
+def halving_schedule(simulations: int, max_considered: int = MOVES, moves: int = MOVES) -> torch.Tensor:
+    """(moves + 1, simulations) int64: row m, column s is the visit count the root move of
     simulation s must have, with m moves considered (sequential halving).
 
     The simulations are spent in rounds: a round gives each of the moves still considered
@@ -76,8 +84,8 @@ def halving_schedule(simulations: int, max_considered: int = 9) -> torch.Tensor:
     then the better half stays (at least 2). Simulation s visits the best-scored move among
     those with exactly the visits the schedule names, so each round visits every
     considered move once before any twice."""
-    table = torch.zeros(10, max(simulations, 1), dtype=torch.long)
-    for m in range(1, 10):
+    table = torch.zeros(moves + 1, max(simulations, 1), dtype=torch.long)
+    for m in range(1, moves + 1):
         m_eff = min(m, max_considered)
         if m_eff == 1:
             table[m] = torch.arange(table.shape[1])
@@ -96,9 +104,10 @@ def halving_schedule(simulations: int, max_considered: int = 9) -> torch.Tensor:
     return table
 
 
-def leaf_values(codes: torch.Tensor, value: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """(B,) values of positions for their movers: exact where the game is over (-1: the
-    side to move has lost, 0: a tie), else the table's ``value[rows]``."""
+def leaf_values(codes: torch.Tensor, value: torch.Tensor, rows: torch.Tensor,
+                game: Game = TIC_TAC_TOE) -> torch.Tensor:
+    """(B,) values of positions (``game``'s table rows) for their movers: exact where the game
+    is over (-1: the side to move has lost, 0: a tie), else the table's ``value[rows]``."""
     t = game.tables(codes.device)
     over = t.done.index_select(0, codes)
     exact = (t.winner.index_select(0, codes) * t.mover.index_select(0, codes)).float()
@@ -161,27 +170,26 @@ def completed_q(node: Nodes, visits: torch.Tensor, value_sum: torch.Tensor, resc
     return completed, sigma, mixed
 
 
-_CELL = torch.arange(9, 0, -1, dtype=torch.float32)[:, None]  # (9, 1) 9 for cell 0 ... 1 for cell 8
-
-
 def first_argmax(x: torch.Tensor) -> torch.Tensor:
-    """(9, B) -> (B,) int64 the row of each column's maximum, the lowest on ties (torch's
+    """(cells, B) -> (B,) int64 the row of each column's maximum, the lowest on ties (torch's
     argmax over the first of two dims is slow on a CPU; this is a max, a compare, a max)."""
     hit = x == x.amax(0)
-    return (9 - (hit * _on(x.device)[0]).amax(0)).long()
+    cells = x.shape[0]
+    return (cells - (hit * _on(x.device, cells)[0]).amax(0)).long()
 
 
 @functools.cache
-def halving_phases(simulations: int, max_considered: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
-    """(10, J) int64 twice: row m (m moves considered), phase j keeps the best ``keep[m, j]``
+def halving_phases(simulations: int, max_considered: int = MOVES,
+                   moves: int = MOVES) -> tuple[torch.Tensor, torch.Tensor]:
+    """(moves + 1, J) int64 twice: row m (m moves considered), phase j keeps the best ``keep[m, j]``
     of the moves still in and gives each ``visits[m, j]`` more visits (keep 0: no phase).
 
     ``halving_schedule`` read by phases: each run of simulations that visit moves with the
     same count is a sub-round over ``keep`` moves, and sub-rounds over the same number of
     moves merge (the moves still in are all kept)."""
-    sched = halving_schedule(simulations, max_considered)
+    sched = halving_schedule(simulations, max_considered, moves)
     rows = []
-    for m in range(10):
+    for m in range(moves + 1):
         levels = sched[m, :simulations].tolist() if m else []
         runs: list[list[int]] = []  # [level, count]
         for level in levels:
@@ -197,8 +205,8 @@ def halving_phases(simulations: int, max_considered: int = 9) -> tuple[torch.Ten
                 phases.append([count, 1])
         rows.append(phases)
     J = max(1, max(len(r) for r in rows))
-    keep = torch.zeros(10, J, dtype=torch.long)
-    visits = torch.zeros(10, J, dtype=torch.long)
+    keep = torch.zeros(moves + 1, J, dtype=torch.long)
+    visits = torch.zeros(moves + 1, J, dtype=torch.long)
     for m, phases in enumerate(rows):
         for j, (k, v) in enumerate(phases):
             keep[m, j], visits[m, j] = k, v
@@ -206,38 +214,40 @@ def halving_phases(simulations: int, max_considered: int = 9) -> tuple[torch.Ten
 
 
 @functools.cache
-def visits_needed(simulations: int, max_considered: int = 9) -> int:
+def visits_needed(simulations: int, max_considered: int = MOVES, moves: int = MOVES) -> int:
     """The most visits a search of ``simulations`` gives one move of its root: every node
     below gets fewer (a node's first visit stops there), so a position's subtree need be
     played no further. A root with one legal move has 8 pieces: its move ends the game, and
     a finished position needs no subtree."""
-    keep, more = halving_phases(simulations, max_considered)
-    return max(1, *(int(more[m][keep[m] > 0].sum()) for m in {min(n, max_considered) for n in range(2, 10)}))
-
-
-_PAIRS = torch.triu_indices(9, 9, 1)  # (2, 36) the cell pairs b < a, as (b, a)
-# rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a} = #{b > a} + sum over pairs (b, a) of
-# ge(b, a) for a, minus it for b, where ge(b, a) = [s_b >= s_a]: one (9, 36) matrix product.
-_RANK = (torch.zeros(9, 36).index_put_((_PAIRS[1], torch.arange(36)), torch.ones(36))
-         - torch.zeros(9, 36).index_put_((_PAIRS[0], torch.arange(36)), torch.ones(36)))
-_AFTER = torch.arange(8, -1, -1, dtype=torch.float32)[:, None]  # (9, 1) cells after each
+    keep, more = halving_phases(simulations, max_considered, moves)
+    considered = {min(n, max_considered) for n in range(2, moves + 1)}
+    return max(1, *(int(more[m][keep[m] > 0].sum()) for m in considered))
 
 
 @functools.cache
-def _constants(device: str) -> tuple[torch.Tensor, ...]:
-    return tuple(x.to(device) for x in (_CELL, _PAIRS, _RANK, _AFTER))
+def _constants(device: str, cells: int) -> tuple[torch.Tensor, ...]:
+    """The constant tensors of a board of ``cells`` cells on ``device``, made once."""
+    cell = torch.arange(cells, 0, -1, dtype=torch.float32)[:, None]  # (cells, 1): cells ... 1
+    pairs = torch.triu_indices(cells, cells, 1)  # (2, P) the cell pairs b < a, as (b, a)
+    P = pairs.shape[1]
+    # rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a} = #{b > a} + sum over pairs (b, a) of
+    # ge(b, a) for a, minus it for b, where ge(b, a) = [s_b >= s_a]: one (cells, P) matrix product.
+    rank = (torch.zeros(cells, P).index_put_((pairs[1], torch.arange(P)), torch.ones(P))
+            - torch.zeros(cells, P).index_put_((pairs[0], torch.arange(P)), torch.ones(P)))
+    after = torch.arange(cells - 1, -1, -1, dtype=torch.float32)[:, None]  # (cells, 1) cells after each
+    return tuple(x.to(device) for x in (cell, pairs, rank, after))
 
 
-def _on(device: torch.device) -> tuple[torch.Tensor, ...]:
-    """The module's constant tensors on ``device``, copied there once."""
-    return _constants(str(device))
+def _on(device: torch.device, cells: int) -> tuple[torch.Tensor, ...]:
+    """The module's constant tensors for ``cells`` on ``device``, copied there once."""
+    return _constants(str(device), cells)
 
 
 def best_of(score: torch.Tensor, due: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """(9, B) float 1 on the ``keep`` (B,) best-scored of the ``due`` (9, B) cells of each
-    column (ties: the lower cell first), 0 elsewhere."""
+    """(cells, B) float 1 on the ``keep`` (B,) best-scored of the ``due`` (cells, B) cells of
+    each column (ties: the lower cell first), 0 elsewhere."""
     s = score.masked_fill(~due, NEG)
-    _, pairs, to_rank, after = _on(s.device)
+    _, pairs, to_rank, after = _on(s.device, s.shape[0])
     ge = (s.index_select(0, pairs[0]) >= s.index_select(0, pairs[1])).float()
     rank = to_rank @ ge + after  # (9, B) how many come before each cell
     return (due & (rank < keep)).float()
@@ -269,40 +279,42 @@ class Subtrees:
     leaf: torch.Tensor  # the value the k-th visit backs up
     total: torch.Tensor  # the sum of the first k
     reach: torch.Tensor  # int64 the deepest of their paths below the row
+    game: Game = TIC_TAC_TOE  # the board: its tables' rows are the codes
 
     def rows(self, codes: torch.Tensor, offset: torch.Tensor | None = None) -> torch.Tensor:
-        """(B,) codes and table offsets (multiples of 3^9: a member's block; None: 0) ->
-        (B,) rows."""
+        """(B,) codes (the tables' rows) and table offsets (multiples of the tables' rows: a
+        member's block; None: 0) -> (B,) rows."""
+        t = self.game.tables(codes.device)
         place = self.index.index_select(0, codes)
-        member = 0 if offset is None else torch.div(offset.long(), game.N_CODES, rounding_mode="floor")
-        done = game.tables(codes.device).done.index_select(0, codes)
+        member = 0 if offset is None else torch.div(offset.long(), t.states, rounding_mode="floor")
+        done = t.done.index_select(0, codes)
         return torch.where(done, self.members * self.block + place, member * self.block + place)
 
     def after(self, child: torch.Tensor, visits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-        """(9, B) children's rows and visit counts -> ``table`` (``total`` or ``reach``) there."""
+        """(cells, B) children's rows and visit counts -> ``table`` (``total`` or ``reach``) there."""
         return table.view(-1).take(visits.long() * table.shape[1] + child)
 
 
-@functools.cache
-def _positions(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(L,) the unfinished and (F,) the finished reachable codes, and (3^9,) each code's
-    place among its kind (-1: unreachable)."""
+@functools.lru_cache(maxsize=4)
+def _positions(game: Game, device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(L,) the unfinished and (F,) the finished reachable codes (rows), and (rows,) each
+    code's place among its kind (-1: unreachable)."""
     t = game.tables(device)
     live = (t.reachable & ~t.done).nonzero().squeeze(1)
     over = (t.reachable & t.done).nonzero().squeeze(1)
-    index = torch.full((game.N_CODES,), -1, dtype=torch.long, device=live.device)
+    index = torch.full((t.states,), -1, dtype=torch.long, device=live.device)
     index[live] = torch.arange(live.numel(), device=live.device)
     index[over] = torch.arange(over.numel(), device=live.device)
     return live, over, index
 
 
 def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescale: bool = True,
-             max_considered: int = 9) -> Subtrees:
+             max_considered: int = MOVES, game: Game = TIC_TAC_TOE) -> Subtrees:
     """Play every position's subtree out to the visits searches of ``simulations`` need
     (``visits_needed``: 8 for 16 simulations over 9 moves), all positions at once.
 
-    ``logits`` (n * 3^9, 9) and ``value`` (n * 3^9,): the tables of ``gumbel_search``, n
-    members' blocks. Visit 1 of a position expands it: it backs up the position's own
+    ``logits`` (n * rows, cells) and ``value`` (n * rows,): the tables of ``gumbel_search``, n
+    members' blocks of ``game``'s rows. Visit 1 of a position expands it: it backs up the position's own
     value. Visit k > 1 picks, by the rule below the root, the move whose visits lag the
     improved policy the most, ``argmax(pi'(a) - N(a) / (1 + sum N))``, and backs up the
     negated value of its child's next visit, which an earlier step has already played (a
@@ -313,23 +325,24 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
         raise ValueError(f"a search needs at least one simulation, got {simulations}")
     dev = value.device
     t = game.tables(dev)
-    live, over, index = _positions(str(dev))
-    L, S, K = live.numel(), simulations, visits_needed(simulations, max_considered)
-    n = value.numel() // game.N_CODES
+    C, R = t.cells, t.states
+    live, over, index = _positions(game, str(dev))
+    L, S, K = live.numel(), simulations, visits_needed(simulations, max_considered, C)
+    n = value.numel() // R
     nL = n * L
-    lg = logits.view(n, game.N_CODES, 9).index_select(1, live).reshape(nL, 9).t()  # (9, nL)
-    v = value.view(n, game.N_CODES).index_select(1, live).reshape(nL).float()
+    lg = logits.view(n, R, C).index_select(1, live).reshape(nL, C).t()  # (cells, nL)
+    v = value.view(n, R).index_select(1, live).reshape(nL).float()
     nodes = Nodes.of(lg, t.legal.index_select(0, live).t().repeat(1, n), v)
     # Children: an unfinished one in the parent's member's block, a finished one in the shared block.
-    nxt = t.next2d.index_select(0, live).t()  # (9, L) codes
+    nxt = t.next2d.index_select(0, live).t()  # (cells, L) codes
     member = torch.arange(n, device=dev).repeat_interleave(L)[None]  # (1, nL)
-    place = index.index_select(0, nxt.reshape(-1)).view(9, L).repeat(1, n)
-    ended = t.done.index_select(0, nxt.reshape(-1)).view(9, L).repeat(1, n)
+    place = index.index_select(0, nxt.reshape(-1)).view(C, L).repeat(1, n)
+    ended = t.done.index_select(0, nxt.reshape(-1)).view(C, L).repeat(1, n)
     child = torch.where(ended, nL + place, member * L + place)
-    own = torch.arange(nL, device=dev)[None].expand(9, nL)
+    own = torch.arange(nL, device=dev)[None].expand(C, nL)
     child = torch.where(nodes.legal > 0, child, own)
     rows = nL + over.numel()
-    exact = leaf_values(over, value, over)  # (F,) finished: -1 the mover lost, 0 a tie
+    exact = leaf_values(over, value, over, game)  # (F,) finished: -1 the mover lost, 0 a tie
     leaf = torch.zeros(S + 1, rows, device=dev)
     leaf[1:, nL:] = exact
     leaf[1, :nL] = v
@@ -338,8 +351,8 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     # Finished rows: k * exact, as exact as summing it k times.
     total[2:, nL:] = exact * torch.arange(2, S + 1, device=dev, dtype=torch.float32)[:, None]
     reach = torch.zeros(S + 1, rows, dtype=torch.long, device=dev)
-    visits = torch.zeros(9, nL, device=dev)
-    value_sum = torch.zeros(9, nL, device=dev)
+    visits = torch.zeros(C, nL, device=dev)
+    value_sum = torch.zeros(C, nL, device=dev)
     ones = torch.ones(1, nL, device=dev)
     for k in range(2, K + 1):
         _, sigma, _ = completed_q(nodes, visits, value_sum, rescale)
@@ -353,12 +366,13 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
         reach[k, :nL] = torch.maximum(reach[k - 1, :nL], 1 + reach.view(-1).take(at[0]))
         visits.scatter_add_(0, move, ones)
         value_sum.scatter_add_(0, move, back)
-    return Subtrees(simulations, max_considered, K, L, n, index, nodes, child, leaf, total, reach)
+    return Subtrees(simulations, max_considered, K, L, n, index, nodes, child, leaf, total, reach, game)
 
 
 def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.Tensor | None,
                   simulations: int, gumbel: torch.Tensor | None = None, offset: torch.Tensor | None = None,
-                  max_considered: int = 9, rescale: bool = True, tree: Subtrees | None = None) -> Search:
+                  max_considered: int = MOVES, rescale: bool = True, tree: Subtrees | None = None,
+                  game: Game = TIC_TAC_TOE) -> Search:
     """Search B positions with ``simulations`` simulations each.
 
     ``root``: (B,) board codes, none finished. ``logits`` (R, 9) masked prior logits and
@@ -369,15 +383,17 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     or None: a deterministic search (test time), ties to the lowest cell. Returns a ``Search``.
     """
     dev = root.device
+    game = tree.game if tree is not None else game
     t = game.tables(dev)
+    C = t.cells
     B = root.shape[0]
     if simulations < 1:
         raise ValueError(f"a search needs at least one simulation, got {simulations}")
     if bool(t.done.index_select(0, root).any()):
         raise ValueError("a search starts from an unfinished position")
     if tree is None:
-        tree = subtrees(logits, value, simulations, rescale, max_considered)
-    elif tree.visits < visits_needed(simulations, max_considered):
+        tree = subtrees(logits, value, simulations, rescale, max_considered, game)
+    elif tree.visits < visits_needed(simulations, max_considered, C):
         raise ValueError(f"subtrees played for {tree.simulations} simulations over {tree.max_considered} "
                          f"moves cannot serve {simulations} over {max_considered}")
     row = tree.rows(root, offset)  # (B,)
@@ -386,11 +402,11 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     # g + log p; -inf on illegal cells
     score0 = node.log_prior if gumbel is None else node.log_prior + gumbel.float().t()
     child = tree.child.index_select(1, row)  # (9, B) each move's row
-    considered = t.n_legal.index_select(0, root).clamp(max=max_considered)  # (B,)
+    considered = t.n_legal.index_select(0, root).long().clamp(max=max_considered)  # (B,)
     keep, more = (x.to(dev).index_select(0, considered).t()
-                  for x in halving_phases(simulations, max_considered))
-    visits = torch.zeros(9, B, device=dev)
-    value_sum = torch.zeros(9, B, device=dev)
+                  for x in halving_phases(simulations, max_considered, C))
+    visits = torch.zeros(C, B, device=dev)
+    value_sum = torch.zeros(C, B, device=dev)
     level = torch.zeros(B, device=dev)  # the visits every move still in has
     for j in range(int((keep > 0).any(1).sum())):  # the phases of sequential halving (a row's, then none)
         _, sigma, _ = completed_q(node, visits, value_sum, rescale)
