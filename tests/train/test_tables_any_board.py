@@ -122,12 +122,13 @@ def test_a_table_past_2_gb_is_refused_in_one_line_with_its_size(monkeypatch):
 
 @pytest.mark.slow
 def test_qlearning_on_4_4_4_fits_alone_and_refuses_two(monkeypatch):
-    """4,4,4's table (9.7M rows) fits in 2 GB for one agent (1.4 GB); two do not. One update."""
+    """4,4,4's table (9.7M rows) fits in 2 GB for one agent (1.32 GB); two (2.48 GB) do not. One update."""
     g = Game(4, 4, 4)
     rows = 9_722_011  # its reachable positions (FACTS.md)
     one, two = (qlearning_spec.table_bytes(g, n, rows) for n in (1, 2))
     assert one < qlearning_spec.TABLE_LIMIT < two
-    with pytest.raises(ConfigError, match="^algo=qlearning on the 4,4,4 board needs 2.6"):
+    with pytest.raises(ConfigError, match=r"^algo=qlearning on the 4,4,4 board needs 2.48 GB for 2 tables "
+                                          r"\(9,722,011 "):
         validate(make_cfg("game=mnk444", "algo=qlearning", "population.size=2"))
     played = spied(monkeypatch, qlearning)
     module = first_update("game=mnk444", "algo=qlearning", "algo.games_per_update=512", games=512)
