@@ -37,7 +37,7 @@ are slow.
 Any m,n,k board (``game``, a ``board.Game``; tic-tac-toe unless told): the tables' rows are
 its positions (tic-tac-toe's every code, another board's reachable positions, ``env/indexed.py``)
 and every (9, B) below is (cells, B); the subtrees are played over the board's unfinished
-positions (3,4,3: 79,563 a member; 4,4,4: 9.1M, several GB: see BENCHMARKS).
+positions (3,4,3: 79,563 a member; 4,4,4: 9.1M, a single run's update peaking at 8.5 GB).
 
 Values are the mover's: +1 a win, -1 a loss, 0 a tie. A finished position's value is its
 result for the side that would move there (-1 or 0), whatever the table says; a value
@@ -333,14 +333,19 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     lg = logits.view(n, R, C).index_select(1, live).reshape(nL, C).t()  # (cells, nL)
     v = value.view(n, R).index_select(1, live).reshape(nL).float()
     nodes = Nodes.of(lg, t.legal.index_select(0, live).t().repeat(1, n), v)
-    # Children: an unfinished one in the parent's member's block, a finished one in the shared block.
-    nxt = t.next2d.index_select(0, live).t()  # (cells, L) codes
-    member = torch.arange(n, device=dev).repeat_interleave(L)[None]  # (1, nL)
-    place = index.index_select(0, nxt.reshape(-1)).view(C, L).repeat(1, n)
-    ended = t.done.index_select(0, nxt.reshape(-1)).view(C, L).repeat(1, n)
-    child = torch.where(ended, nL + place, member * L + place)
-    own = torch.arange(nL, device=dev)[None].expand(C, nL)
-    child = torch.where(nodes.legal > 0, child, own)
+    del lg  # (a copy the nodes no longer need: 0.6 GB on 4,4,4)
+    # Children: an unfinished one in the parent's member's block, a finished one in the shared
+    # block, an illegal cell's the row itself; a cell at a time, as a (cells, nL) int64
+    # temporary is 1.2 GB on 4,4,4 (the same rows as whole, in integers).
+    nxt = t.next2d.index_select(0, live)  # (L, cells) codes
+    member = torch.arange(n, device=dev).repeat_interleave(L)  # (nL,)
+    own = torch.arange(nL, device=dev)
+    child = torch.empty(C, nL, dtype=torch.long, device=dev)
+    for c in range(C):
+        place = index.index_select(0, nxt[:, c]).repeat(n)  # (nL,)
+        ended = t.done.index_select(0, nxt[:, c]).repeat(n)
+        child[c] = torch.where(nodes.legal[c] > 0, torch.where(ended, nL + place, member * L + place), own)
+    del nxt
     rows = nL + over.numel()
     exact = leaf_values(over, value, over, game)  # (F,) finished: -1 the mover lost, 0 a tie
     leaf = torch.zeros(S + 1, rows, device=dev)
