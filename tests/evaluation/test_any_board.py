@@ -14,7 +14,7 @@ import torch
 from ttt_research.contract import OPTIMAL_ALL
 from ttt_research.env.board import Game
 from ttt_research.env.reward import Reward
-from ttt_research.evaluation import exact, exploit, values
+from ttt_research.evaluation import exact, exploit, values, window
 from ttt_research.evaluation.tree import decision_codes
 
 M, N, K = 3, 4, 3
@@ -220,16 +220,20 @@ def test_4_4_4_one_agent_is_scored_whole():
 
 
 def test_the_one_pass_of_two_plies_gives_the_three_passes_figures():
-    """Another board's policy as trained is scored in one backward pass that keeps two plies
-    (``exploit._by_ply_window``); it must give, bit for bit, the three passes over every row."""
+    """Another board's policy as trained is scored in one backward pass that keeps two plies,
+    both seats at once (``window.both_seats``); it must give, bit for bit, the three passes over
+    every row of each seat, for one policy and for several (a member axis)."""
     c = exact.tree("cpu", G)
     torch.manual_seed(3)
-    pol = exploit._Acted(c, torch.randn(1, decision_codes(G).numel(), CELLS), 0.8, 0.05)
-    for seat in (1, -1):
-        three = torch.cat([exploit._best_response(c, pol, 1, seat)[c.empty, 0][None],
-                           exploit._outcomes(c, pol, 1, "random", seat)[0],
-                           exploit._outcomes(c, pol, 1, "perfect", seat)[0]])
-        assert torch.equal(exploit._by_ply_window(c, pol, 1, seat)[0], three)
+    logits = torch.randn(3, decision_codes(G).numel(), CELLS)
+    for pol, n in ((exploit._Acted(c, logits[:1], 0.8, 0.05), 1),
+                   (exploit.by_ply(c, exploit.logits_to_probs(logits, 1.0, game=G)), 3)):
+        together = window.both_seats(c, pol, n)  # (n, 2, 7)
+        for i, seat in enumerate((1, -1)):
+            three = torch.cat([exploit._best_response(c, pol, n, seat)[c.empty][:, None],
+                               exploit._outcomes(c, pol, n, "random", seat),
+                               exploit._outcomes(c, pol, n, "perfect", seat)], 1)  # (n, 7)
+            assert torch.equal(together[:, i], three)
 
 
 def reached_points(start, seat, agent):

@@ -82,7 +82,7 @@ class Tree:
             self.decision = index[decision_codes(game)]  # (M,) the row of each decision position
             self.optimal = solve(g=game).optimal[self.codes]  # (R, 9)
             ply = t.ply[self.codes]
-            self.kth = None  # only the windowed DP of another board reads it (exploit._by_ply_window)
+            self.kth = None  # only the windowed DP of another board reads it (window.both_seats)
         else:  # the tables' rows are the reachable positions: every table as it is
             self.codes = torch.arange(t.states, dtype=torch.int32)  # the identity (int32: 4x4's 9.7M rows)
             self.next = t.next2d  # (R, cells) int32 rows after each move

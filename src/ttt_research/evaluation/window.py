@@ -1,0 +1,97 @@
+"""A stochastic policy's exact figures on another board in one backward pass: both seats at once.
+
+``exploit.policy_reports`` needs, for each seat the policy plays, three sums over the game tree
+from the empty board: the best response's value and the outcomes against the random and the
+perfect opponent. On tic-tac-toe they are three passes over its 5,478 rows (``exploit``); on
+another board (4,4,4: 9.7M rows, every one reached by a softmax policy) this module makes them
+in one pass from the full boards back to the empty one, keeping two plies' values (the rows come
+ply after ply, ``Tree.offsets``), for both seats together: a row's values are (2, n, 7), by
+seat (``contract.EVAL_SEATS``), policy and column (0 the best response's value from its side,
+1:4 P(X wins), P(O wins), P(tie) against random, 4:7 the same against perfect). So each move
+is followed once for the 14 columns of the two seats, where the seats' own passes followed it
+twice, and a block's children are gathered in one call and weighed in place (three
+multiplications, no table of weights), then added in order.
+
+Bit for bit the sums of the passes over every row (tests/evaluation/test_any_board.py): at a
+row, each column adds its children's terms one empty cell after the other, in cell order
+(``Tree.kth``), as the passes do from cell 0 (a taken cell's term there is a zero weight times
+some value, which adds nothing, and it is never the best child). At the ply of the seat's
+policy every column weighs a child with the policy's probability; at its opponent's ply column
+0 takes the best child and the others weigh it with the opponent's: random's 1 / (empty cells)
+(``solver.uniform_over``'s number) and perfect's share of the optimal moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ttt_research.contract import EVAL_SEATS, SEAT_PIECE
+from ttt_research.env import game as rules
+from ttt_research.evaluation.tree import Tree
+
+Ply = Callable[[int, int, int], torch.Tensor]  # (ply, lo, hi) -> (r, n, cells) float64 probabilities
+# Rows per block of a ply: a block's (r, 2, n, 7) float64 values (458 KB a member at 4,096 rows)
+# stay in the core's cache while its children's terms are added.
+BLOCK = 2**12
+SEATS = [SEAT_PIECE[s] for s in EVAL_SEATS]  # the piece of each seat axis entry
+
+
+def _finished(c: Tree, lo: int, hi: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows ``lo:hi`` (one ply) that are finished boards: (f,) their positions from ``lo``,
+    and (f, 2, n, 7) their values (the result from the responder's side, then two one-hot
+    outcomes)."""
+    at = c.done[lo:hi].nonzero().squeeze(-1)
+    w = c.winner[lo:hi].index_select(0, at)
+    result = torch.stack([w == rules.X, w == rules.O, w == 0], -1).double()  # (f, 3)
+    seats = [torch.cat([(w * -seat).double()[:, None], result, result], -1) for seat in SEATS]  # (f, 7)
+    return at, torch.stack(seats, 1)[:, :, None].expand(-1, -1, n, -1)
+
+
+def both_seats(c: Tree, pol: Ply, n: int) -> torch.Tensor:
+    """(n, 2, 7) from the empty board: for each of n policies ``pol`` and each seat (the seat
+    axis in ``EVAL_SEATS`` order) the best response's value (column 0), the outcomes vs random
+    (1:4) and vs perfect (4:7); see the module."""
+    device = c.legal.device
+    child = None
+    for ply in reversed(range(c.cells + 1)):
+        first, last = c.offsets[ply], c.offsets[ply + 1]
+        value = torch.empty(last - first, 2, n, 7, dtype=torch.float64, device=device)  # (h, 2, n, 7)
+        at, ends = _finished(c, first, last, n)
+        value[at] = ends
+        if ply < c.cells:
+            _ply(c, pol, n, ply, value, child)
+        child = value
+    return child[c.empty].permute(1, 0, 2)
+
+
+def _ply(c: Tree, pol: Ply, n: int, ply: int, value: torch.Tensor, child: torch.Tensor) -> None:
+    """Fill the unfinished rows of ``ply`` in ``value`` (its rows from the ply's first) from the
+    next ply's ``child`` values."""
+    first, base = c.offsets[ply], c.offsets[ply + 1]
+    empty = c.cells - ply  # every unfinished row of the ply has this many empty cells
+    mover = SEATS.index(c.ply_mover[ply])  # the seat whose policy moves here; the other responds
+    rows_all = c.plies[ply]  # (u,) int32
+    other = 1 - mover
+    for lo in range(0, rows_all.numel(), BLOCK):
+        rows = rows_all[lo:lo + BLOCK]
+        r = rows.numel()
+        cells = c.kth.index_select(0, rows)[:, :empty].long()  # (r, e) the empty cells, ascending
+        kids = c.next.index_select(0, rows).gather(1, cells).sub_(base)  # (r, e) int32 next ply's rows
+        # Every child's values at once, (e, r, 2, n, 7), each then weighed in place: by the
+        # policy's probability in every column of its seat, by the opponent's in the other's
+        # columns 1:7 (column 0 keeps the child's value: the responder takes the best).
+        v = child.index_select(0, kids.T.reshape(-1)).view(empty, r, 2, n, 7)
+        p = pol(ply, lo, lo + r)  # (r, n, cells)
+        v[:, :, mover].mul_(p.gather(2, cells[:, None, :].expand(-1, n, -1)).permute(2, 0, 1)[..., None])
+        v[:, :, other, :, 1:4].mul_(1.0 / empty)  # random: uniform over the empty cells (uniform_over's)
+        perfect = c.optimal.index_select(0, rows).gather(1, cells).double()  # (r, e)
+        perfect /= perfect.sum(-1, keepdim=True).clamp_min(1.0)  # uniform over the optimal moves
+        v[:, :, other, :, 4:].mul_(perfect.T[:, :, None, None])
+        best = v[:, :, other, :, 0].amax(0)  # (r, n) the responder's best child
+        acc = v[0].clone()  # (r, 2, n, 7)
+        for e in range(1, empty):  # the children's terms one after the other, in cell order
+            acc.add_(v[e])
+        acc[:, other, :, 0] = best
+        value[rows - first] = acc
