@@ -3,10 +3,11 @@ and the opponents of any board (random, minimax) moving only where they may."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from ttt_research.env import game
+from ttt_research.env import game, indexed
 from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import MinimaxOpponent, RandomOpponent
 from ttt_research.env.solver import solve
@@ -68,3 +69,21 @@ def test_minimax_on_a_finished_board_answers_a_cell_of_the_board():
     done = BOARD.tables().done.nonzero().squeeze(1)[:100]
     move = MinimaxOpponent(BOARD).act(done, torch.Generator().manual_seed(5))
     assert bool(((move >= 0) & (move < 12)).all())
+
+
+def test_the_board_and_the_step_tables_are_made_when_first_read():
+    """Another board's ``board``, ``ends``, ``forfeits`` and ``wins`` (env/indexed.py: an exact
+    evaluation reads none of them) are made on first read, equal to the rules', and kept."""
+    g = Game(3, 4, 3)
+    t = indexed.build(g, g.positions())
+    assert not set(indexed.LAZY) & set(vars(t))  # nothing made yet
+    codes = g.positions().codes
+    assert torch.equal(t.board, torch.from_numpy(g.decode(codes)))
+    nxt = t.next2d.long()
+    forfeits = ~(t.legal | t.done[:, None])
+    ends = (t.done[nxt] & ~t.done[:, None]) | forfeits
+    wins = torch.where(forfeits, -t.mover[:, None], t.winner[nxt]) * ends
+    assert torch.equal(t.forfeits, forfeits.reshape(-1)) and torch.equal(t.ends, ends.reshape(-1))
+    assert torch.equal(t.wins, wins.to(torch.int8).reshape(-1)) and bool(t.ends.any())
+    assert t.wins is t.wins and set(indexed.LAZY) <= set(vars(t))  # made once, then kept
+    assert int(np.count_nonzero(codes)) == codes.size - 1  # only the empty board has code 0

@@ -10,6 +10,7 @@ user's cache, ``cache.py``). A training run builds it from the ``game`` config g
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -80,7 +81,8 @@ def _tables(game: Game, device: str) -> rules.Tables:
         return rules.tables(device)  # the 3^9-code tables every 3x3 run has always used
     if device != "cpu":
         cpu = _tables(game, "cpu")
-        return rules.Tables(**{key: v.to(device) for key, v in vars(cpu).items()})
+        # Every field, the lazy ones made on the CPU first (indexed.LAZY: a device steps with them).
+        return rules.Tables(**{f.name: getattr(cpu, f.name).to(device) for f in dataclasses.fields(cpu)})
     p = game.positions()
     _VALUES[game] = torch.from_numpy(p.value.copy())  # 9.7 MB on 4,4,4: kept for ``values``
     return indexed.build(game, p)
