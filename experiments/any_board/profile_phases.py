@@ -69,6 +69,8 @@ def main() -> None:
     if hasattr(exact, "checked_greedy"):  # this branch: one masked pass checks and picks
         timed(exploit, "decision_logits", "forward")
         timed(exploit, "checked_greedy", "check + greedy")
+        if hasattr(exploit, "window") and hasattr(exploit.window, "at_empty_cells"):  # kept at the empty cells
+            timed(exploit.window, "at_empty_cells", "logits at empty cells")
     else:  # before: the check, then the greedy moves
         timed(exploit, "check_policy", "forward+check")
         timed(exact, "check_logits", "check")

@@ -299,3 +299,19 @@ def _worst(b, seat, agent):
     if mover(b) == seat:
         return _worst(play(b, agent(b)), seat, agent)
     return min(_worst(play(b, c), seat, agent) for c in empty(b))
+
+
+def test_the_logits_kept_at_the_empty_cells_give_the_same_policy_as_trained():
+    """``evaluate_agent`` keeps another board's logits at each ply's empty cells only
+    (``window.at_empty_cells``); its as-trained block is, bit for bit, the whole table's."""
+    c = exact.tree("cpu", G)
+    torch.manual_seed(4)
+    logits = torch.randn(decision_codes(G).numel(), CELLS)
+    parts = window.at_empty_cells(c, logits)
+    assert sum(p.numel() for p in parts) == int(c.legal[c.decision].sum())  # the empty cells, no more
+    for acting in (exploit.Acting(1.0), exploit.Acting(0.7, 0.1)):
+        whole = exploit.trained_blocks(logits[None], acting, game=G)[0]
+        assert exploit.trained_blocks(parts, acting, game=G)[0] == whole
+        t, e = acting.temperature, acting.epsilon
+        assert torch.equal(window.both_seats(c, exploit._Acted(c, parts, t, e), 1),
+                           window.both_seats(c, exploit._Acted(c, logits[None], t, e), 1))

@@ -32,8 +32,8 @@ from ttt_research.env import game as rules
 from ttt_research.evaluation.tree import Tree
 
 Ply = Callable[[int, int, int], torch.Tensor]  # (ply, lo, hi) -> (r, n, cells) float64 probabilities
-# Rows per block of a ply: a block's (r, 2, n, 7) float64 values (458 KB a member at 4,096 rows)
-# stay in the core's cache while its children's terms are added.
+# Rows per block of a ply: a block's children's (e, r, 2, n, 7) float64 values (3.7 MB a member at
+# 4,096 rows and 8 empty cells) stay in the cache while they are weighed and added.
 BLOCK = 2**12
 SEATS = [SEAT_PIECE[s] for s in EVAL_SEATS]  # the piece of each seat axis entry
 
@@ -77,7 +77,7 @@ def _ply(c: Tree, pol: Ply, n: int, ply: int, value: torch.Tensor, child: torch.
     for lo in range(0, rows_all.numel(), BLOCK):
         rows = rows_all[lo:lo + BLOCK]
         r = rows.numel()
-        cells = c.kth.index_select(0, rows)[:, :empty].long()  # (r, e) the empty cells, ascending
+        cells = _empty(c, ply, rows)  # (r, e) the empty cells, ascending
         kids = c.next.index_select(0, rows).gather(1, cells).sub_(base)  # (r, e) int32 next ply's rows
         # Every child's values at once, (e, r, 2, n, 7), each then weighed in place: by the
         # policy's probability in every column of its seat, by the opponent's in the other's
@@ -95,3 +95,35 @@ def _ply(c: Tree, pol: Ply, n: int, ply: int, value: torch.Tensor, child: torch.
             acc.add_(v[e])
         acc[:, other, :, 0] = best
         value[rows - first] = acc
+
+
+# --------------------------------------------------------------------------- logits by ply
+#
+# One agent's (M, cells) float32 logits are 0.58 GB on 4,4,4; the pass above reads, at each
+# row, only its empty cells' (an occupied cell's logit is masked to -inf before the softmax).
+# So an evaluation keeps each ply's (u, e) logits at the empty cells (0.22 GB) and puts a
+# block's back in their cells where the pass reads it: the softmax sees the same numbers.
+
+
+def at_empty_cells(c: Tree, logits: torch.Tensor) -> list[torch.Tensor]:
+    """(M, cells) logits at the decision positions -> per ply, (u, e) at the ply's unfinished
+    rows (``Tree.plies``) and their empty cells in cell order (``Tree.kth``)."""
+    parts, lo = [], 0
+    for ply, rows in enumerate(c.plies):  # a ply's decision positions follow the last ply's
+        parts.append(logits[lo:lo + rows.numel()].gather(1, _empty(c, ply, rows)))
+        lo += rows.numel()
+    return parts
+
+
+def scattered(c: Tree, parts: list[torch.Tensor], ply: int, lo: int, hi: int) -> torch.Tensor:
+    """(r, cells) the logits of rows ``lo:hi`` of ``ply`` from ``at_empty_cells``' ``parts``,
+    each in its cell (0 in the occupied ones, which the softmax masks)."""
+    rows = c.plies[ply][lo:hi]
+    part = parts[ply][lo:hi]
+    return torch.zeros(rows.numel(), c.cells, dtype=part.dtype, device=part.device).scatter_(
+        1, _empty(c, ply, rows), part)
+
+
+def _empty(c: Tree, ply: int, rows: torch.Tensor) -> torch.Tensor:
+    """(r, e) int64 the empty cells of ``rows`` (all of one ply), ascending."""
+    return c.kth.index_select(0, rows)[:, :c.cells - ply].long()
