@@ -35,7 +35,7 @@ Ply = Callable[[int, int, int], torch.Tensor]  # (ply, lo, hi) -> (r, n, cells) 
 # Rows per block of a ply: a block's children's (e, r, 2, n, 7) float64 values (3.7 MB a member at
 # 4,096 rows and 8 empty cells) stay in the cache while they are weighed and added.
 BLOCK = 2**12
-SEATS = [SEAT_PIECE[s] for s in EVAL_SEATS]  # the piece of each seat axis entry
+PIECES = [SEAT_PIECE[s] for s in EVAL_SEATS]  # the piece of each seat axis entry
 
 
 def _finished(c: Tree, lo: int, hi: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,7 +45,7 @@ def _finished(c: Tree, lo: int, hi: int, n: int) -> tuple[torch.Tensor, torch.Te
     at = c.done[lo:hi].nonzero().squeeze(-1)
     w = c.winner[lo:hi].index_select(0, at)
     result = torch.stack([w == rules.X, w == rules.O, w == 0], -1).double()  # (f, 3)
-    seats = [torch.cat([(w * -seat).double()[:, None], result, result], -1) for seat in SEATS]  # (f, 7)
+    seats = [torch.cat([(w * -seat).double()[:, None], result, result], -1) for seat in PIECES]  # (f, 7)
     return at, torch.stack(seats, 1)[:, :, None].expand(-1, -1, n, -1)
 
 
@@ -71,7 +71,7 @@ def _ply(c: Tree, pol: Ply, n: int, ply: int, value: torch.Tensor, child: torch.
     next ply's ``child`` values."""
     first, base = c.offsets[ply], c.offsets[ply + 1]
     empty = c.cells - ply  # every unfinished row of the ply has this many empty cells
-    mover = SEATS.index(c.ply_mover[ply])  # the seat whose policy moves here; the other responds
+    mover = PIECES.index(c.ply_mover[ply])  # the seat whose policy moves here; the other responds
     rows_all = c.plies[ply]  # (u,) int32
     other = 1 - mover
     for lo in range(0, rows_all.numel(), BLOCK):
