@@ -10,6 +10,7 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update, rates
+from ttt_research.algos import dqn
 from ttt_research.algos.dqn import DQN, Replay, huber, td_target
 from ttt_research.algos.dqn_spec import SPEC
 from ttt_research.env import game
@@ -232,13 +233,13 @@ def test_a_turned_board_carries_its_cells_and_moves_with_it():
 @pytest.mark.slow  # a few seconds on the 2-core host
 def test_symmetries_turn_the_sampled_transitions(monkeypatch):
     seen = []
-    real = game.turned_cell
+    real = dqn.turned_cell
 
-    def spy(cell, k):
+    def spy(cell, k, sym):
         seen.append(k.clone())
-        return real(cell, k)
+        return real(cell, k, sym)
 
-    monkeypatch.setattr(game, "turned_cell", spy)
+    monkeypatch.setattr(dqn, "turned_cell", spy)
     plain = first_update(*LEARNS)
     assert not seen  # off by default: nothing turned, nothing drawn
     turned = first_update(*LEARNS, "algo.symmetries=true")

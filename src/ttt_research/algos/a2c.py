@@ -15,6 +15,9 @@ Everything that is not the loss is PPO's (``algos/ppo.py``): the masked policy, 
 network, the per-side episodes and GAE, the heads run once per distinct position, the
 population's per-member steps. What A2C lacks beside PPO is the ratio's clip, hence the
 several epochs over a batch that the clip makes safe: each batch of games is learned from once.
+
+Any m,n,k board (``game``, a ``board.Game``): PPO's way, every (..., 9) is (..., cells) and the
+policy runs once per ply on the live games (another board's positions are too many to table).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import torch
 
 from ttt_research.algos.base import Run, Update, per_member
 from ttt_research.algos.ppo import PPO, explained_variance, mean_last, normalise, take_rows, value_loss
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.rollout import play_batch
 from ttt_research.models import member_optim
 
@@ -46,23 +50,28 @@ class A2C(PPO):
                  gamma: float, gae_lambda: float, ent_coef: float, ent_final: float | None,
                  vf_coef: float, minibatches: int, max_grad_norm: float, masking: bool,
                  shared_trunk: bool, norm_adv: bool, optimizer,
-                 value_net: torch.nn.Module | None = None):
+                 value_net: torch.nn.Module | None = None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update=games_per_update, lr=lr, lr_final=lr_final, gamma=gamma,
                          gae_lambda=gae_lambda, clip=1.0, ent_coef=ent_coef, ent_final=ent_final,
                          vf_coef=vf_coef, epochs=1, minibatches=minibatches,
                          max_grad_norm=max_grad_norm, masking=masking, shared_trunk=shared_trunk,
-                         norm_adv=norm_adv, optimizer=optimizer, value_net=value_net)  # clip: unused
+                         norm_adv=norm_adv, optimizer=optimizer, value_net=value_net,
+                         game=game)  # clip: unused
 
     def update(self, run: Run) -> Update:
         opt = run.optimizer()
         lr = run.scheduled(self.lr, self.lr_final)
         ent_coef = run.scheduled(self.ent_coef, self.ent_final)
         member_optim.set_lr(opt.optimizer, lr)
-        views, row_of = run.positions()
-        with torch.no_grad():  # the policy is fixed while the batch is played
-            table = self.logits(views).reshape(-1, 9)  # (P, 9) or (N P, 9)
-        act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
-        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        if self.game == TIC_TAC_TOE:
+            views, row_of = run.positions()
+            with torch.no_grad():  # the policy is fixed while the batch is played
+                table = self.logits(views).reshape(-1, views.shape[-1])  # (P, 9) or (N P, 9)
+            act = partial(self.act_from_table, table=table, row_of=row_of, streams=run.streams)
+        else:  # another board: a pass per ply over the live games (PPO's ``update``)
+            act = partial(self.act, streams=run.streams)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams,
+                        self.game)
         mv = self.trajectories(ep, run.reward)  # (N, M) moves, their advantages and returns
         view, code, action, legal = mv.x, mv.code, mv.action, mv.choices
         N = mv.take.shape[0]

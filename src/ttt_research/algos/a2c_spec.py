@@ -51,6 +51,7 @@ class Hyper:
 
 SPEC = AlgoSpec(
     name="a2c",
+    any_board=True,  # any m,n,k board (game=mnk): PPO's rollouts, nets and heads, which take the game
     hyper=Hyper,
     acting="a sample of its policy: the softmax of the masked logits (temperature 1)",
     keys={**KEYS, "minibatches": count()},

@@ -21,9 +21,10 @@ a test on hand-built numbers:
   cells of s' (double DQN) or the target net's own (``double=false``); 0 after a terminal move.
   The legal cells of s' are its empty ones: the net masks the rest (``MASKED``), so an
   occupied cell is never the max, whatever the net says of it.
-* ``symmetries`` (off by default): each sampled transition is turned by one of the board's 8
-  symmetries at random, s, a and s' alike (``game.turned``, ``game.turned_cell``), so what is
-  learned of one corner opening is learned of all four.
+* ``symmetries`` (off by default): each sampled transition is turned by one of the board's
+  symmetries at random (``MNK.symmetries``: 8 on a square, 4 on a rectangle, where a quarter
+  turn would swap rows and columns), s, a and s' alike (``turned``, ``turned_cell``), so what
+  is learned of one corner opening is learned of all four.
 * ``huber``: the loss of Q(s, a) against the target (``huber_delta``). Beyond delta the
   gradient is clipped, so the fit leans from the mean towards the median: with a loss worth
   -5 a rare loss is then underweighted and a risky move looks better than it is.
@@ -36,11 +37,17 @@ The replay is preallocated tensors, a ring per member (``Replay``: (N, capacity,
 child module, so its buffers (and the counters of games and gradient steps) land in the
 checkpoint beside ``net.*`` and ``target_net.*``: a resumed run samples what it would have.
 A population's members each fill and sample only their own ring, from their own stream.
+
+Any m,n,k board (``game``, a ``board.Game``): every (..., 9) is (..., cells), the replay's
+records hold views of the board's cells, and the games read the Q values from a pass per ply
+over the live games (tic-tac-toe's from a table of its 4,520 decision positions, once an
+update; another board's positions are too many to table: 9M on 4,4,4).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from functools import partial
 
 import torch
@@ -48,7 +55,7 @@ import torch.nn.functional as F
 
 from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number
 from ttt_research.algos.replay import Ring
-from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import uniform
@@ -62,7 +69,7 @@ from ttt_research.models import member_optim
 def td_target(reward: torch.Tensor, discount: torch.Tensor, q_next_online: torch.Tensor,
               q_next_target: torch.Tensor, double: bool = True) -> torch.Tensor:
     """R + discount * Q_target(s', a*): a* = argmax of the online net's masked values (double
-    DQN) or of the target's own; (..., 9) masked values of s'. ``discount`` 0 (terminal) cuts it."""
+    DQN) or of the target's own; (..., cells) masked values of s'. ``discount`` 0 (terminal) cuts it."""
     if double:
         best = q_next_online.argmax(-1, keepdim=True)
         boot = q_next_target.gather(-1, best).squeeze(-1)
@@ -77,17 +84,37 @@ def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Te
     return F.huber_loss(q, target, reduction="none", delta=delta).mean(-1)
 
 
+def turned(cells: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """(..., cells) boards, (...) symmetry indices, ``sym`` (S, cells) the board's symmetries as
+    cell permutations -> each board turned by its symmetry (``board[..., sym[k]]``)."""
+    return cells.gather(-1, sym[k])
+
+
+def turned_cell(cell: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """(...) cells, (...) symmetry indices -> where each cell lands when its board is ``turned``
+    by k: ``turned(board, k, sym)[..., turned_cell(c, k, sym)] == board[..., c]``."""
+    return sym.argsort(-1)[k, cell.long()]
+
+
+@functools.lru_cache(maxsize=4)
+def symmetries(g: Game, device: torch.device) -> torch.Tensor:
+    """(S, cells) int64 the board's symmetries (``MNK.symmetries``) on ``device``, once per board
+    and device (every minibatch turns with them). Tic-tac-toe's are ``game.symmetries()``, in
+    the same order."""
+    return torch.from_numpy(g.symmetries).to(device)
+
+
 # ----------------------------------------------------------------------------- the replay
 
 
 class Replay(Ring):
-    """A ring of ``capacity`` transitions per member (``algos/replay.py``), and the counters
-    of games played and gradient steps taken."""
+    """A ring of ``capacity`` transitions per member (``algos/replay.py``) of a board of
+    ``cells`` cells, and the counters of games played and gradient steps taken."""
 
-    def __init__(self, n: int, capacity: int):
+    def __init__(self, n: int, capacity: int, cells: int = TIC_TAC_TOE.cells):
         super().__init__(n, capacity, {
-            "view": ((9,), torch.int8), "action": ((), torch.int8), "reward": ((), torch.float32),
-            "next_view": ((9,), torch.int8), "discount": ((), torch.float32), "done": ((), torch.bool)})
+            "view": ((cells,), torch.int8), "action": ((), torch.int8), "reward": ((), torch.float32),
+            "next_view": ((cells,), torch.int8), "discount": ((), torch.float32), "done": ((), torch.bool)})
         self.register_buffer("games", torch.zeros((), dtype=torch.long))  # games pushed (per member)
         self.register_buffer("steps", torch.zeros((), dtype=torch.long))  # gradient steps taken
 
@@ -108,8 +135,9 @@ class DQN(Algorithm):
                  capacity: int, batch_size: int,
                  warmup_games: int, gradient_steps: int, target_every: int,
                  tau: float | None, double: bool, n_step: int,
-                 max_grad_norm: float, huber_delta: float, symmetries: bool):
-        super().__init__(net, games_per_update)
+                 max_grad_norm: float, huber_delta: float, symmetries: bool,
+                 game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
         self.lr, self.lr_final = number(lr), lr_final  # a number, or a population's (N,)
         self.gamma = float(gamma)
         self.epsilon, self.epsilon_final = number(epsilon), epsilon_final
@@ -126,7 +154,7 @@ class DQN(Algorithm):
         # The target starts as the online net (a copy: no random draw, so a population's
         # member starts as its single run does) and only ever moves by copying it.
         self.target_net = copy.deepcopy(net).requires_grad_(False)
-        self.replay = Replay(getattr(net, "n", 1), capacity)
+        self.replay = Replay(getattr(net, "n", 1), capacity, game.cells)
 
     def configure_optimizers(self):
         return member_optim.adam(self.net, self.net.parameters(), lr=self.lr)
@@ -139,6 +167,11 @@ class DQN(Algorithm):
     @torch.no_grad()
     def act(self, view, legal, table, row_of, epsilon, streams):
         return epsilon_greedy(lookup(table, view, row_of).argmax(-1), legal, epsilon, streams)
+
+    @torch.no_grad()
+    def act_live(self, view, legal, epsilon, streams):
+        """``act`` with the values of a pass over the live games' views (another board's)."""
+        return epsilon_greedy(self.net(view).argmax(-1), legal, epsilon, streams)
 
     def acting(self, run: Run) -> Acting:
         """Epsilon-greedy on the online net's values at its scheduled epsilon: with the
@@ -166,13 +199,17 @@ class DQN(Algorithm):
         lr = run.scheduled(self.lr, self.lr_final)
         member_optim.set_lr(opt.optimizer, lr)
         epsilon = self.scheduled_epsilon(run.progress)
-        # The online net is fixed while the batch is played: its values at every decision
-        # position once, and the games read them (the same numbers as a forward per ply).
-        views, row_of = run.positions()
-        with torch.no_grad():
-            table = self.net(views).reshape(-1, 9)
-        act = partial(self.act, table=table, row_of=row_of, epsilon=epsilon, streams=run.streams)
-        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams)
+        if self.game == TIC_TAC_TOE:
+            # The online net is fixed while the batch is played: its values at every decision
+            # position once, and the games read them (the same numbers as a forward per ply).
+            views, row_of = run.positions()
+            with torch.no_grad():
+                table = self.net(views).reshape(-1, views.shape[-1])
+            act = partial(self.act, table=table, row_of=row_of, epsilon=epsilon, streams=run.streams)
+        else:  # another board: a pass per ply over the live games (its positions are too many to table)
+            act = partial(self.act_live, epsilon=epsilon, streams=run.streams)
+        ep = play_batch(self.games_per_update, act, run.opponent, run.seat, run.device, run.streams,
+                        self.game)
         self_play = isinstance(run.opponent, SelfPlay)
         self.replay.push(transitions(ep, run.reward, self_play, self.gamma, self.n_step))
         self.replay.games += ep.batch
@@ -192,11 +229,13 @@ class DQN(Algorithm):
     def learn(self, run: Run, opt) -> torch.Tensor:
         """One gradient step on a minibatch per member; (3, N) loss, mean |TD error|, mean Q."""
         b = self.replay.sample(self.batch_size, run.streams)
-        if self.symmetries:  # each transition turned by one of the board's 8 symmetries, at random
+        if self.symmetries:  # each transition turned by one of the board's symmetries, at random
             shape, device = b["action"].shape, b["action"].device  # (N, K)
-            k = (uniform(shape, device, run.streams) * 8).long().clamp(max=7)
-            b["view"], b["next_view"] = game.turned(b["view"], k), game.turned(b["next_view"], k)
-            b["action"] = game.turned_cell(b["action"], k)
+            sym = symmetries(self.game, device)  # (S, cells): 8 on a square, 4 on a rectangle
+            S = sym.shape[0]
+            k = (uniform(shape, device, run.streams) * S).long().clamp(max=S - 1)
+            b["view"], b["next_view"] = turned(b["view"], k, sym), turned(b["next_view"], k, sym)
+            b["action"] = turned_cell(b["action"], k, sym)
         with torch.no_grad():
             nxt = b["next_view"].float()
             target = td_target(b["reward"], b["discount"], self.net(nxt) if self.double else None,

@@ -79,12 +79,13 @@ class Hyper:
     """Huber loss: quadratic up to this TD error, linear beyond. 10 (a squared error over this table's range)
     took seeds unbeatable from 2 to 10 of 16: delta 1 clips the gradient of rare -5 losses"""
     symmetries: Any = False
-    """learn each sampled transition turned by one of the board's 8 symmetries, at random (a
-    corner opening teaches all four corners)"""
+    """learn each sampled transition turned by one of the board's symmetries, at random (8 on a
+    square, 4 on a rectangle: a corner opening teaches all four corners)"""
 
 
 SPEC = AlgoSpec(
     name="dqn",
+    any_board=True,  # any m,n,k board (game=mnk): its rollouts, replay, nets and symmetries take the game
     hyper=Hyper,
     acting="epsilon-greedy on the online net's values at the scheduled epsilon",
     keys={"lr": RATE, "lr_final": RATE_FINAL, "gamma": SHARE, "epsilon": PROBABILITY,

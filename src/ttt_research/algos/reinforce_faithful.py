@@ -21,6 +21,12 @@ Two implementations of the same loop:
 
 Both play one game at a time and update outside DDP's gradient averaging, so this
 algorithm trains in one process only (``train/validate.py`` refuses it with several).
+
+Any m,n,k board (``game``, a ``board.Game``): antirez's two input bits a cell become
+2 x cells inputs (planes18 encodes every cell alike), the softmax runs over all the cells,
+and the torch loop plays the board (``play_batch`` of the game). The NumPy loop reads
+tic-tac-toe's tables as Python lists (3^9 codes): another board's are too many for that
+(9.7M positions on 4,4,4), so it is tic-tac-toe's only.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import torch
 from ttt_research.algos.base import Algorithm, Run, Update
 from ttt_research.algos.reinforce import antirez_loss, antirez_targets, concat, learner_moves
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.opponents import RandomOpponent
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import play_batch
@@ -104,7 +111,7 @@ def train_games(net, games: int, reward: Reward, lr: float, learner_seat: int,
             z = W2 @ h + b2
             p = np.exp(z - z.max())
             p /= p.sum()
-            target = np.zeros(9, dtype=np.float32)
+            target = np.zeros(W2.shape[0], dtype=np.float32)  # a row per cell
             if scaled >= 0:
                 target[cell] = 1.0
             else:
@@ -128,8 +135,8 @@ class ReinforceFaithful(Algorithm):
     name = "reinforce_faithful"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
     # Every hyperparameter's default is in algos/reinforce_faithful_spec.py (Hyper): written once, there.
-    def __init__(self, net, *, games_per_update: int, lr: float):
-        super().__init__(net, games_per_update)
+    def __init__(self, net, *, games_per_update: int, lr: float, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
         self.lr = float(lr)
 
     def configure_optimizers(self):
@@ -137,8 +144,8 @@ class ReinforceFaithful(Algorithm):
 
     def numpy_loop(self, run: Run) -> bool:
         """Whether ``train_games`` can run this setting (else the torch loop does)."""
-        return (supports(self.net) and isinstance(run.opponent, RandomOpponent)
-                and run.seat in ("x", "o"))
+        return (self.game == TIC_TAC_TOE and supports(self.net)
+                and isinstance(run.opponent, RandomOpponent) and run.seat in ("x", "o"))
 
     @torch.no_grad()
     def act(self, view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -169,7 +176,7 @@ class ReinforceFaithful(Algorithm):
         total = torch.zeros((), device=run.device)
         for _ in range(self.games_per_update):
             ep = play_batch(1, self.act, run.opponent, run.seat, run.device,
-                            run.streams.generators[0])  # one game, no member axis
+                            run.streams.generators[0], self.game)  # one game, no member axis
             view, legal, action, scaled, _ = learner_moves(ep, run.reward)
             targets = antirez_targets(action, legal, scaled)
             for i in range(view.shape[0]):  # one SGD step per move, in playing order

@@ -23,6 +23,7 @@ class Hyper:
 
 SPEC = AlgoSpec(
     name="reinforce_faithful",
+    any_board=True,  # any m,n,k board (game=mnk): planes18 gives 2 x cells inputs, the loop plays the game
     hyper=Hyper,
     acting="greedy, as the seed",
     tuned_on="mlp100",  # the seed's network

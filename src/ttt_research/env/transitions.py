@@ -24,7 +24,7 @@ def transitions(ep: Episodes, reward: Reward, self_play: bool, gamma: float, n_s
     transitions, member by member.
 
     Returns a dict of flat (M,) tensors in grid order (ply, member, game): ``member``,
-    ``view`` (M, 9) int8, ``action``, ``reward`` (R, float), ``next_view`` (M, 9) int8 (the
+    ``view`` (M, cells) int8, ``action``, ``reward`` (R, float), ``next_view`` (M, cells) int8 (the
     bootstrap position: the view n of the learner's steps on; zeros when ``done``),
     ``discount`` (0 when done, else gamma^n against a fixed opponent, (-gamma)^n in
     self-play), ``done`` (bool: the game ends within the n steps).
@@ -62,7 +62,7 @@ def transitions(ep: Episodes, reward: Reward, self_play: bool, gamma: float, n_s
         done |= ends
     sign = -1.0 if self_play else 1.0  # negamax: the opponent's value, negated
     discount = torch.where(done, 0.0, (sign * gamma) ** n_step)
-    nxt = torch.where(done[..., None], 0, view[pad:pad + T])  # (T, N, B, 9)
+    nxt = torch.where(done[..., None], 0, view[pad:pad + T])  # (T, N, B, cells)
     mask = ep.learner
     member = torch.arange(N, device=dev).view(1, N, 1).expand(T, N, B)
     return {"member": member[mask], "view": ep.view[mask], "action": ep.action[mask],
