@@ -213,7 +213,7 @@ def test_the_raw_config_stops_above_the_typed_layers():
 # another layer is a 3x3 assumption left. Counted as the code's tokens (comments and docstrings
 # do not count): the numbers of tic-tac-toe's sizes, and names of env.game's 3x3 constants.
 # The ceiling only falls: lower it when a change removes some.
-BOARD_SIZES_CEILING = 134  # 195 at issue 59's start
+BOARD_SIZES_CEILING = 75  # 195 at issue 59's start, 139 at issue 61's
 SIZE_NUMBERS = {"9", "18", "19683", "4520", "5478"}  # cells, planes, codes, decision points, positions
 SIZE_NAMES = {"CELLS", "N_CODES", "LINES", "POW3", "_EMPTY_VIEW_CODE"}
 

@@ -209,10 +209,9 @@ def test_bad_value_is_refused_in_one_line_without_a_run_folder_or_torch(tmp_path
     assert out.stderr.strip().splitlines() == [
         "error: algo.lr cannot be resolved: Interpolation key 'nope' not found"]
     assert list(runs.iterdir()) == []
-    # A board that is no game here, or one the algorithm does not train on: one line each.
+    # A board that is no game here, or an opponent that cannot play it: one line each.
     for args, says in ((["game=mnk", "game.m=5", "game.n=4"],
                         "error: game.m=5 game.n=4: a board of 20 cells"),
-                       (["game=mnk", "game.m=5", "game.n=4"], "error: game.m=5 game.n=4: a board of 20 cells"),
                        (["game=mnk343", "algo=ppo",
                          "opponent._target_=ttt_research.env.opponents.TableOpponent"],
                         "error: opponent TableOpponent plays tic-tac-toe only (game=ttt), "

@@ -20,7 +20,6 @@ from tests.helpers.updates import first_update
 from ttt_research.algos import ppo, reinforce
 from ttt_research.algos.spec import specs
 from ttt_research.env.board import Game
-from ttt_research.errors import ConfigError
 from ttt_research.train.callbacks import PeriodicCheckpoint
 from ttt_research.train.run import build, train
 from ttt_research.train.validate import validate
