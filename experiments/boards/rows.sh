@@ -13,8 +13,12 @@ cd "$(dirname "$0")/../.."
 declare -A ROWS=(
   [343_ppo]="algo=ppo net=mlp128 game=mnk343 budget.games=400000"
   [343_reinforce]="algo=reinforce game=mnk343 budget.games=1000000"
+  [343_qlearning]="algo=qlearning game=mnk343 budget.games=1000000"
+  [343_a2c]="algo=a2c game=mnk343 budget.games=400000"
+  [343_dqn]="algo=dqn game=mnk343 budget.games=150000"
+  [343_alphazero]="algo=alphazero game=mnk343 budget.games=2500"
 )
-ORDER=(343_ppo 343_reinforce)
+ORDER=(343_ppo 343_reinforce 343_qlearning 343_a2c 343_dqn 343_alphazero)
 for row in "${@:-${ORDER[@]}}"; do
   [[ -v ROWS[$row] ]] || { echo "error: no row $row (rows: ${ORDER[*]})" >&2; exit 2; }
   dir=runs/boards/$row out=experiments/boards/$row
