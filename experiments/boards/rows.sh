@@ -14,11 +14,11 @@ declare -A ROWS=(
   [343_ppo]="algo=ppo net=mlp128 game=mnk343 budget.games=400000"
   [343_reinforce]="algo=reinforce game=mnk343 budget.games=1000000"
   [343_qlearning]="algo=qlearning game=mnk343 budget.games=1000000"
-  [343_a2c]="algo=a2c game=mnk343 budget.games=400000"
-  [343_dqn]="algo=dqn game=mnk343 budget.games=150000"
+  [343_a2c]="algo=a2c game=mnk343 budget.games=200000"
+  [343_dqn]="algo=dqn game=mnk343 budget.games=100000"
   [343_alphazero]="algo=alphazero game=mnk343 budget.games=2500"
 )
-ORDER=(343_ppo 343_reinforce 343_qlearning 343_a2c 343_dqn 343_alphazero)
+ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn)
 for row in "${@:-${ORDER[@]}}"; do
   [[ -v ROWS[$row] ]] || { echo "error: no row $row (rows: ${ORDER[*]})" >&2; exit 2; }
   dir=runs/boards/$row out=experiments/boards/$row
@@ -26,9 +26,14 @@ for row in "${@:-${ORDER[@]}}"; do
   resume=()
   [[ -f $dir/checkpoints/last.ckpt ]] && resume=(resume=true)
   start=$(date +%s)
+  # At most 30 minutes a sitting (SIGTERM: the run stops after its update, with a checkpoint);
+  # the next call of this script resumes it.
   # shellcheck disable=SC2086  # the row's overrides are words
-  nice -n 19 python -m ttt_research ${ROWS[$row]} population.size=30 seed=6100 threads=1 logger=csv \
-      hydra.run.dir="$dir" "${resume[@]}"
+  if ! timeout --signal=TERM "${ROW_SECONDS:-1800}" nice -n 19 python -m ttt_research ${ROWS[$row]} \
+      population.size=30 seed=6100 threads=1 logger=csv hydra.run.dir="$dir" "${resume[@]}"; then
+    echo "$row: stopped before its end; run experiments/boards/rows.sh $row to continue it" >&2
+    continue
+  fi
   mkdir -p "$out"
   cp "$dir"/population.json "$dir"/population.csv "$dir"/population_evals.csv "$out"/
   echo "$row: $(( $(date +%s) - start )) s wall ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))" >> experiments/boards/walls.txt
