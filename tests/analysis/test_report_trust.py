@@ -15,6 +15,7 @@ from tests.helpers.onnx_models import preference_model
 from ttt_research import report
 from ttt_research.analysis.scan import scan_runs
 from ttt_research.contract import NASHCONV, greedy_nashconv
+from ttt_research.env.board import Game
 from ttt_research.evaluation.exact import evaluate_policy
 from ttt_research.evaluation.policy_file import load_policy
 
@@ -137,3 +138,25 @@ def test_a_figure_that_is_no_number_is_described_never_echoed():
     why = contradiction(RunRecord(Path("run"), {}, 0, "o", "score", record), found)
     assert why == ("eval.json says decision_points is an interpolation (report resolves none); its "
                    "policy.onnx scores 296 (and 1 more figure(s))")
+
+
+def test_a_run_of_another_board_is_checked_on_its_own_board(tmp_path, monkeypatch, no_figures):
+    """A 3,4,3 policy (its file names its board) is scored on 3,4,3: an honest record is
+    checked, an edited one contradicted, never a model refused for its width."""
+    monkeypatch.setenv("TTT_RESEARCH_CACHE", str(tmp_path / "cache"))
+    g = Game(3, 4, 3)
+    for seed, pref in ((0, list(range(12, 0, -1))), (1, list(range(1, 13)))):
+        run = tmp_path / "runs" / str(seed)
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"seed": seed, "seat": {"side": "both"}}))
+        (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"seed={seed}", "game=mnk343"]))
+        preference_model(pref, run / "policy.onnx", game="3,4,3")
+        found = evaluate_policy(load_policy(run / "policy.onnx", game=g)[0], g)
+        (run / "eval.json").write_text(json.dumps({**found, NASHCONV: greedy_nashconv(found)}))
+    edited = json.loads((tmp_path / "runs" / "1" / "eval.json").read_text())
+    edited["as_x"]["worst_case"] = "win"  # the highest-cell X can be beaten; its record now says not
+    (tmp_path / "runs" / "1" / "eval.json").write_text(json.dumps(edited))
+    assert report.main([str(tmp_path / "runs"), "--reps", "100"]) == 0
+    md = (tmp_path / "runs" / "report.md").read_text()
+    assert "Figures re-checked from each seed's policy.onnx: 1 of 1." in md
+    assert "- `1`: eval.json says as_x.worst_case is 'win'" in md

@@ -17,9 +17,10 @@ network's (``onnx.parity``), so a run's own figures always match. The policy as 
 re-checked: the file holds neither the values nor a search.
 
 Cheap: a policy file is read once per content (a run copied a thousand times is run once),
-run once on the 4,520 decision positions, and the action tables of all the policies are
-scored together (``exact.evaluate_actions_stack``: the dynamic programmes pass over many
-policies at once, on tables built once).
+run once on its board's decision positions (4,520 on tic-tac-toe; the board is the file's own,
+its ``game`` metadata), and the action tables of all the policies of a board are scored
+together (``exact.evaluate_actions_stack``: the dynamic programmes pass over many policies at
+once, on tables built once).
 """
 from __future__ import annotations
 
@@ -87,15 +88,21 @@ def differences(record: dict, scored: dict) -> list[tuple[str, object, object]]:
     return out
 
 
-def _scored(actions: list) -> list[dict]:
-    """The greedy report (eval.json's figures, ``nashconv`` with them) of each action table."""
+def _scored(actions: list, boards: list) -> list[dict]:
+    """The greedy report (eval.json's figures, ``nashconv`` with them) of each action table,
+    on its policy's board (the tables of one board scored together)."""
     import torch
 
     from ttt_research.evaluation.exact import evaluate_actions_stack
 
-    reports = []
-    for start in range(0, len(actions), BATCH):
-        reports += evaluate_actions_stack(torch.stack(actions[start:start + BATCH]))
+    reports: list = [None] * len(actions)
+    for board in dict.fromkeys(boards):  # each board once, in order
+        at = [i for i, b in enumerate(boards) if b == board]
+        for start in range(0, len(at), BATCH):
+            part = at[start:start + BATCH]
+            for i, r in zip(part, evaluate_actions_stack(torch.stack([actions[i] for i in part]), game=board),
+                            strict=True):
+                reports[i] = r
     for r in reports:
         r[NASHCONV] = greedy_nashconv(r)
     return reports
@@ -112,11 +119,11 @@ def recheck(runs: list[RunRecord], root: Path) -> tuple[list[RunRecord], list[Sk
 
 def _recheck(runs: list[RunRecord], root: Path) -> tuple[list[RunRecord], list[Skipped]]:
     from ttt_research.evaluation.exact import greedy_actions
-    from ttt_research.evaluation.policy_file import PolicyFileError, load_policy
+    from ttt_research.evaluation.policy_file import PolicyFileError, file_game, load_policy
 
     place: dict[str, int] = {}          # a policy's content -> its action table's place
     table: list[int | str | None] = []  # per run: its table's place, why its file is refused, or None
-    actions = []
+    actions, boards = [], []            # each table and its policy's board (an m,n,k run's own)
     for run in runs:
         path = policy_of(run)
         if run.report is None or not (path.exists() or path.is_symlink()):
@@ -125,13 +132,15 @@ def _recheck(runs: list[RunRecord], root: Path) -> tuple[list[RunRecord], list[S
         try:
             digest = hashlib.sha256(untrusted.read_bytes(path, str(path))).hexdigest()
             if digest not in place:
-                policy, _ = load_policy(path)  # the strict check of every position, as it loads
+                board = file_game(path)  # the file's own board, read before it runs
+                policy, _ = load_policy(path, game=board)  # the strict check of every position
                 place[digest] = len(actions)
-                actions.append(greedy_actions(policy)[0])
+                actions.append(greedy_actions(policy, board)[0])
+                boards.append(board)
             table.append(place[digest])
         except (Malformed, PolicyFileError) as e:
             table.append(str(e))
-    reports = _scored(actions)
+    reports = _scored(actions, boards)
     kept, skipped = [], []
     for run, at in zip(runs, table, strict=True):
         if isinstance(at, str):
