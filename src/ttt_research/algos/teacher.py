@@ -1,0 +1,125 @@
+"""The solver as a teacher (``algo=teacher``): the policy network fitted to the exact optimal moves.
+
+Not reinforcement learning: on a board small enough to solve (4,4,4: 9,062,619 decision
+positions), the solver knows every position's minimax-optimal moves (``solver.solve(g=game)
+.optimal``, (R, cells) bool over the board's table rows). Each update takes a batch of
+decision positions and takes one Adam step on
+
+    loss = -log sum_{a optimal} softmax(masked logits)_a     (mean over the batch)
+
+the probability mass the policy puts on the optimal set. Any optimal move will do (a drawn
+position usually has several), so the loss asks for the set, not for one of its moves; where
+the mover has lost, every legal move keeps the value and the row costs nothing.
+
+The table is the teacher, not the agent: only the network plays (the exact evaluation, the
+export and play read ``net``), and it must generalise from the rows it was shown to the ones
+it never saw. Where the rows come from is the question this algorithm exists to study:
+
+* ``uniform`` positions drawn uniformly over every decision position of the board (the
+  measure of ``optimal_move_rate_all``), and
+* the positions where the learner moved in ``games_per_update`` games of its greedy policy
+  (``epsilon`` of moves at random) against a uniformly random opponent, half as X and half
+  as O: every opponent reply has a chance, so these are the positions its worst case
+  (``holds_value``) depends on, weighted by how often a careless opponent reaches them.
+
+The games' results are the update's sampled rates (``rollout/*``), and the budget counts
+those games.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from ttt_research.algos.base import Algorithm, Run, Update, number
+from ttt_research.env import game as rules
+from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.rollout import draw_seats, rates
+from ttt_research.env.solver import solve
+from ttt_research.env.streams import randint, uniform
+from ttt_research.evaluation.tree import decision_codes
+from ttt_research.models import member_optim
+
+
+def teacher_loss(logits: torch.Tensor, optimal: torch.Tensor) -> torch.Tensor:
+    """(B, cells) masked logits and (B, cells) bool optimal moves (at least one a row) ->
+    the mean over rows of -log(the softmax's mass on the optimal cells)."""
+    on_optimal = torch.logsumexp(logits.masked_fill(~optimal, float("-inf")), -1)  # (B,)
+    return (torch.logsumexp(logits, -1) - on_optimal).mean()
+
+
+@functools.lru_cache(maxsize=4)
+def decision_rows(game: Game, device: str) -> torch.Tensor:
+    """(M,) the table rows of ``game`` where somebody is to move, on ``device`` (the exact
+    evaluation's decision points, ``optimal_move_rate_all``'s denominator)."""
+    return decision_codes(game).to(device)
+
+
+class Teacher(Algorithm):
+    """``algo=teacher``: one Adam step an update on -log P(optimal set), from the solver's moves."""
+
+    name = "teacher"  # its algo= option: in checkpoints, ONNX metadata and console lines
+
+    # Every hyperparameter's default is in algos/teacher_spec.py (Hyper): written once, there.
+    def __init__(self, net, *, games_per_update: int, uniform: int, epsilon: float, lr: float,
+                 lr_final: float | None, game: Game = TIC_TAC_TOE):
+        super().__init__(net, games_per_update, game)
+        self.uniform = int(uniform)
+        self.epsilon = float(epsilon)
+        self.lr = number(lr)
+        self.lr_final = number(lr_final)
+
+    def configure_optimizers(self):
+        return member_optim.adam(self.net, self.net.parameters(), lr=self.lr)
+
+    def update(self, run: Run) -> Update:
+        opt = run.optimizer()
+        member_optim.set_lr(opt.optimizer, run.scheduled(self.lr, self.lr_final))
+        device = torch.device(run.device)
+        t = self.game.tables(device)
+        optimal = solve(device, g=self.game).optimal  # (rows, cells) bool
+        played, outcome, kept = self._play(run, t, optimal)
+        everywhere = decision_rows(self.game, str(device))
+        drawn = everywhere.index_select(0, randint(everywhere.numel(), (1, self.uniform), device,
+                                                   run.streams)[0])
+        rows = torch.cat([played, drawn])  # (B,) table rows
+        loss = teacher_loss(self.net(t.view.index_select(0, rows).float()), optimal.index_select(0, rows))
+        opt.zero_grad()
+        run.backprop(loss)
+        opt.step()
+        return Update(self.games_per_update, rates(outcome),
+                      {"loss": loss.detach(), "lr": member_optim.learning_rate(opt.optimizer),
+                       "played_optimal": kept, "positions": float(rows.numel())},
+                      moves=torch.tensor([played.numel()]))
+
+    @torch.no_grad()
+    def _play(self, run: Run, t: rules.Tables, optimal: torch.Tensor):
+        """``games_per_update`` games of the greedy policy (``epsilon`` of moves random) against
+        a uniformly random opponent, a seat drawn per game, walked over the table rows ply by
+        ply (every game in lockstep). Returns the (P,) rows where the learner moved, the (G,)
+        outcomes from its side, and the share of its moves there that were optimal."""
+        G, C, device = self.games_per_update, t.cells, torch.device(run.device)
+        seat = draw_seats((1, G), "both", device, run.streams)[0]  # (G,) int8
+        row = torch.zeros(G, dtype=torch.long, device=device)  # row 0: the empty board
+        mine_rows, kept = [], []
+        for ply in range(C):
+            live = ~t.done.index_select(0, row)  # (G,)
+            # The same draws every ply, whoever moves: a run's draws do not depend on its net.
+            u_random, u_explore = uniform((1, 2, G), device, run.streams)[0]
+            if not bool(live.any()):
+                break
+            mover = rules.X if ply % 2 == 0 else rules.O
+            mine = live & (seat == mover)
+            # A uniformly random legal cell: the k-th legal one, k = floor(u * legal cells).
+            k = (u_random * t.n_legal.index_select(0, row).long()).long()
+            move = t.kth_legal.index_select(0, row * C + k).long()  # (G,)
+            at = row[mine]
+            greedy = self.net(t.view.index_select(0, at).float()).argmax(-1)
+            move[mine] = torch.where(u_explore[mine] < self.epsilon, move[mine], greedy)
+            mine_rows.append(at)
+            kept.append(optimal.index_select(0, at).gather(1, move[mine][:, None]).squeeze(1))
+            row = torch.where(live, t.next.index_select(0, row * C + move).long(), row)
+        outcome = t.winner.index_select(0, row) * seat  # (G,) +1 the learner won
+        kept = torch.cat(kept)
+        return torch.cat(mine_rows), outcome[None], kept.float().mean() if kept.numel() else 1.0

@@ -1,0 +1,106 @@
+"""algo=teacher: its loss by hand, a few updates on 3,4,3 that raise the optimal-move share over
+every decision point above the untrained net's, the command (trains, evaluates exactly, exports,
+resumes), its games walked over legal positions, its refusals; one update on 4,4,4 (slow)."""
+
+import math
+
+import lightning as L
+import pytest
+import torch
+
+from tests.helpers.configs import make_cfg
+from tests.helpers.resume import metric_rows, train_killed
+from tests.helpers.updates import first_update
+from ttt_research.algos.teacher import decision_rows, teacher_loss
+from ttt_research.env.board import Game
+from ttt_research.env.solver import solve
+from ttt_research.errors import ConfigError
+from ttt_research.train.run import build, train
+from ttt_research.train.validate import validate
+
+BOARD = ["game=mnk343", "algo=teacher"]
+DECISIONS_343 = 79_563  # FACTS.md: 3,4,3's positions where somebody is to move
+MASKED = -1e9
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache(tmp_path_factory):
+    """The board's positions built into a folder of the tests' own (not the user's cache)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
+        yield
+
+
+def test_the_loss_is_minus_log_of_the_mass_on_the_optimal_set():
+    logits = torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, MASKED], [math.log(3.0), 0.0, 0.0]])
+    optimal = torch.tensor([[True, False, False], [True, False, False], [True, True, False]])
+    # row 0: 1/3 on the optimal cell -> ln 3; row 1: the occupied cell takes nothing -> ln 2;
+    # row 2: (3 + 1) / (3 + 1 + 1) on the optimal pair -> ln(5 / 4)
+    expected = (math.log(3) + math.log(2) + math.log(5 / 4)) / 3
+    assert teacher_loss(logits, optimal).item() == pytest.approx(expected, rel=1e-6)
+    every = torch.tensor([[True, True, True]])  # a lost position: every legal move keeps the value
+    assert teacher_loss(torch.tensor([[1.0, -2.0, 0.5]]), every).item() == pytest.approx(0.0, abs=1e-6)
+
+
+def share_optimal(net, game: Game) -> float:
+    """The share of every decision point of ``game`` where ``net``'s argmax is optimal."""
+    t, rows = game.tables(), decision_rows(game, "cpu")
+    with torch.no_grad():
+        move = net(t.view[rows].float()).argmax(-1)
+    return solve(g=game).optimal[rows].gather(1, move[:, None]).float().mean().item()
+
+
+def test_a_few_updates_on_3_4_3_raise_the_optimal_share_over_every_decision_point(tmp_path):
+    assert decision_rows(Game(3, 4, 3), "cpu").numel() == DECISIONS_343
+    cfg = make_cfg(*BOARD, "budget.games=5120", "algo.games_per_update=256")  # 20 updates
+    L.seed_everything(cfg.seed, verbose=False)
+    untrained = share_optimal(build(cfg).net, Game(3, 4, 3))
+    report = train(cfg, tmp_path / "run")
+    assert report["optimal_move_rate_all"] > untrained + 0.1
+
+
+def test_its_games_walk_legal_positions_and_the_batch_holds_its_moves_and_uniform_ones():
+    module = first_update(*BOARD, "algo.games_per_update=512", "algo.uniform=100")
+    u = module.last_update
+    t, optimal = Game(3, 4, 3).tables(), solve(g=Game(3, 4, 3)).optimal
+    assert set(u.rates) == {"win_rate", "loss_rate", "tie_rate"} and sum(float(v) for v in u.rates.values()) == pytest.approx(1.0)
+    # every game of 3,4,3 has at least one move of each side's: the learner moved 512+ times
+    played = int(u.moves.sum())
+    assert played >= 512 and float(u.terms["positions"]) == played + 100
+    assert 0.0 <= float(u.terms["played_optimal"]) <= 1.0
+    assert optimal.any(-1)[decision_rows(Game(3, 4, 3), "cpu")].all()  # a target for every row
+    assert not t.done[decision_rows(Game(3, 4, 3), "cpu")].any()
+
+
+def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, monkeypatch):
+    overrides = [*BOARD, "checkpoint_every=2"]
+    whole = train(make_cfg(*overrides), tmp_path / "whole")
+    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
+    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
+    assert resumed == whole
+    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
+    assert 0 < whole["optimal_move_rate_all"] <= 1
+    assert whole["as_o"]["game_value"] == "loss"  # X wins 3,4,3
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(tmp_path / "whole" / "policy.onnx")
+    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("algo.uniform=-1", "algo.uniform"),
+    ("algo.epsilon=2", "algo.epsilon"),
+    ("population.size=2", "algo=teacher trains one agent a run"),
+])
+def test_bad_values_are_refused_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(make_cfg(*BOARD, override))
+
+
+@pytest.mark.slow
+def test_one_update_on_4_4_4(monkeypatch):
+    """4,4,4 (9,062,619 decision points): one update from the shared positions, finite, learned."""
+    monkeypatch.setenv("TTT_RESEARCH_CACHE", "/tmp/tcache")
+    assert decision_rows(Game(4, 4, 4), "cpu").numel() == 9_062_619
+    module = first_update("game=mnk444", "algo=teacher", "budget.games=256", "algo.games_per_update=256")
+    u = module.last_update
+    assert math.isfinite(float(u.terms["loss"])) and int(u.moves.sum()) >= 256 * 3
