@@ -1,0 +1,116 @@
+"""The algo=teacher pilot on 4,4,4 (issue 62): one row file per (setting, seed), resumable.
+
+    nice -n 10 python experiments/board444/pilot.py            # every cell not done yet, in order
+    nice -n 10 python experiments/board444/pilot.py --only mix128
+
+Each cell is one training run (``python -m ttt_research algo=teacher game=mnk444 ...``) in
+``outputs/board444/SETTING_SEED`` (git ignores ``outputs/``), one torch thread, at most
+``CELL_S`` seconds of wall time a cell (training, exact evaluations and start-up counted,
+over every session): past it the run gets SIGTERM (the shell checkpoints) and the cell ends
+there. A cell stopped by a kill of this script resumes from its checkpoint at the next start
+(``resume=true``), its time so far kept in its row file. The row file,
+``rows/SETTING_SEED.json``, holds the run's every exact evaluation (from the checkpoint's
+history: games, training seconds, optimal_move_rate_all, holds_value as X and as O) and
+``done`` once the run ended or ran out of time. Tuning seeds only: 62000-62002.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ROWS = HERE / "rows"
+RUNS = ROOT / "outputs" / "board444"
+CELL_S = 30 * 60  # wall seconds a cell, every session together
+SEEDS = (62000, 62001, 62002)  # tuning seeds: never the fresh ones
+BASE = ["algo=teacher", "game=mnk444", "threads=1", "progress=lines"]
+# (setting -> overrides). On the loaded host (load ~8 on 2 cores, this job niced) an update of
+# mlp128 takes ~0.3 s and an exact evaluation of 4,4,4 ~2.5 min: 3,600 updates and 3 evaluations
+# fill a cell's 30 minutes (the run's own clock, train_s, counts the evaluations before it).
+SETTINGS = {
+    "mix128": ["budget.games=921600", "eval_every=1200", "checkpoint_every=1200"],
+    "mix256": ["net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
+    "uniform128": ["algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
+                   "eval_every=1200", "checkpoint_every=1200"],
+}
+
+
+def curve(run: Path) -> list[dict]:
+    """The run's exact evaluations, from its checkpoint's history: one dict each."""
+    ckpt = run / "checkpoints" / "last.ckpt"
+    if not ckpt.exists():
+        return []
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    ev = next(v for k, v in state["callbacks"].items() if "ExactEvaluation" in k)
+    out = []
+    for (games, report), seconds in zip(ev["history"], ev["elapsed"], strict=True):
+        out.append({"games": games, "train_s": seconds,
+                    "optimal_move_rate_all": report["optimal_move_rate_all"],
+                    "holds_x": report["as_x"]["holds_value"], "holds_o": report["as_o"]["holds_value"],
+                    "worst_x": report["as_x"]["worst_case"], "worst_o": report["as_o"]["worst_case"]})
+    return out
+
+
+def run_cell(setting: str, seed: int) -> None:
+    name = f"{setting}_{seed}"
+    row_file, run = ROWS / f"{name}.json", RUNS / name
+    row = json.loads(row_file.read_text()) if row_file.exists() else {"setting": setting, "seed": seed,
+                                                                        "overrides": SETTINGS[setting],
+                                                                        "wall_s": 0.0}
+    if row.get("done"):
+        return
+    left = CELL_S - row["wall_s"]
+    resume = (run / "checkpoints" / "last.ckpt").exists()
+    cmd = [sys.executable, "-m", "ttt_research", *BASE, *SETTINGS[setting], f"seed={seed}",
+           f"hydra.run.dir={run}", *(["resume=true"] if resume else [])]
+    print(f"{time.strftime('%H:%M:%S')} {name}: {left:.0f} s left{' (resumed)' if resume else ''}", flush=True)
+    env = {**os.environ, "TTT_RESEARCH_CACHE": os.environ.get("TTT_RESEARCH_CACHE", "/tmp/tcache"),
+           "PYTHONPATH": str(ROOT / "src")}
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        rc = proc.wait(timeout=max(left, 1))
+        ended = "budget" if rc == 0 else f"exit {rc} (see {run}/train.log)"
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the shell checkpoints and stops
+        proc.wait()
+        ended = "30 min"
+
+    except KeyboardInterrupt:  # this script stopped: the cell resumes at its next start
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        row["wall_s"] += time.monotonic() - start
+        row["curve"] = curve(run)
+        row_file.write_text(json.dumps(row, indent=1) + "\n")
+        raise
+    row["wall_s"] += time.monotonic() - start
+    row["curve"] = curve(run)
+    row["done"] = True
+    row["ended"] = ended
+    row_file.write_text(json.dumps(row, indent=1) + "\n")
+    last = row["curve"][-1] if row["curve"] else {}
+    print(f"{time.strftime('%H:%M:%S')} {name}: {row['ended']}, {row['wall_s']:.0f} s, {last}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=list(SETTINGS), help="settings to run")
+    args = parser.parse_args()
+    ROWS.mkdir(parents=True, exist_ok=True)
+    for seed in SEEDS:  # each setting on the first seed before the next seed
+        for setting in args.only:
+            run_cell(setting, seed)
+
+
+if __name__ == "__main__":
+    main()
