@@ -7,8 +7,8 @@ Each cell is one training run (``python -m ttt_research algo=teacher game=mnk444
 ``outputs/board444/SETTING_SEED`` (git ignores ``outputs/``), one torch thread, at most
 ``CELL_S`` seconds of wall time a cell (training, exact evaluations and start-up counted,
 over every session): past it the run gets SIGTERM (the shell checkpoints) and the cell ends
-there. A cell stopped by a kill of this script resumes from its checkpoint at the next start
-(``resume=true``), its time so far kept in its row file. The row file,
+there. A cell stopped by ``kill PID`` of this script (SIGTERM or SIGINT) resumes from its
+checkpoint at the next start (``resume=true``), its time so far kept in its row file. The row file,
 ``rows/SETTING_SEED.json``, holds the run's every exact evaluation (from the checkpoint's
 history: games, training seconds, optimal_move_rate_all, holds_value as X and as O) and
 ``done`` once the run ended or ran out of time. Tuning seeds only: 62000-62002.
@@ -40,6 +40,9 @@ BASE = ["algo=teacher", "game=mnk444", "threads=1", "progress=lines"]
 SETTINGS = {
     "mix128": ["budget.games=921600", "eval_every=1200", "checkpoint_every=1200"],
     "mix256": ["net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
+    # more of the positions its own play reaches (those holds_value depends on): 1,024 games an update
+    "play1024": ["algo.games_per_update=1024", "budget.games=3686400", "eval_every=1200",
+                 "checkpoint_every=1200"],
     "uniform128": ["algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
                    "eval_every=1200", "checkpoint_every=1200"],
 }
@@ -73,14 +76,17 @@ def run_cell(setting: str, seed: int) -> None:
     resume = (run / "checkpoints" / "last.ckpt").exists()
     cmd = [sys.executable, "-m", "ttt_research", *BASE, *SETTINGS[setting], f"seed={seed}",
            f"hydra.run.dir={run}", *(["resume=true"] if resume else [])]
-    print(f"{time.strftime('%H:%M:%S')} {name}: {left:.0f} s left{' (resumed)' if resume else ''}", flush=True)
+    again = " (resumed)" if resume else ""
+    print(f"{time.strftime('%H:%M:%S')} {name}: {left:.0f} s left{again}", flush=True)
     env = {**os.environ, "TTT_RESEARCH_CACHE": os.environ.get("TTT_RESEARCH_CACHE", "/tmp/tcache"),
            "PYTHONPATH": str(ROOT / "src")}
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(run.parent / f"{name}.stderr", "a") as err:  # a refusal's one line, beside the run
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         rc = proc.wait(timeout=max(left, 1))
-        ended = "budget" if rc == 0 else f"exit {rc} (see {run}/train.log)"
+        said = (run.parent / f"{name}.stderr").read_text().strip()[-300:]
+        ended = "budget" if rc == 0 else f"exit {rc}: {said}"
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGTERM)  # the shell checkpoints and stops
         proc.wait()
@@ -88,6 +94,7 @@ def run_cell(setting: str, seed: int) -> None:
 
     except KeyboardInterrupt:  # this script stopped: the cell resumes at its next start
         proc.send_signal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the wait short
         proc.wait()
         row["wall_s"] += time.monotonic() - start
         row["curve"] = curve(run)
@@ -102,7 +109,13 @@ def run_cell(setting: str, seed: int) -> None:
     print(f"{time.strftime('%H:%M:%S')} {name}: {row['ended']}, {row['wall_s']:.0f} s, {last}", flush=True)
 
 
+def _stop(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (or SIGINT, ignored by a shell's background job otherwise)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)  # kill PID: the running cell checkpoints, its row is kept
+    signal.signal(signal.SIGINT, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(SETTINGS), help="settings to run")
     args = parser.parse_args()

@@ -11,13 +11,13 @@ import pilot  # beside this file: where the runs are, how a curve is read
 
 HERE = Path(__file__).resolve().parent
 HEADER = "| seed | setting | min (run clock) | updates | optimal_move_rate_all | holds X / O |"
-GAMES_PER_UPDATE = {"uniform128": 16}  # the others: 256
+GAMES_PER_UPDATE = {"uniform128": 16, "play1024": 1024}  # the others: 256
 
 
 def rows() -> list[dict]:
     """The row files, and the cells still running (their checkpoints' evaluations so far)."""
     done = {p.stem: json.loads(p.read_text()) for p in HERE.glob("rows/*.json")}
-    for run in sorted(pilot.RUNS.glob("*_*")):
+    for run in sorted(p for p in pilot.RUNS.glob("*_*") if p.is_dir()):
         if run.name not in done or not done[run.name].get("done"):
             setting, seed = run.name.rsplit("_", 1)
             done[run.name] = {"setting": setting, "seed": int(seed), "curve": pilot.curve(run)}
@@ -35,7 +35,7 @@ def lines() -> list[str]:
                        f"{point['games'] // per:,} | {point['optimal_move_rate_all']:.4f} | "
                        f"{yes[point['holds_x']]} / {yes[point['holds_o']]} |")
         if row.get("done"):
-            out.append(f"| {row['seed']} | {row['setting']}: ended ({row['ended']}), "
+            out.append(f"| {row['seed']} | {row['setting']}: ended ({row['ended'].replace('|', chr(92) + '|')}), "
                        f"{row['wall_s'] / 60:.1f} min wall | | | | |")
     return out
 

@@ -63,7 +63,8 @@ def test_its_games_walk_legal_positions_and_the_batch_holds_its_moves_and_unifor
     module = first_update(*BOARD, "algo.games_per_update=512", "algo.uniform=100")
     u = module.last_update
     t, optimal = Game(3, 4, 3).tables(), solve(g=Game(3, 4, 3)).optimal
-    assert set(u.rates) == {"win_rate", "loss_rate", "tie_rate"} and sum(float(v) for v in u.rates.values()) == pytest.approx(1.0)
+    assert set(u.rates) == {"win_rate", "loss_rate", "tie_rate"}
+    assert sum(float(v) for v in u.rates.values()) == pytest.approx(1.0)
     # every game of 3,4,3 has at least one move of each side's: the learner moved 512+ times
     played = int(u.moves.sum())
     assert played >= 512 and float(u.terms["positions"]) == played + 100

@@ -32,7 +32,8 @@ SPEC = AlgoSpec(
     hyper=Hyper,
     acting="greedy: the argmax of its masked logits (it learns from the solver's moves, not its own "
            "samples)",
-    keys={"uniform": integer(0, 10_000_000, "an integer in [0, 10,000,000]"), "epsilon": PROBABILITY, "lr": RATE, "lr_final": RATE_FINAL},
+    keys={"uniform": integer(0, 10_000_000, "an integer in [0, 10,000,000]"), "epsilon": PROBABILITY,
+          "lr": RATE, "lr_final": RATE_FINAL},
     # One agent a run: its batch is drawn from the board's tables, not from a stack's games.
     population=lambda cfg: "algo=teacher trains one agent a run (population.size=1)",
     one_process="its batch is drawn from the board's tables in one process",
