@@ -11,10 +11,11 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
-from ttt_research.algos.teacher import decision_rows, teacher_loss
+from ttt_research.algos.teacher import decision_rows, teacher_loss, wrong_rows
 from ttt_research.env.board import Game
 from ttt_research.env.solver import solve
 from ttt_research.errors import ConfigError
+from ttt_research.train.callbacks import exact_reports
 from ttt_research.train.run import build, train
 from ttt_research.train.validate import validate
 
@@ -105,3 +106,26 @@ def test_one_update_on_4_4_4(monkeypatch):
     module = first_update("game=mnk444", "algo=teacher", "budget.games=256", "algo.games_per_update=256")
     u = module.last_update
     assert math.isfinite(float(u.terms["loss"])) and int(u.moves.sum()) >= 256 * 3
+
+
+def test_the_walk_finds_the_wrong_moves_the_exact_evaluation_counts_from_each_seat():
+    """``wrong_rows`` walks the tree the greedy policy spans against every reply: its rows where X
+    (O) moves are the decision points the exact evaluation scores as X (O), less the optimal ones."""
+    module = first_update(*BOARD, games=2048)  # 4 updates: far from perfect
+    (report,) = exact_reports(module)
+    g = Game(3, 4, 3)
+    t, optimal = g.tables(), solve(g=g).optimal
+    wrong = wrong_rows(module.net, t, optimal)
+    assert wrong.numel() > 0 and not t.done[wrong].any()
+    for seat, key in ((1, "as_x"), (-1, "as_o")):
+        side = report[key]
+        erred = round(side["decision_points"] * (1 - side["optimal_move_rate"]))
+        assert int((t.mover[wrong] == seat).sum()) == erred
+
+
+def test_hard_rows_join_the_batch():
+    module = first_update(*BOARD, "algo.games_per_update=512", "algo.uniform=100", "algo.hard=64",
+                          "algo.recheck_every=1")
+    u = module.last_update
+    assert float(u.terms["positions"]) == int(u.moves.sum()) + 100 + 64
+    assert float(u.terms["wrong_in_tree"]) > 0

@@ -20,7 +20,14 @@ it never saw. Where the rows come from is the question this algorithm exists to 
 * the positions where the learner moved in ``games_per_update`` games of its greedy policy
   (``epsilon`` of moves at random) against a uniformly random opponent, half as X and half
   as O: every opponent reply has a chance, so these are the positions its worst case
-  (``holds_value``) depends on, weighted by how often a careless opponent reaches them.
+  (``holds_value``) depends on, weighted by how often a careless opponent reaches them;
+* ``hard`` positions drawn from those where its greedy move is not optimal in the tree its
+  greedy policy spans against every opponent move, from each seat (``wrong_rows``: the rows
+  that decide ``holds_value``, the exact evaluation's walk without the outcome sums),
+  found again every ``recheck_every`` updates. A random opponent reaches a line of eight
+  chosen replies about once in 10^7 games; this walk finds it at once. Not in the
+  checkpoint: a resumed run walks again at its first update (with ``hard`` > 0 it is then
+  not bit for bit the run never stopped).
 
 The games' results are the update's sampled rates (``rollout/*``), and the budget counts
 those games.
@@ -62,10 +69,14 @@ class Teacher(Algorithm):
     name = "teacher"  # its algo= option: in checkpoints, ONNX metadata and console lines
 
     # Every hyperparameter's default is in algos/teacher_spec.py (Hyper): written once, there.
-    def __init__(self, net, *, games_per_update: int, uniform: int, epsilon: float, lr: float,
-                 lr_final: float | None, game: Game = TIC_TAC_TOE):
+    def __init__(self, net, *, games_per_update: int, uniform: int, hard: int, recheck_every: int,
+                 epsilon: float, lr: float, lr_final: float | None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.uniform = int(uniform)
+        self.hard = int(hard)
+        self.recheck_every = int(recheck_every)
+        self.wrong: torch.Tensor | None = None  # (W,) rows of the last walk where it erred
+        self.since_walk = 0  # updates since that walk
         self.epsilon = float(epsilon)
         self.lr = number(lr)
         self.lr_final = number(lr_final)
@@ -83,14 +94,15 @@ class Teacher(Algorithm):
         everywhere = decision_rows(self.game, str(device))
         drawn = everywhere.index_select(0, randint(everywhere.numel(), (1, self.uniform), device,
                                                    run.streams)[0])
-        rows = torch.cat([played, drawn])  # (B,) table rows
+        rows = torch.cat([played, drawn, self._hard_rows(run, t, optimal)])  # (B,) table rows
         loss = teacher_loss(self.net(t.view.index_select(0, rows).float()), optimal.index_select(0, rows))
         opt.zero_grad()
         run.backprop(loss)
         opt.step()
         return Update(self.games_per_update, rates(outcome),
                       {"loss": loss.detach(), "lr": member_optim.learning_rate(opt.optimizer),
-                       "played_optimal": kept, "positions": float(rows.numel())},
+                       "played_optimal": kept, "positions": float(rows.numel()),
+                       **({"wrong_in_tree": float(self.wrong.numel())} if self.wrong is not None else {})},
                       moves=torch.tensor([played.numel()]))
 
     @torch.no_grad()
@@ -123,3 +135,43 @@ class Teacher(Algorithm):
         outcome = t.winner.index_select(0, row) * seat  # (G,) +1 the learner won
         kept = torch.cat(kept)
         return torch.cat(mine_rows), outcome[None], kept.float().mean() if kept.numel() else 1.0
+
+    def _hard_rows(self, run: Run, t: rules.Tables, optimal: torch.Tensor) -> torch.Tensor:
+        """``hard`` rows drawn uniformly from the last walk's wrong rows (walking again every
+        ``recheck_every`` updates); none when ``hard`` is 0 or the walk found nothing."""
+        device = torch.device(run.device)
+        if self.hard == 0:
+            return torch.zeros(0, dtype=torch.long, device=device)
+        if self.wrong is None or self.since_walk >= self.recheck_every:
+            self.wrong, self.since_walk = wrong_rows(self.net, t, optimal), 0
+        self.since_walk += 1
+        if self.wrong.numel() == 0:
+            return self.wrong
+        return self.wrong.index_select(0, randint(self.wrong.numel(), (1, self.hard), device, run.streams)[0])
+
+
+CHUNK = 1 << 16  # positions per forward pass of the walk: bounds its activations
+
+
+@torch.no_grad()
+def wrong_rows(net, t: rules.Tables, optimal: torch.Tensor) -> torch.Tensor:
+    """(W,) the distinct table rows where ``net``'s greedy move is not optimal, over the
+    positions it reaches from either seat when it plays greedily and the opponent plays every
+    legal move: ply by ply, its own plies keep one child a position, the opponent's all."""
+    C, found = t.cells, []
+    for seat in (rules.X, rules.O):
+        rows = torch.zeros(1, dtype=torch.long, device=optimal.device)  # the empty board
+        for ply in range(C):
+            rows = rows[~t.done.index_select(0, rows)]
+            if rows.numel() == 0:
+                break
+            if (rules.X if ply % 2 == 0 else rules.O) == seat:
+                move = torch.cat([net(t.view.index_select(0, part).float()).argmax(-1)
+                                  for part in rows.split(CHUNK)])
+                found.append(rows[~optimal.index_select(0, rows).gather(1, move[:, None]).squeeze(1)])
+                children = rows * C + move
+            else:
+                at, cell = t.legal.index_select(0, rows).nonzero(as_tuple=True)
+                children = rows.index_select(0, at) * C + cell
+            rows = torch.unique(t.next.index_select(0, children).long())
+    return torch.unique(torch.cat(found))

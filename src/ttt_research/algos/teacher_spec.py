@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ttt_research.algos.spec import PROBABILITY, RATE, RATE_FINAL, AlgoSpec, Memory, integer
+from ttt_research.algos.spec import PROBABILITY, RATE, RATE_FINAL, AlgoSpec, Memory, count, integer
 
 
 @dataclass
@@ -18,6 +18,12 @@ class Hyper:
     as O: the positions where it moved go into the batch (the positions its worst case depends on)"""
     uniform: Any = 2048
     """... and this many decision positions drawn uniformly over every one of the board's (0: none)"""
+    hard: Any = 0
+    """... and this many drawn from the positions where its greedy move is not optimal, in the tree its greedy
+    policy spans against every opponent reply from either seat (0: none; the walk costs about an update's
+    worth of passes over that tree)"""
+    recheck_every: Any = 100
+    """updates between two walks of that tree (with hard > 0)"""
     epsilon: Any = 0.0
     """a share of its moves in those games played uniformly at random (off its greedy path)"""
     lr: Any = 0.001
@@ -32,7 +38,9 @@ SPEC = AlgoSpec(
     hyper=Hyper,
     acting="greedy: the argmax of its masked logits (it learns from the solver's moves, not its own "
            "samples)",
-    keys={"uniform": integer(0, 10_000_000, "an integer in [0, 10,000,000]"), "epsilon": PROBABILITY,
+    keys={"uniform": integer(0, 10_000_000, "an integer in [0, 10,000,000]"),
+          "hard": integer(0, 10_000_000, "an integer in [0, 10,000,000]"),
+          "recheck_every": count(), "epsilon": PROBABILITY,
           "lr": RATE, "lr_final": RATE_FINAL},
     # One agent a run: its batch is drawn from the board's tables, not from a stack's games.
     population=lambda cfg: "algo=teacher trains one agent a run (population.size=1)",
