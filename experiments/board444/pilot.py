@@ -34,17 +34,23 @@ RUNS = ROOT / "outputs" / "board444"
 CELL_S = 30 * 60  # wall seconds a cell, every session together
 SEEDS = (62000, 62001, 62002)  # tuning seeds: never the fresh ones
 BASE = ["algo=teacher", "game=mnk444", "threads=1", "progress=lines"]
-# (setting -> overrides). On the loaded host (load ~8 on 2 cores, this job niced) an update of
-# mlp128 takes ~0.3 s and an exact evaluation of 4,4,4 ~2.5 min: 3,600 updates and 3 evaluations
-# fill a cell's 30 minutes (the run's own clock, train_s, counts the evaluations before it).
-SETTINGS = {
+# (setting -> overrides). Sized when the host was loaded (load ~8 on 2 cores, this job niced: an
+# update of mlp128 ~0.3 s, an exact evaluation of 4,4,4 ~2.5 min); with the load at 3-5 the same
+# cells took 4-9 minutes (the run's own clock, train_s, counts the evaluations before it).
+SETTINGS = {  # in the order a seed runs them: the most promising first
+    # mix128's batch and 1,024 rows an update from where its greedy move errs in its own tree
+    # against every reply (``algo.hard``), walked every 100 updates, 12,000 updates
+    "hard128_long": ["algo.hard=1024", "algo.recheck_every=100", "budget.games=3072000",
+                     "eval_every=4000", "checkpoint_every=4000"],
+    "hard128": ["algo.hard=1024", "algo.recheck_every=200", "budget.games=921600", "eval_every=1200",
+                "checkpoint_every=1200"],
     "mix128": ["budget.games=921600", "eval_every=1200", "checkpoint_every=1200"],
-    "mix256": ["net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
+    "uniform128": ["algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
+                   "eval_every=1200", "checkpoint_every=1200"],
     # more of the positions its own play reaches (those holds_value depends on): 1,024 games an update
     "play1024": ["algo.games_per_update=1024", "budget.games=3686400", "eval_every=1200",
                  "checkpoint_every=1200"],
-    "uniform128": ["algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
-                   "eval_every=1200", "checkpoint_every=1200"],
+    "mix256": ["net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
 }
 
 
@@ -120,9 +126,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=list(SETTINGS), help="settings to run")
     args = parser.parse_args()
     ROWS.mkdir(parents=True, exist_ok=True)
-    for seed in SEEDS:  # each setting on the first seed before the next seed
-        for setting in args.only:
-            run_cell(setting, seed)
+    try:
+        for seed in SEEDS:  # each setting on the first seed before the next seed
+            for setting in args.only:
+                run_cell(setting, seed)
+    except KeyboardInterrupt:
+        print(f"{time.strftime('%H:%M:%S')} stopped: the next start resumes the cell", flush=True)
 
 
 if __name__ == "__main__":

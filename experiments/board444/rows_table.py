@@ -35,7 +35,8 @@ def lines() -> list[str]:
                        f"{point['games'] // per:,} | {point['optimal_move_rate_all']:.4f} | "
                        f"{yes[point['holds_x']]} / {yes[point['holds_o']]} |")
         if row.get("done"):
-            out.append(f"| {row['seed']} | {row['setting']}: ended ({row['ended'].replace('|', chr(92) + '|')}), "
+            ended = row["ended"].replace("|", "\\|")  # a table cell
+            out.append(f"| {row['seed']} | {row['setting']}: ended ({ended}), "
                        f"{row['wall_s'] / 60:.1f} min wall | | | | |")
     return out
 
