@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ttt_research.contract import EVAL_SEATS, SEAT_PIECE
-from ttt_research.env.mnk import problem
-from ttt_research.errors import UserError, command
+from ttt_research.env.mnk import game_option
+from ttt_research.errors import command
 from ttt_research.evaluation.options import port_number, require_path
 
 if TYPE_CHECKING:  # torch and the engine load with the first game (a function's import)
@@ -208,19 +208,6 @@ def play_session(policy: PolicyFn, seat: int, read: Callable[[str], str] = input
 # --------------------------------------------------------------------------- command line
 
 
-def game_sizes(text: str | None) -> tuple[int, int, int] | None:
-    """``--game M,N,K`` as three numbers (None when not given); ``UserError`` naming the
-    problem otherwise (``mnk.problem``: the boards training accepts), before torch loads."""
-    if text is None:
-        return None
-    parts = text.split(",")
-    sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
-    why = problem(*sizes, prefix="") if len(sizes) == 3 else "not three whole numbers"
-    if why is not None:
-        raise UserError(f"--game {text[:40]!r} names no board ({why}); e.g. --game 3,4,3")
-    return sizes[0], sizes[1], sizes[2]
-
-
 @command()
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ttt_research.play",
@@ -234,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", default="8000", help="port for --web, 0 to 65535 (0: any free port)")
     args = p.parse_args(argv)
     port = port_number(args.port) if args.web else None
-    sizes = game_sizes(args.game)
+    sizes = game_option(args.game)
     require_path(args.path)
     from ttt_research.env.board import Game
 

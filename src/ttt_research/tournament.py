@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ttt_research.contract import EVAL_SEATS, REPORT_KEY, SEAT_PIECE
-from ttt_research.env.mnk import problem
-from ttt_research.errors import UserError, command
+from ttt_research.env.mnk import game_option
+from ttt_research.errors import command
 from ttt_research.evaluation.options import BUILTINS, FILLS, ILLEGAL, require_participant
 from ttt_research.files.atomic import atomic_path, write_atomic
 
@@ -278,19 +278,6 @@ def as_json(players: list[Participant], results: torch.Tensor, r: Ratings, cases
             "seconds": seconds}
 
 
-def _game_sizes(text: str | None) -> tuple[int, int, int] | None:
-    """``--game M,N,K`` as three numbers (None when not given); ``UserError`` naming the
-    problem otherwise (``mnk.problem``: the boards training accepts)."""
-    if text is None:
-        return None
-    parts = text.split(",")
-    sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
-    why = problem(*sizes, prefix="") if len(sizes) == 3 else "not three whole numbers"
-    if why is not None:
-        raise UserError(f"--game {text[:40]!r} names no board ({why}); e.g. --game 3,4,3")
-    return sizes[0], sizes[1], sizes[2]
-
-
 @command()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -317,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                              "alone); a file of another board is refused")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    sizes = _game_sizes(args.game)  # before torch, as a typo below
+    sizes = game_option(args.game)  # before torch, as a typo below
     for arg in args.players:  # a typo is refused before torch loads (about 1.5 s)
         require_participant(arg)
     import torch

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttt_research.errors import ConfigError, is_int
+from ttt_research.errors import ConfigError, UserError, is_int
 
 # 3^16 = 43M codes would fit int64, but not a table per code and cell; the reachable
 # positions of 4x4 (9.7M at most) are what positions.py indexes.
@@ -44,6 +44,19 @@ def problem(m, n, k, prefix: str = "game.") -> str | None:
         why = "one piece is no line" if k < 2 else f"no line of {k} fits on the board"
         return f"{prefix}k={k}: k must be in 2..{max(m, n)} on a {m}x{n} board (1 < k <= max(m, n): {why})"
     return None
+
+
+def game_option(text: str | None) -> tuple[int, int, int] | None:
+    """A command's ``--game M,N,K`` as three numbers (None when not given); ``UserError``
+    naming the problem otherwise (``problem``: the boards training accepts), before torch loads."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    sizes = [int(v) for v in parts if v.strip().isdigit()] if len(parts) == 3 else []
+    why = problem(*sizes, prefix="") if len(sizes) == 3 else "not three whole numbers"
+    if why is not None:
+        raise UserError(f"--game {text[:40]!r} names no board ({why}); e.g. --game 3,4,3")
+    return sizes[0], sizes[1], sizes[2]
 
 
 def config_problem(g) -> str | None:
