@@ -6,6 +6,7 @@ seconds each)."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -125,6 +126,29 @@ def test_a_bug_in_the_job_keeps_its_traceback(monkeypatch):
         hydra_errors.run(app, argv=[])
     assert seen["full"] == "1"
     assert "HYDRA_FULL_ERROR" not in os.environ and hydra_errors.OURS not in os.environ
+
+
+def test_a_stop_that_a_librarys_cleanup_turned_into_its_own_error_is_still_the_stop(monkeypatch):
+    """CI's failure of the tenth sitting: a SIGTERM while the sweeper composed raised
+    ``StoppedEarly`` inside Hydra's config reader before its ``f`` was set, and the reader's
+    ``finally: f.close()`` raised UnboundLocalError with the stop as its context: a traceback and
+    exit 1 instead of the stop's one line and 143."""
+    from ttt_research.train import early_stop, hydra_errors
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+
+    def read_config():  # the shape of hydra's importlib_resources_config_source._read_config
+        try:
+            raise early_stop.StoppedEarly(signal.SIGTERM)  # the handler, before `f = ...` ran
+            f = open(os.devnull)
+        finally:
+            f.close()  # noqa: F821 (unbound: the library's own error)
+
+    with pytest.raises(early_stop.StoppedEarly) as stopped:
+        hydra_errors.run(read_config, argv=[])
+    assert stopped.value.code == 143
+    with pytest.raises(KeyError):  # a bug raised while handling another bug stays a bug
+        hydra_errors.run(lambda: {}["a"], argv=[])
 
 
 def test_a_bare_flag_after_the_overrides_is_read_as_hydra_reads_it_before_them():

@@ -71,6 +71,8 @@ def run(app: Callable[[], object], argv: list[str] | None = None) -> None:
     try:
         app()
     except Exception as e:
+        if (stop := interrupted_by(e)) is not None:
+            raise stop from None
         line = one_line(e, overrides(sys.argv[1:] if argv is None else argv))
         if line is None:
             raise  # a bug: its traceback, as ever
@@ -82,6 +84,21 @@ def run(app: Callable[[], object], argv: list[str] | None = None) -> None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def interrupted_by(error: BaseException) -> BaseException | None:
+    """The stop (``KeyboardInterrupt``, ``early_stop.StoppedEarly``: a ``BaseException`` that is
+    no ``Exception``) that ``error`` was raised while handling, None if none. A signal's exception
+    raised inside a library's ``try`` before its ``finally`` had what it cleans up (Hydra's
+    config reader: ``f.close()`` before ``f`` was set) comes back as that library's own error,
+    the stop only its context: the stop is what happened."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if not isinstance(error, Exception):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 # Hydra's flags that take no value: where a user puts one after an override (``debug=tiny -m
