@@ -1,4 +1,5 @@
-"""What every test gets: W&B kept offline, and the ``installed_wheel`` fixture (built once)."""
+"""What every test gets: W&B kept offline, the ``installed_wheel`` fixture (built once) and
+``own_positions_cache`` for the modules that build another board's positions."""
 
 import os
 import shutil
@@ -35,3 +36,13 @@ def installed_wheel(tmp_path_factory):
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)
     return wheel, target
+
+
+@pytest.fixture(scope="module")
+def own_positions_cache(tmp_path_factory):
+    """Another board's positions built into a folder of the module's own (seconds for 3,4,3),
+    never read from or written to the user's cache (``TTT_RESEARCH_CACHE``). A module asks for
+    it with ``pytestmark = pytest.mark.usefixtures("own_positions_cache")``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
+        yield

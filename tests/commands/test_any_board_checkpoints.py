@@ -24,11 +24,7 @@ G = Game(3, 4, 3)
 pytest.importorskip("onnx")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def checkpoint(path, cells: int = G.cells, game: str | None = "3,4,3", weights_cells: int | None = None):

@@ -14,11 +14,7 @@ from tests.helpers.onnx_models import preference_model
 pytest.importorskip("onnx")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,7 @@ from ttt_research.env.solver import solve
 BOARD = Game(3, 4, 3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions built into a folder of the tests' own (not the user's cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def test_a_4x4_view_code_is_exact_where_float32_is_not():

@@ -14,26 +14,22 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers.any_board import command_checks
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import Crash, crash_after_first_checkpoint, metric_rows, train_killed
+from tests.helpers.resume import Crash, crash_after_first_checkpoint
 from tests.helpers.updates import first_update
 from ttt_research.algos import ppo, reinforce
 from ttt_research.algos.spec import specs
 from ttt_research.env.board import Game
 from ttt_research.train.callbacks import PeriodicCheckpoint
-from ttt_research.train.run import build, train
+from ttt_research.train.run import build
 from ttt_research.train.validate import validate
 
 BOARD = ["game=mnk343"]
 M, N, K = 3, 4, 3  # the 3,4,3 board: cells 0..11, row by row
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions built into a folder of the tests' own (not the user's cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def lines(m: int, n: int, k: int) -> list[list[int]]:
@@ -164,19 +160,7 @@ def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, mo
     """``python -m ttt_research algo=reinforce game=mnk343 debug=tiny``, whole and killed after
     its first checkpoint then resumed: the same exact evaluation and metrics, over the board's
     decision points, and a policy.onnx of the board."""
-    overrides = [*BOARD, "algo=reinforce", "checkpoint_every=2"]
-    whole = train(make_cfg(*overrides), tmp_path / "whole")
-    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
-    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
-    assert resumed == whole
-    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
-    # scored against the exact game: X wins 3,4,3, so the perfect player as X beats any O
-    assert whole["as_o"]["vs_perfect"] == {"win": 0.0, "loss": 1.0, "tie": 0.0}
-    assert 0 < whole["decision_points"] < 79_563 and 0 <= whole["optimal_move_rate_all"] <= 1
-    onnx = pytest.importorskip("onnx")
-    model = onnx.load(tmp_path / "whole" / "policy.onnx")
-    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [12]
-    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
+    command_checks(tmp_path, monkeypatch, "algo=reinforce")
 
 
 @pytest.mark.parametrize("algo", sorted(s.name for s in specs().values()))

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers.any_board import command_checks
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
 from tests.train.test_any_board import lines, referee
 from ttt_research.algos import a2c, dqn, reinforce_faithful
@@ -37,12 +37,7 @@ QUICK = {"a2c": ["algo.games_per_update=128"],
 GAMES = {"a2c": 256, "dqn": 256, "reinforce_faithful": 128}  # two updates
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions built into a folder of the tests' own (not the user's cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def trained(monkeypatch, algo: str, *overrides: str):
@@ -142,19 +137,7 @@ def test_the_command_on_3_4_3_evaluates_exactly_exports_and_resumes(tmp_path, mo
     """``python -m ttt_research algo=ALGO game=mnk343 debug=tiny``, whole and killed after its
     first checkpoint then resumed: the same exact evaluation and metrics, and a policy.onnx of the board."""
     short = ["algo.games_per_update=64", "budget.games=256"] if algo == "reinforce_faithful" else []
-    overrides = [*BOARD, f"algo={algo}", "checkpoint_every=2", *short]
-    whole = train(make_cfg(*overrides), tmp_path / "whole")
-    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
-    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
-    assert resumed == whole
-    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
-    # scored against the exact game: X wins 3,4,3, so the perfect player as X beats any O
-    assert whole["as_o"]["vs_perfect"] == {"win": 0.0, "loss": 1.0, "tie": 0.0}
-    assert 0 < whole["decision_points"] < 79_563 and 0 <= whole["optimal_move_rate_all"] <= 1
-    onnx = pytest.importorskip("onnx")
-    model = onnx.load(tmp_path / "whole" / "policy.onnx")
-    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [12]
-    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
+    command_checks(tmp_path, monkeypatch, f"algo={algo}", *short)
 
 
 def test_a_dqn_population_on_3_4_3_evaluates_each_member_exactly(tmp_path):

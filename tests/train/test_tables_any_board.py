@@ -7,21 +7,18 @@ reachable positions and its refusal where the tables would pass 2 GB; AlphaZero'
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
 
+from tests.helpers.any_board import command_checks
 from tests.helpers.configs import make_cfg
-from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
 from tests.train.test_any_board import referee
 from ttt_research.algos import alphazero, qlearning, qlearning_spec
 from ttt_research.env.board import Game
 from ttt_research.errors import ConfigError
 from ttt_research.models.qtable import QTable
-from ttt_research.train.run import train
 from ttt_research.train.validate import validate
 
 BOARD = ["game=mnk343"]
@@ -29,12 +26,7 @@ G343 = Game(3, 4, 3)
 ROWS_343 = 111_973  # 3,4,3's reachable positions (FACTS.md), the table's rows
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions built into a folder of the tests' own (not the user's cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def spied(monkeypatch, module) -> list:
@@ -42,27 +34,6 @@ def spied(monkeypatch, module) -> list:
     played, real = [], module.play_batch
     monkeypatch.setattr(module, "play_batch", lambda *a, **kw: played.append(real(*a, **kw)) or played[-1])
     return played
-
-
-def command_checks(tmp_path, monkeypatch, *overrides: str) -> dict:
-    """The command on 3,4,3, whole and killed after its first checkpoint then resumed: the same
-    eval.json and metrics; its exact evaluation over the board's decision points and a
-    policy.onnx of the board, [N, 12] with its game. Returns eval.json."""
-    overrides = (*BOARD, *overrides, "checkpoint_every=1")
-    whole = train(make_cfg(*overrides), tmp_path / "whole")
-    train_killed(make_cfg(*overrides), tmp_path / "killed", monkeypatch)
-    resumed = train(make_cfg(*overrides, "resume=true"), tmp_path / "killed")
-    assert resumed == whole
-    assert metric_rows(tmp_path / "killed") == metric_rows(tmp_path / "whole")
-    # X wins 3,4,3: the perfect player as X beats any O
-    assert whole["as_o"]["vs_perfect"] == {"win": 0.0, "loss": 1.0, "tie": 0.0}
-    assert 0 < whole["decision_points"] < 79_563 and 0 <= whole["optimal_move_rate_all"] <= 1
-    assert json.loads((tmp_path / "whole" / "eval.json").read_text()) == whole
-    onnx = pytest.importorskip("onnx")
-    model = onnx.load(tmp_path / "whole" / "policy.onnx")
-    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [12]
-    assert {p.key: p.value for p in model.metadata_props}.get("game") == "3,4,3"
-    return whole
 
 
 # ----------------------------------------------------------------------------- Q-learning
@@ -105,7 +76,7 @@ def test_a_population_of_three_qtables_on_3_4_3(monkeypatch):
 
 
 def test_qlearning_command_on_3_4_3(tmp_path, monkeypatch):
-    command_checks(tmp_path, monkeypatch, "algo=qlearning", "budget.games=4096")
+    command_checks(tmp_path, monkeypatch, "algo=qlearning", "budget.games=4096", checkpoint_every=1)
 
 
 def test_a_table_past_2_gb_is_refused_in_one_line_with_its_size(monkeypatch):
@@ -204,7 +175,7 @@ def test_a_population_of_three_alphazeros_on_3_4_3(monkeypatch):
 
 
 def test_alphazero_command_on_3_4_3(tmp_path, monkeypatch):
-    report = command_checks(tmp_path, monkeypatch, *TINY_AZ, "budget.games=64")
+    report = command_checks(tmp_path, monkeypatch, *TINY_AZ, "budget.games=64", checkpoint_every=1)
     search = report["search"]  # the test-time search, evaluated exactly on the board
     assert search["simulations"] == 2 and 0 < search["decision_points"] < 79_563
     assert search["as_o"]["vs_perfect"]["loss"] == 1.0

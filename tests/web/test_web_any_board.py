@@ -23,11 +23,7 @@ SYMBOLS = {"X": 1, "O": -1, "": 0}
 RESULT = {"human": "You win!", "agent": "The agent wins.", "draw": "Draw."}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 @pytest.fixture(scope="module")
