@@ -47,7 +47,6 @@ update; another board's positions are too many to table: 9M on 4,4,4).
 from __future__ import annotations
 
 import copy
-import functools
 from functools import partial
 
 import torch
@@ -55,7 +54,7 @@ import torch.nn.functional as F
 
 from ttt_research.algos.base import Algorithm, Run, Update, epsilon_greedy, lookup, number
 from ttt_research.algos.replay import Ring
-from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.board import TIC_TAC_TOE, Game, symmetries, turned, turned_cell
 from ttt_research.env.opponents import SelfPlay
 from ttt_research.env.rollout import play_batch
 from ttt_research.env.streams import uniform
@@ -82,26 +81,6 @@ def huber(q: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch.Te
     """Huber loss over the last axis, (N, K) -> (N,) one per member: 0.5 e^2 for |e| <= delta,
     delta (|e| - 0.5 delta) beyond (``torch.nn.functional.huber_loss``)."""
     return F.huber_loss(q, target, reduction="none", delta=delta).mean(-1)
-
-
-def turned(cells: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
-    """(..., cells) boards, (...) symmetry indices, ``sym`` (S, cells) the board's symmetries as
-    cell permutations -> each board turned by its symmetry (``board[..., sym[k]]``)."""
-    return cells.gather(-1, sym[k])
-
-
-def turned_cell(cell: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
-    """(...) cells, (...) symmetry indices -> where each cell lands when its board is ``turned``
-    by k: ``turned(board, k, sym)[..., turned_cell(c, k, sym)] == board[..., c]``."""
-    return sym.argsort(-1)[k, cell.long()]
-
-
-@functools.lru_cache(maxsize=4)
-def symmetries(g: Game, device: torch.device) -> torch.Tensor:
-    """(S, cells) int64 the board's symmetries (``MNK.symmetries``) on ``device``, once per board
-    and device (every minibatch turns with them). Tic-tac-toe's are ``game.symmetries()``, in
-    the same order."""
-    return torch.from_numpy(g.symmetries).to(device)
 
 
 # ----------------------------------------------------------------------------- the replay

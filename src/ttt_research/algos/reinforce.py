@@ -43,6 +43,20 @@ Two ways to run it, one loss (``antirez_loss``):
   second, 3.5x antirez's C program timed in the same run (BENCHMARKS.md), and is
   unbeatable as O in 99 of 100 fresh seeds.
 
+**Symmetries** (``symmetries=true``, off by default): every update also learns each position
+turned by the board's symmetries (``MNK.symmetries``: 8 on a square, 4 on a rectangle), its
+targets turned alike (``board.every_turn``). With the position table the turned rows' weighted
+targets are summed per distinct turned position (``_turned_positions``), so a position gets the
+targets of every game played in any of its symmetric siblings, one forward and backward pass
+over the distinct ones. The loss terms, with S symmetries:
+
+* a move's term becomes S terms, its position and targets turned by each symmetry, each weighted
+  ``1 / S`` (the average over the turns, not their sum): the sum is S times the average, the
+  same step as the learning rate times S (8 on a square), so averaging keeps a game's step and
+  the learning rates tuned without symmetries; what changes is where the step lands: each
+  position of an orbit gets the orbit's mean targets, a rarely reached turn the same as the
+  common one.
+
 Any m,n,k board (``game``, a ``board.Game``): every (..., 9) below is (..., cells), and the
 position table holds the positions the games reach, found by their view codes
 (``reached.ReachedCodes``: another board's decision positions are too many to table).
@@ -69,7 +83,7 @@ from ttt_research.algos.base import (
     table_rows,
 )
 from ttt_research.algos.reached import ReachedCodes, ReachedTable
-from ttt_research.env.board import TIC_TAC_TOE, Game
+from ttt_research.env.board import TIC_TAC_TOE, Game, every_turn, symmetries
 from ttt_research.env.reward import Reward
 from ttt_research.env.rollout import Episodes, learner_plies, play_batch, rates
 from ttt_research.env.streams import inverse_cdf, sample, uniform
@@ -207,7 +221,8 @@ class Reinforce(Algorithm):
                  masked_softmax: bool, baseline: bool,
                  minibatches: int, optimizer, temperature_final: float | None,
                  rollouts: int, position_table: bool, momentum: float,
-                 lr_final: float | None, epsilon: float, game: Game = TIC_TAC_TOE):
+                 lr_final: float | None, epsilon: float, symmetries: bool,
+                 game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         # A population's members may each set these: then an (N,) tensor (``number``).
@@ -221,6 +236,7 @@ class Reinforce(Algorithm):
         self.minibatches = int(minibatches)
         self.rollouts = max(1, int(rollouts))
         self.position_table = bool(position_table)
+        self.symmetries = bool(symmetries)
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
@@ -378,7 +394,12 @@ class Reinforce(Algorithm):
         total = torch.zeros((), device=run.device)
         for idx in order.chunk(self.minibatches):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
-            loss = antirez_loss(self.logits(view[idx]), targets[idx], scaled[idx].abs(), share)
+            v, t, w = view[idx], targets[idx], scaled[idx].abs()
+            if self.symmetries:  # each move learned turned by every symmetry, 1 / S each
+                sym = symmetries(self.game, v.device)  # (S, cells)
+                S = sym.shape[0]
+                v, t, w, share = every_turn(v, sym), every_turn(t, sym), w.repeat_interleave(S), share * S
+            loss = antirez_loss(self.logits(v), t, w, share)
             self._step(run, opt, loss)
             total += loss.detach()
         return total
@@ -402,10 +423,13 @@ class Reinforce(Algorithm):
 
         The table is the positions the games reach, computed ply by ply as they are reached
         (``algos/reached.py``): the rows no game reaches add nothing to the gradient."""
+        forward = self._logits_by_member
+        if self.symmetries:  # the loss makes its own pass over the turned positions: none kept here
+            forward = torch.no_grad()(forward)
         if self.game == TIC_TAC_TOE:
-            reached = ReachedTable(self._logits_by_member, *run.positions())
+            reached = ReachedTable(forward, *run.positions())
         else:  # another board: the positions found by their codes as the games reach them
-            reached = ReachedCodes(self._logits_by_member, self.game)
+            reached = ReachedCodes(forward, self.game)
 
         def act(view: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
             logits, boards, owner, rows = reached.read(view, legal)  # (R, cells): with autograd
@@ -421,11 +445,39 @@ class Reinforce(Algorithm):
         rows, action, scaled = self._moves_by_row(ep, run, reached)
         logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows
         targets = position_targets(reached.place_of(rows), action, scaled, boards == 0)
+        share = games
+        if self.symmetries:  # every row turned by every symmetry, each turn weighing 1 / S
+            logits, targets, owner = self._turned_positions(boards, targets, owner, reached.members)
+            share = games * symmetries(self.game, boards.device).shape[0]
         # Summed per member: a member's loss is the same number whatever shares its process.
-        loss = summed_loss(logits, targets, games, reached.members, owner)
+        loss = summed_loss(logits, targets, share, reached.members, owner)
         loss = loss if reached.members > 1 else loss[0]
         self._step(run, opt, loss.sum())  # a member's gradient is its own loss's
         return loss.detach()
+
+    def _turned_positions(self, boards: torch.Tensor, weighted: torch.Tensor, owner: torch.Tensor,
+                          members: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The (W, cells) reached positions (float views), their (W, cells) weighted targets and
+        (W,) members, each turned by every one of the board's S symmetries and summed per distinct
+        turned position of a member -> (U, cells) logits of those positions (with autograd), their
+        (U, cells) summed targets and (U,) members, member by member.
+
+        Why summed per position: the loss is linear in its targets (``antirez_loss``), so one
+        row per distinct position gives the gradient of the W S turned rows in one pass over at
+        most all the member's decision positions (tic-tac-toe: 2,097 of O's, however many turns
+        of each were reached)."""
+        sym = symmetries(self.game, boards.device)  # (S, cells)
+        S = sym.shape[0]
+        views, weighted = every_turn(boards, sym), every_turn(weighted, sym)  # (W S, cells)
+        key = self.game.view_code(views) + owner.repeat_interleave(S) * self.game.view_codes  # (W S,)
+        uniq, inv = torch.unique(key, return_inverse=True)  # (U,) sorted: member by member
+        summed = weighted.new_zeros(uniq.numel(), weighted.shape[-1]).index_add_(0, inv, weighted)
+        first = torch.empty(uniq.numel(), dtype=torch.long, device=key.device)
+        first.scatter_(0, inv, torch.arange(inv.numel(), device=key.device))  # a row of each (any: same view)
+        who = torch.div(uniq, self.game.view_codes, rounding_mode="floor")  # (U,)
+        logits = self._logits_by_member(views.index_select(0, first),
+                                        torch.bincount(who, minlength=members).tolist())
+        return logits, summed, who
 
     def _logits_by_member(self, views: torch.Tensor, counts: list[int]) -> torch.Tensor:
         """(R, 9) views, member by member (``counts`` rows each) -> (R, 9) logits."""

@@ -62,6 +62,9 @@ class Hyper:
     """one forward/backward per distinct position, one SGD step per batch"""
     optimizer: Any = None
     """null = SGD; or a partial, e.g. {_target_: torch.optim.Adam, _partial_: true}"""
+    symmetries: Any = False
+    """also learn every position turned by the board's symmetries (8 on a square, 4 on a rectangle),
+    each turn weighing 1/S (a game's step is unchanged; a rare turn learns from its common siblings)"""
 
 
 SPEC = AlgoSpec(
@@ -73,7 +76,8 @@ SPEC = AlgoSpec(
     keys={"rollouts": count(), "minibatches": count(), "lr": RATE, "lr_final": RATE_FINAL,
           "momentum": between(0, 1, "a number in [0, 1)", high_open=True),
           "temperature": TEMPERATURE, "temperature_final": RATE_FINAL, "epsilon": PROBABILITY,
-          "baseline": flag(), "masked_softmax": flag(), "position_table": flag(), "optimizer": OPTIMIZER},
+          "baseline": flag(), "masked_softmax": flag(), "position_table": flag(), "optimizer": OPTIMIZER,
+          "symmetries": flag()},
     varies=("lr", "lr_final", "momentum", "temperature", "temperature_final", "epsilon"),
     check=rollouts_divide,
     population=_population,

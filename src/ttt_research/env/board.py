@@ -69,6 +69,40 @@ def of_config(g) -> Game:
     return Game(g.m, g.n, g.k)
 
 
+# --------------------------------------------------------------------------- symmetries
+# A learner that turns what it learns by the board's symmetries (``algo.symmetries`` of dqn and
+# reinforce) turns a position and its per-cell numbers alike with these.
+
+
+@functools.lru_cache(maxsize=4)
+def symmetries(g: Game, device: torch.device) -> torch.Tensor:
+    """(S, cells) int64 the board's symmetries (``MNK.symmetries``) on ``device``, once per board
+    and device (every minibatch turns with them). Tic-tac-toe's are ``game.symmetries()``, in
+    the same order."""
+    return torch.from_numpy(g.symmetries).to(device)
+
+
+def turned(cells: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """(..., cells) boards, (...) symmetry indices, ``sym`` (S, cells) the board's symmetries as
+    cell permutations -> each board turned by its symmetry (``board[..., sym[k]]``)."""
+    return cells.gather(-1, sym[k])
+
+
+def turned_cell(cell: torch.Tensor, k: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """(...) cells, (...) symmetry indices -> where each cell lands when its board is ``turned``
+    by k: ``turned(board, k, sym)[..., turned_cell(c, k, sym)] == board[..., c]``."""
+    return sym.argsort(-1)[k, cell.long()]
+
+
+def every_turn(rows: torch.Tensor, sym: torch.Tensor) -> torch.Tensor:
+    """(R, cells) boards or per-cell numbers -> (R S, cells) each turned by every one of the S
+    symmetries (``turned``): row r's S turns are rows r S .. r S + S - 1, row r S itself (the
+    identity is ``sym[0]``)."""
+    R, S = rows.shape[0], sym.shape[0]
+    k = torch.arange(S, device=rows.device).expand(R, S)
+    return turned(rows[:, None].expand(R, S, rows.shape[-1]), k, sym).reshape(R * S, -1)
+
+
 @functools.lru_cache(maxsize=8)
 def _pow3(cells: int, device: torch.device) -> torch.Tensor:
     """(cells,) int64 place values on ``device``, once per board and device (every ply reads them)."""
