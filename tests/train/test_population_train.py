@@ -49,6 +49,9 @@ CASES = {
         ["population.size=2", "population.vary.algo.epsilon=[0,0.2]"],
         [["seed=0", "algo.epsilon=0"], ["seed=1", "algo.epsilon=0"],
          ["seed=0", "algo.epsilon=0.2"], ["seed=1", "algo.epsilon=0.2"]]),
+    "reinforce-symmetries": (  # the turned positions' pass goes member by member too
+        ["population.size=2", "algo.symmetries=true"],
+        [["seed=0", "algo.symmetries=true"], ["seed=1", "algo.symmetries=true"]]),
     "ppo-seeds-and-ent": (
         ["algo=ppo", "population.size=2", "population.vary.algo.ent_coef=[0.01,0.1]"],
         [["algo=ppo", "seed=0", "algo.ent_coef=0.01"], ["algo=ppo", "seed=1", "algo.ent_coef=0.01"],
