@@ -16,6 +16,7 @@ from ttt_research.env.board import Game
 from ttt_research.env.reward import Reward
 from ttt_research.evaluation import exact, exploit, values, window
 from ttt_research.evaluation.tree import decision_codes
+from ttt_research.models.nets import MLPStack
 
 M, N, K = 3, 4, 3
 CELLS = M * N
@@ -186,6 +187,22 @@ def test_big_board_chunks_give_the_figures_of_one_pass(monkeypatch):
     monkeypatch.setattr(exploit, "ROWS", 5_000)
     chunked = exploit.evaluate_agent(net, exploit.Acting(0.7, 0.1), game=G)
     assert leaves(chunked) == pytest.approx(leaves(whole), abs=1e-12)
+
+
+def test_a_population_in_chunks_bounded_by_bytes_gives_each_members_own_report(monkeypatch):
+    """4,4,4 forwards one member at a time and runs four members' DPs at a time (the byte bounds
+    on a chunk); on 3,4,3 with bounds that force one member a chunk, every member's report is
+    the one of the default chunks and of its own evaluation."""
+    torch.manual_seed(2)
+    stack = MLPStack(3, (16,), "signed9", "uniform", cells=CELLS)
+    whole = exact.evaluate_stack(stack, game=G)
+    monkeypatch.setattr(exact, "FORWARD_CHUNK_BYTES", 1)
+    monkeypatch.setattr(exact, "CHUNK_BYTES", 1)
+    seen = []
+    parts = exact.evaluate_stack(stack, each=lambda first, logits: seen.append((first, logits.shape[0])), game=G)
+    assert seen == [(0, 1), (1, 1), (2, 1)]  # one member a forward
+    assert parts == whole and len({str(r) for r in whole}) == 3  # the members differ
+    assert whole[1] == exact.evaluate_policy(stack.member(1), game=G)
 
 
 def leaves(tree, prefix=""):

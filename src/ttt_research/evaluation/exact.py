@@ -255,10 +255,18 @@ StackPolicyFn = Callable[[torch.Tensor], torch.Tensor]  # (N, M, cells) views ->
 # in cache (64 was faster than 256 or 1,024 at N=1,024); a GPU wants them all at once.
 CHUNK = {"cpu": 64}
 GPU_CHUNK = 4096
+# ... and fewer where a chunk's (rows, chunk, 3) float64 tables would pass this many bytes:
+# 30 members of 4,4,4 (9,722,011 rows) took a population's evaluation past 11.5 GB; 4 at a
+# time hold 0.9 GB (tic-tac-toe, 3,4,3 keep 64). A member's columns are the same in any chunk.
+CHUNK_BYTES = 2**30
 # Members per forward pass of an MLPStack: on the CPU, 16 keeps the (16, 4,520, H)
 # activations near the cache (8-16 beat 64 by 1.5-2x at N=1,024); a GPU wants wide batches.
 FORWARD_CHUNK = {"cpu": 16}
 GPU_FORWARD_CHUNK = 1024
+# ... and fewer where a chunk's (chunk, M, cells) float32 logits would pass this many bytes:
+# 16 members of 4,4,4 (9,062,619 positions) held 9.3 GB of logits, past the host's share;
+# one at a time holds 0.58 GB (4,4,3: 4; 3,4,3 and tic-tac-toe keep 16).
+FORWARD_CHUNK_BYTES = 2**30
 
 
 def greedy_actions_stack(logits: torch.Tensor, game: Game = TIC_TAC_TOE) -> tuple[torch.Tensor, torch.Tensor]:
@@ -376,7 +384,7 @@ def evaluate_actions_stack(actions: torch.Tensor, chunk: int | None = None,
 
 def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game) -> list[dict]:
     c = tree(str(actions.device), game)
-    chunk = chunk or CHUNK.get(actions.device.type, GPU_CHUNK)
+    chunk = chunk or min(CHUNK.get(actions.device.type, GPU_CHUNK), max(1, CHUNK_BYTES // (24 * c.size)))
     # Every decision point of the game, for both seats: the share of optimal moves over them
     # is lean4-mlir's measure, which does not depend on where the policy leads.
     every = c.decision
@@ -384,7 +392,7 @@ def _evaluate_actions_stack(actions: torch.Tensor, chunk: int | None, game: Game
     reports: list[dict] = []
     for start in range(0, actions.shape[0], chunk):
         part = actions[start:start + chunk]
-        act = (part if game != TIC_TAC_TOE else part[:, c.codes]).T.contiguous()  # (R, n)
+        act = (part if game != TIC_TAC_TOE else part[:, c.codes]).T.long().contiguous()  # (R, n)
         n = act.shape[1]
         blocks: list[dict] = [{} for _ in range(n)]
         points = torch.zeros(c.size, n, dtype=torch.bool, device=actions.device)
@@ -449,7 +457,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
     views = game.tables().view[codes].float()  # (M, cells)
     if isinstance(policy, MLPStack | QTableStack):
         views = views.to(next(policy.parameters()).device)
-        chunk = chunk or FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK)
+        chunk = chunk or min(FORWARD_CHUNK.get(views.device.type, GPU_FORWARD_CHUNK),
+                             max(1, FORWARD_CHUNK_BYTES // (4 * views.numel())))
         parts = []
         with torch.no_grad():
             for lo in range(0, policy.n, chunk):
@@ -459,7 +468,8 @@ def evaluate_stack(policy: StackPolicyFn | torch.Tensor, n: int | None = None,
                 check_logits(logits, first=lo, game=game)
                 if each is not None:
                     each(lo, logits)
-                parts.append(greedy_actions_stack(logits, game)[0])
+                # a cell number fits a byte: 30 members' (M,) int64 moves on 4,4,4 held 2.2 GB
+                parts.append(greedy_actions_stack(logits, game)[0].to(torch.uint8))
         actions = torch.cat(parts)
     else:
         if callable(policy):
