@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 61's leaderboard per board: one population of 30 fresh seeds (6100-6129, never tuned
-# on; the pilot used 6000-6003) per (board, algorithm) row, each algorithm's defaults with a
-# budget sized for the board. Resumable: a row whose copy here has population.json is done and
+# on; the pilots used 6000-6029, named in README.md) per (board, algorithm) row, each algorithm's
+# defaults with a budget sized for the board (4,4,3 and 4,4,4: sized to the 30-minute sitting,
+# with the settings the board's memory asks for, README.md says which and why). Resumable: a row whose copy here has population.json is done and
 # skipped; a row stopped midway continues from its last checkpoint (resume=true).
 #
 #   experiments/boards/rows.sh [ROW ...]        # default: every row below, in order
@@ -10,6 +11,7 @@
 # population_evals.csv are copied to experiments/boards/ROW when the row ends.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}  # this checkout's code, installed or not
 declare -A ROWS=(
   [343_ppo]="algo=ppo net=mlp128 game=mnk343 budget.games=400000"
   [343_reinforce]="algo=reinforce game=mnk343 budget.games=1000000"
@@ -17,24 +19,51 @@ declare -A ROWS=(
   [343_a2c]="algo=a2c game=mnk343 budget.games=200000"
   [343_dqn]="algo=dqn game=mnk343 budget.games=100000"
   [343_alphazero]="algo=alphazero game=mnk343 budget.games=2500"
+  # 4,4,4: an exact evaluation of 30 members takes minutes, so only the final one (eval_every);
+  # REINFORCE's batches of 2,048 (not 8,192): 30 members' reached positions of a batch of 8,192
+  # held 11.5 GB and rising before its first update ended (README.md).
+  [444_reinforce]="algo=reinforce game=mnk444 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
+  # Refused before training: 30 tables of 4,4,4 (or of 4,4,3) are far past the 2 GB a table may hold.
+  [444_qlearning]="algo=qlearning game=mnk444 budget.games=1000000"
+  [443_qlearning]="algo=qlearning game=mnk443 budget.games=1000000"
+  [444_ppo]="algo=ppo net=mlp128 game=mnk444 budget.games=204800 eval_every=1000 checkpoint_every=10"
+  # Not piloted yet (README.md, "What is left"): budgets guessed from the rows above; check the
+  # first updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
+  [444_a2c]="algo=a2c game=mnk444 budget.games=204800 eval_every=1000 checkpoint_every=100"
+  [444_dqn]="algo=dqn game=mnk444 budget.games=51200 eval_every=1000 checkpoint_every=50"
+  [443_reinforce]="algo=reinforce game=mnk443 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
+  [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=204800 eval_every=1000 checkpoint_every=10"
+  [443_a2c]="algo=a2c game=mnk443 budget.games=204800 eval_every=1000 checkpoint_every=100"
+  [443_dqn]="algo=dqn game=mnk443 budget.games=51200 eval_every=1000 checkpoint_every=50"
 )
-ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn)
+ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn
+       444_reinforce 444_qlearning 443_qlearning 444_ppo 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn)
 for row in "${@:-${ORDER[@]}}"; do
   [[ -v ROWS[$row] ]] || { echo "error: no row $row (rows: ${ORDER[*]})" >&2; exit 2; }
   dir=runs/boards/$row out=experiments/boards/$row
-  [[ -f $out/population.json ]] && { echo "$row: done"; continue; }
+  [[ -f $out/population.json || -f $out/refused.txt ]] && { echo "$row: done"; continue; }
   resume=()
   [[ -f $dir/checkpoints/last.ckpt ]] && resume=(resume=true)
   start=$(date +%s)
   # At most 30 minutes a sitting (SIGTERM: the run stops after its update, with a checkpoint);
   # the next call of this script resumes it.
   # shellcheck disable=SC2086  # the row's overrides are words
-  if ! timeout --signal=TERM "${ROW_SECONDS:-1800}" nice -n 19 python -m ttt_research ${ROWS[$row]} \
-      population.size=30 seed=6100 threads=1 logger=csv hydra.run.dir="$dir" "${resume[@]}"; then
+  mkdir -p runs/boards
+  rc=0
+  /usr/bin/time -f %M -o "$dir.peak_kb" timeout --signal=TERM "${ROW_SECONDS:-1800}" nice -n 19 \
+    python -m ttt_research ${ROWS[$row]} population.size=30 seed=6100 threads=1 logger=csv \
+    hydra.run.dir="$dir" "${resume[@]}" 2> >(tee "$dir.stderr" >&2) || rc=$?
+  if (( rc == 2 )) && grep -q '^error: ' "$dir.stderr"; then  # refused before training: the row says why
+    mkdir -p "$out"
+    grep '^error: ' "$dir.stderr" | tail -1 > "$out/refused.txt"
+    echo "$row: refused ($(cat "$out/refused.txt"))"
+    continue
+  elif (( rc != 0 )); then
     echo "$row: stopped before its end; run experiments/boards/rows.sh $row to continue it" >&2
     continue
   fi
   mkdir -p "$out"
   cp "$dir"/population.json "$dir"/population.csv "$dir"/population_evals.csv "$out"/
-  echo "$row: $(( $(date +%s) - start )) s wall ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))" >> experiments/boards/walls.txt
+  peak=$(awk '{printf "%.1f", $1 / 1048576}' "$dir.peak_kb")  # GB: the row's process at its peak
+  echo "$row: $(( $(date +%s) - start )) s wall, peak $peak GB ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))" >> experiments/boards/walls.txt
 done
