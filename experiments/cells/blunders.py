@@ -58,7 +58,6 @@ def main() -> None:
     members = torch.arange(n)
     reach = torch.zeros(c.size, n, dtype=torch.float64)
     reach[c.empty] = 1.0
-    lost = torch.zeros(n, dtype=torch.float64)
     for ply in range(c.cells):
         rows = c.plies[ply]
         nxt = c.next[rows]  # (r, 9)
@@ -78,8 +77,10 @@ def main() -> None:
         at = o_rows[wrong[:, k] & (reach[o_rows, k] > 0)]
         p = reach[at, k]
         order = p.argsort(descending=True)[: a.top]
-        named = [(orbit(int(c.codes[at[i]])), board_text(int(c.codes[at[i]])), int(act[at[i], k]), float(p[i]))
-                 for i in order]
+        named = []
+        for i in order:
+            code = int(c.codes[at[i]])
+            named.append((orbit(code), board_text(code), int(act[at[i], k]), float(p[i])))
         shared.update({o for o, *_ in named})
         print(f"member {k}: O loses {float(lost[k]):.4f}; {at.numel()} reached positions give up the value; "
               + "; ".join(f"orbit {o} {b} plays {m} (reached {q:.4f})" for o, b, m, q in named))
