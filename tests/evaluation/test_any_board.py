@@ -5,13 +5,14 @@ The policy scored is "always the lowest empty cell", with logits that say so: ev
 of its report is a sum over the tree that the recursion below computes with Fractions,
 knowing nothing of the tables, the solver or the evaluator."""
 
+import copy
 from fractions import Fraction
 from functools import cache
 
 import pytest
 import torch
 
-from ttt_research.contract import OPTIMAL_ALL
+from ttt_research.contract import NASHCONV, OPTIMAL_ALL, greedy_nashconv
 from ttt_research.env.board import Game
 from ttt_research.env.reward import Reward
 from ttt_research.evaluation import exact, exploit, values, window
@@ -326,9 +327,59 @@ def test_the_logits_kept_at_the_empty_cells_give_the_same_policy_as_trained():
     logits = torch.randn(decision_codes(G).numel(), CELLS)
     parts = window.at_empty_cells(c, logits)
     assert sum(p.numel() for p in parts) == int(c.legal[c.decision].sum())  # the empty cells, no more
-    for acting in (exploit.Acting(1.0), exploit.Acting(0.7, 0.1)):
+    for acting in (exploit.Acting(1.0), exploit.Acting(0.5), exploit.Acting(0.7, 0.1)):
         whole = exploit.trained_blocks(logits[None], acting, game=G)[0]
         assert exploit.trained_blocks(parts, acting, game=G)[0] == whole
         t, e = acting.temperature, acting.epsilon
         assert torch.equal(window.both_seats(c, exploit._Acted(c, parts, t, e), 1),
                            window.both_seats(c, exploit._Acted(c, logits[None], t, e), 1))
+
+
+def test_the_greedy_outcomes_of_two_plies_are_the_whole_tables():
+    """Another board's greedy report keeps two plies of its outcome tables, adding the opponent's
+    children from the first empty cell (``window.greedy_outcomes``): bit for bit the pass over
+    (R, n, 3) tables that adds a term for every cell (``exact._outcomes`` as on tic-tac-toe)."""
+    c = exact.tree("cpu", G)
+    whole = copy.copy(c)
+    whole.offsets = None  # no plies apart: the whole tables' pass
+    torch.manual_seed(5)
+    actions, _ = exact.greedy_actions_stack(torch.randn(3, decision_codes(G).numel(), CELLS), G)
+    act = actions.T.contiguous()  # (R, 3) three agents
+    for seat in (1, -1):
+        plies = exact._live(c, exact._reach(c, act, seat))
+        for opponent in ("random", "perfect"):
+            two = exact._outcomes(c, act, opponent, seat, plies)  # (3, 3)
+            assert torch.equal(two, exact._outcomes(whole, act, opponent, seat, plies))
+            assert torch.allclose(two.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_an_agent_is_scored_alike_on_one_thread_and_two():
+    """``evaluate_agent`` past ``ROWS`` positions reads each forward block as it comes and shares
+    its work among the caller's threads (``forward.agent_pass``, ``tree.Workers``): the report is,
+    bit for bit, the one made from the whole (M, cells) logits table, on one thread and on two."""
+    torch.manual_seed(6)
+    net = torch.nn.Sequential(torch.nn.Linear(CELLS, 16), torch.nn.ReLU(), torch.nn.Linear(16, CELLS))
+    logits = exact.decision_logits(net, G)  # (M, cells)
+    acting = exploit.Acting(0.5)
+    expected = exact.evaluate_actions(exact.checked_greedy(logits, G), G)
+    expected[NASHCONV] = greedy_nashconv(expected)
+    expected["as_trained"] = exploit.trained_blocks(logits[None], acting, game=G)[0]
+    threads = torch.get_num_threads()
+    try:
+        for k in (1, 2):
+            torch.set_num_threads(k)
+            assert exploit.evaluate_agent(net, acting, game=G) == expected
+            assert torch.get_num_threads() == k  # given back as it was
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_an_agent_without_a_move_somewhere_is_refused_naming_the_board():
+    def policy(view):  # NaN on the empty board's cells, the lowest cell's logits elsewhere
+        nan = (view == 0).all(-1, keepdim=True)
+        return torch.where(nan, torch.nan, -torch.arange(CELLS, dtype=torch.float32))
+
+    board = r"\.\.\.\./\.\.\.\./\.\.\.\. \(X to move\)"  # the empty board
+    why = rf"at 1 of 79563 positions .*first at {board}: its logits are NaN"
+    with pytest.raises(exact.IllegalMoveError, match=why):
+        exploit.evaluate_agent(policy, exploit.Acting(1.0), game=G)

@@ -44,6 +44,7 @@ from ttt_research.env import game as rules
 from ttt_research.env.board import TIC_TAC_TOE, Game
 from ttt_research.env.solver import solve
 from ttt_research.errors import IllegalMoveError
+from ttt_research.evaluation import window
 from ttt_research.evaluation.tree import Tree, decision_codes, one_thread, tree
 from ttt_research.models.nets import MLPStack
 from ttt_research.models.qtable import QTableStack
@@ -307,7 +308,9 @@ def _outcomes(c: Tree, act: torch.Tensor, opponent: str | torch.Tensor, seat: in
     exactly the chosen child's row (x * 1 + 0 * y + ... is x), so we gather it; at the
     opponent's rows we add p_c * child_c cell by cell from 0, the order in which the
     single version's small (1 x cells) @ (cells x 3) products add them. ``plies``: the rows
-    to fill per ply (``_live``)."""
+    to fill per ply (``_live``). Another board keeps two plies (``window.greedy_outcomes``)."""
+    if c.offsets is not None:
+        return window.greedy_outcomes(c, act, opponent, seat, plies)
     n = act.shape[1]
     members = torch.arange(n, device=act.device)
     # Finished rows one-hot, filled column by column (an (R, 3) float64 first would be a second

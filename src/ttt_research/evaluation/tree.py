@@ -23,9 +23,10 @@ them) is read a ply at a time too: ``decisions[ply]`` says where the ply's rows 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -46,6 +47,40 @@ def one_thread(device: torch.device | str = "cpu") -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+class Workers:
+    """``k`` Python threads that share an evaluation's independent blocks (another board's
+    forward blocks, a ply's blocks of the as-trained pass, the greedy report beside it), each
+    running torch on one thread. Torch releases the interpreter's lock inside an operation, so
+    two threads keep two cores busy; where a core is taken by another job the other thread goes
+    on alone (two torch threads on one operation wait for each other at its end: 10x slower
+    under load, the "Threads" of crossplay.py). A block's numbers do not depend on which thread
+    runs it, so the figures are the same for any ``k``; ``k = 1`` runs everything in place."""
+
+    def __init__(self, k: int) -> None:
+        self.k = max(1, int(k))
+        self._pool = (concurrent.futures.ThreadPoolExecutor(self.k, initializer=torch.set_num_threads,
+                                                            initargs=(1,)) if self.k > 1 else None)
+
+    def map(self, fn: Callable, items) -> list:
+        """``[fn(item) for item in items]``, shared among the threads."""
+        return [fn(i) for i in items] if self._pool is None else list(self._pool.map(fn, items))
+
+    def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
+        """``fn(*args)`` on a free thread (in place for ``k = 1``); ``.result()`` waits for it."""
+        if self._pool is not None:
+            return self._pool.submit(fn, *args)
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(fn(*args))
+        return done
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 def decision_codes(game: Game = TIC_TAC_TOE) -> torch.Tensor:
