@@ -5,7 +5,6 @@ The policy scored is "always the lowest empty cell", with logits that say so: ev
 of its report is a sum over the tree that the recursion below computes with Fractions,
 knowing nothing of the tables, the solver or the evaluator."""
 
-import copy
 from fractions import Fraction
 from functools import cache
 
@@ -336,21 +335,20 @@ def test_the_logits_kept_at_the_empty_cells_give_the_same_policy_as_trained():
 
 
 def test_the_greedy_outcomes_of_two_plies_are_the_whole_tables():
-    """Another board's greedy report keeps two plies of its outcome tables, adding the opponent's
-    children from the first empty cell (``window.greedy_outcomes``): bit for bit the pass over
-    (R, n, 3) tables that adds a term for every cell (``exact._outcomes`` as on tic-tac-toe)."""
+    """Another board's greedy report has both fixed opponents' outcomes in one pass over two
+    plies' tables, adding the opponent's children from the first empty cell
+    (``window.greedy_outcomes``): bit for bit the pass per opponent over (R, n, 3) tables that
+    adds a term for every cell (``exact._outcomes``, tic-tac-toe's)."""
     c = exact.tree("cpu", G)
-    whole = copy.copy(c)
-    whole.offsets = None  # no plies apart: the whole tables' pass
     torch.manual_seed(5)
     actions, _ = exact.greedy_actions_stack(torch.randn(3, decision_codes(G).numel(), CELLS), G)
     act = actions.T.contiguous()  # (R, 3) three agents
     for seat in (1, -1):
         plies = exact._live(c, exact._reach(c, act, seat))
-        for opponent in ("random", "perfect"):
-            two = exact._outcomes(c, act, opponent, seat, plies)  # (3, 3)
-            assert torch.equal(two, exact._outcomes(whole, act, opponent, seat, plies))
-            assert torch.allclose(two.sum(-1), torch.ones(3, dtype=torch.float64))
+        both = window.greedy_outcomes(c, act, seat, plies)  # (2, 3, 3)
+        for k, opponent in enumerate(("random", "perfect")):
+            assert torch.equal(both[k], exact._outcomes(c, act, opponent, seat, plies))
+        assert torch.allclose(both.sum(-1), torch.ones(2, 3, dtype=torch.float64))
 
 
 def test_an_agent_is_scored_alike_on_one_thread_and_two():

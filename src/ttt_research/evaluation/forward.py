@@ -12,6 +12,8 @@ is a row's own (a masked argmax, a test, a gather), and the forward's blocks are
 
 from __future__ import annotations
 
+import bisect
+
 import torch
 
 from ttt_research.env.board import Game
@@ -45,15 +47,17 @@ def agent_pass(policy: PolicyFn, c: Tree, game: Game,
             x = policy(t.view.index_select(0, part).float()).to("cpu", torch.float32)  # (b, cells)
             masked = torch.where(t.legal.index_select(0, part), x, -torch.inf)
             best = masked.argmax(-1, keepdim=True)  # the greedy move: the first maximum
-            # ``checked_greedy``'s rule: a NaN on an empty cell, or an infinite logit at the greedy move.
-            bad = bool(masked.isnan().any()) or bool(x.gather(-1, best).isinf().any())
-            actions[part] = best.squeeze(-1)
+            # ``checked_greedy``'s rule: a NaN on an empty cell, or an infinite logit at the greedy
+            # move, in one test: an argmax lands on the first NaN, so a NaN there is the greedy logit.
+            bad = not bool(x.gather(-1, best).isfinite().all())
+            actions.index_copy_(0, part, best.squeeze(-1))
             hi = lo + part.numel()
-            for ply, rows in enumerate(c.plies):  # the plies this block overlaps
+            ply = bisect.bisect_right(starts, lo) - 1  # the plies this block overlaps, from the first
+            while ply < len(parts) and starts[ply] < hi:
                 a, b = max(lo, starts[ply]), min(hi, starts[ply + 1])
-                if a < b:
-                    at = slice(a - starts[ply], b - starts[ply])
-                    parts[ply][at] = x[a - lo:b - lo].gather(1, empty_cells(c, ply, rows[at]))
+                at = slice(a - starts[ply], b - starts[ply])
+                parts[ply][at] = x[a - lo:b - lo].gather(1, empty_cells(c, ply, c.plies[ply][at]))
+                ply += 1
         return bad
 
     if any(workers.map(block, range(0, codes.numel(), size))):

@@ -140,42 +140,60 @@ def empty_cells(c: Tree, ply: int, rows: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------- the greedy report's outcomes
 
 
-def greedy_outcomes(c: Tree, act: torch.Tensor, opponent: str, seat: int,
-                    plies: list[torch.Tensor]) -> torch.Tensor:
-    """``exact._outcomes`` on another board: (n, 3) P(X wins), P(O wins), P(tie) from the empty
-    board of n agents (``act``: (R, n) moves) as ``seat`` against ``"random"`` or ``"perfect"``,
-    filling ``plies``' rows (the reached ones) from two plies' (h, n, 3) tables in place of an
-    (R, n, 3) one (233 MB a table on 4,4,4, four tables an evaluation, each on new pages).
+def outcome_tables(c: Tree, n: int, device: torch.device | str) -> list[torch.Tensor]:
+    """The two (h, n, 2, 3) float64 tables ``greedy_outcomes`` fills, h the tallest ply's rows;
+    zeros (a row no agent reaches is never read, but then holds a number, never garbage). Made
+    once for both seats: each made anew was 190 MB of new pages on 4,4,4."""
+    tall = max(c.offsets[p + 1] - c.offsets[p] for p in range(c.cells + 1))
+    return [torch.zeros(tall, n, 2, 3, dtype=torch.float64, device=device) for _ in range(2)]
+
+
+def greedy_outcomes(c: Tree, act: torch.Tensor, seat: int, plies: list[torch.Tensor],
+                    tables: list[torch.Tensor] | None = None) -> torch.Tensor:
+    """``exact._outcomes`` on another board against both fixed opponents at once: (2, n, 3) P(X
+    wins), P(O wins), P(tie) from the empty board of n agents (``act``: (R, n) moves) as ``seat``
+    against ``"random"`` (first) and ``"perfect"``, filling ``plies``' rows (the reached ones)
+    from two plies' tables (``outcome_tables``), a block of ``BLOCK`` rows at a time, in place of
+    four passes over (R, n, 3) tables (233 MB a table on 4,4,4, each on new pages).
 
     Bit for bit ``exact._outcomes``: at the agent's rows the chosen child's row; at the
-    opponent's its children's terms added from the first empty cell in cell order, where that
-    pass adds a zero term for each taken cell (a zero weight times a value: nothing)."""
-    device = act.device
+    opponent's its children's terms, each weighed by the opponent's probability, added from the
+    first empty cell in cell order, where that pass adds a zero term for each taken cell (a zero
+    weight times a value: nothing)."""
     n = act.shape[1]
-    members = torch.arange(n, device=device)
-    tall = max(c.offsets[p + 1] - c.offsets[p] for p in range(c.cells + 1))
-    # Zeros: a row no agent reaches is never read, but then holds a number, never garbage.
-    tables = [torch.zeros(tall, n, 3, dtype=torch.float64, device=device) for _ in range(2)]
+    tables = tables or outcome_tables(c, n, act.device)  # (``outcome_tables``)
     child = None
     for ply in reversed(range(c.cells + 1)):
         first, last = c.offsets[ply], c.offsets[ply + 1]
-        value = tables[ply % 2][:last - first]  # (h, n, 3)
+        value = tables[ply % 2][:last - first]  # (h, n, 2, 3)
         at = c.done[first:last].nonzero().squeeze(-1)
         w = c.winner[first:last].index_select(0, at)
         ends = torch.stack([w == rules.X, w == rules.O, w == 0], -1).double()  # (f, 3)
-        value.index_copy_(0, at, ends[:, None].expand(-1, n, -1))
-        if ply < c.cells and plies[ply].numel():
-            rows, base = plies[ply], c.offsets[ply + 1]
-            if c.ply_mover[ply] == seat:  # the agent's own move: its child's row
-                kids = c.next.index_select(0, rows).gather(1, act.index_select(0, rows)).sub_(base)
-                acc = child[kids, members]  # (r, n, 3)
-            else:
-                cells = empty_cells(c, ply, rows)  # (r, e)
-                kids = c.next.index_select(0, rows).gather(1, cells).sub_(base)  # (r, e)
-                pi = c.opponent(opponent, rows).gather(1, cells)  # (r, e)
-                acc = pi[:, 0, None, None] * child.index_select(0, kids[:, 0])
-                for e in range(1, cells.shape[1]):
-                    acc.add_(pi[:, e, None, None] * child.index_select(0, kids[:, e]))
-            value.index_copy_(0, (rows - first).long(), acc)
+        value.index_copy_(0, at, ends[:, None, None].expand(-1, n, 2, -1))
+        if ply < c.cells:
+            for lo in range(0, plies[ply].numel(), BLOCK):
+                _outcome_block(c, act, seat, plies[ply][lo:lo + BLOCK], ply, value, child)
         child = value
-    return child[c.empty].clone()
+    return child[c.empty].transpose(0, 1).clone()
+
+
+def _outcome_block(c: Tree, act: torch.Tensor, seat: int, rows: torch.Tensor, ply: int,
+                   value: torch.Tensor, child: torch.Tensor) -> None:
+    """``greedy_outcomes``' rows ``rows`` (of ``ply``) in ``value`` from the next ply's ``child``."""
+    first, base = c.offsets[ply], c.offsets[ply + 1]
+    n = act.shape[1]
+    if c.ply_mover[ply] == seat:  # the agent's own move: its child's row
+        kids = c.next.index_select(0, rows).gather(1, act.index_select(0, rows)).sub_(base)  # (r, n)
+        acc = child[kids, torch.arange(n, device=act.device)]  # (r, n, 2, 3)
+    else:
+        cells = empty_cells(c, ply, rows)  # (r, e)
+        e, r = cells.shape[1], rows.numel()
+        kids = c.next.index_select(0, rows).gather(1, cells).sub_(base)  # (r, e)
+        weights = torch.stack([c.opponent(o, rows).gather(1, cells) for o in ("random", "perfect")])
+        # (2, r, e): each opponent's probabilities
+        v = child.index_select(0, kids.T.reshape(-1)).view(e, r, n, 2, 3)
+        v.mul_(weights.permute(2, 1, 0)[:, :, None, :, None])  # each child's terms, in place
+        acc = v[0]
+        for k in range(1, e):  # added in cell order
+            acc.add_(v[k])
+    value.index_copy_(0, (rows - first).long(), acc)

@@ -35,7 +35,9 @@ def planes18(view: torch.Tensor) -> torch.Tensor:
     """(B, 9) mover's view -> (B, 18) float inputs: an own-piece bit and an opponent bit
     per cell, interleaved."""
     v = view.float()
-    return torch.stack([(v > 0).float(), (v < 0).float()], dim=-1).flatten(-2)
+    # The bits interleaved as bytes, then made floats once: the same numbers as stacking two
+    # float planes, whose interleaving copy took 0.65 s of 4,4,4's 9M-position evaluation.
+    return torch.stack([v > 0, v < 0], dim=-1).flatten(-2).float()
 
 
 ENCODINGS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
