@@ -14,8 +14,10 @@ a peak resident size is the process's own (``ru_maxrss``):
   temperature 1), of the default training network's shape, ``net=mlp100`` (one hidden layer
   of 100 on ``planes18``, two inputs a cell; seeded, not trained: its forward pass costs what a
   trained one's does; before 2026-12-06 the bench used mlp128's shape, cells -> 128 -> 128),
-  over every decision point of the board, its forward included; ``eval_peak_gb``: the peak
-  resident size of that process, tables included.
+  over every decision point of the board, its forward included, on as many torch threads as
+  the host has cores (``--threads`` sets another count; since 2026-12-06 the evaluation shares its
+  blocks among that many Python threads, ``tree.Workers``: before, it ran on one); ``eval_peak_gb``:
+  the peak resident size of that process, tables included.
 
 Medians of ``repeats`` processes (the build: ``build_repeats``).
 """
@@ -67,20 +69,23 @@ def _child(phase: str, board: str, cache: str, threads: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def bench_board(board: str, repeats: int, build_repeats: int, threads: int, log=print) -> dict:
-    """The figures of one board (``m,n,k``); see the module."""
+def bench_board(board: str, repeats: int, build_repeats: int, threads: int | None, log=print) -> dict:
+    """The figures of one board (``m,n,k``); see the module. ``threads``: torch's (None: one for
+    the build and the load, a core each for the evaluation)."""
     builds, loads, evals = [], [], []
+    eval_threads = threads or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="ttt-bench-cache-") as root:
         for r in range(build_repeats):
-            builds.append(_child("build", board, os.path.join(root, f"fresh{r}"), threads))
+            builds.append(_child("build", board, os.path.join(root, f"fresh{r}"), threads or 1))
             log(f"{board}: built in {builds[-1]['positions_s'] + builds[-1]['tables_s']:.1f} s")
         cache = os.path.join(root, "fresh0")
         for _ in range(repeats):
-            loads.append(_child("load", board, cache, threads))
+            loads.append(_child("load", board, cache, threads or 1))
         for _ in range(repeats):
-            evals.append(_child("eval", board, cache, threads))
+            evals.append(_child("eval", board, cache, eval_threads))
             e = evals[-1]
-            log(f"{board}: one exact evaluation {e['eval_s']:.2f} s, peak {e['peak_gb']:.2f} GB")
+            log(f"{board}: one exact evaluation {e['eval_s']:.2f} s ({eval_threads} threads), "
+                f"peak {e['peak_gb']:.2f} GB")
     med = statistics.median
     return {
         "build_s": med(b["positions_s"] + b["tables_s"] for b in builds),
@@ -91,17 +96,19 @@ def bench_board(board: str, repeats: int, build_repeats: int, threads: int, log=
         "prepare_s": med(x["prepare_s"] for x in evals),
         "eval_s": med(x["eval_s"] for x in evals),
         "eval_peak_gb": med(x["peak_gb"] for x in evals),
+        "eval_threads": eval_threads,
         "per_run": {"build": builds, "load": loads, "eval": evals},
     }
 
 
 def bench_boards(quick: bool, repeats: int, threads: int | None, log=print) -> dict:
     """``boards``: each board of ``BOARDS`` (4,4,4 unless ``quick``), by name."""
-    return {b: bench_board(b, repeats, 1 if quick else 3, threads or 1, log) for b in BOARDS[quick]}
+    return {b: bench_board(b, repeats, 1 if quick else 3, threads, log) for b in BOARDS[quick]}
 
 
 def boards_lines(res: dict) -> list[str]:
     """The table's lines of ``boards`` (none when it did not run)."""
     return [f"{'board ' + b:<24} built {r['build_s']:.1f} s, loaded {r['load_s']:.2f} s + tables "
-            f"{r['tables_s']:.2f} s; one exact evaluation {r['eval_s']:.2f} s (after {r['prepare_s']:.2f} s "
-            f"once), peak {r['eval_peak_gb']:.2f} GB" for b, r in res.items()]
+            f"{r['tables_s']:.2f} s; one exact evaluation {r['eval_s']:.2f} s on "
+            f"{r.get('eval_threads', 1)} threads (after {r['prepare_s']:.2f} s once), peak "
+            f"{r['eval_peak_gb']:.2f} GB" for b, r in res.items()]
