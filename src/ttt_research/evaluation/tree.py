@@ -53,10 +53,13 @@ class Workers:
     """``k`` Python threads that share an evaluation's independent blocks (another board's
     forward blocks, a ply's blocks of the as-trained pass, the greedy report beside it), each
     running torch on one thread. Torch releases the interpreter's lock inside an operation, so
-    two threads keep two cores busy; where a core is taken by another job the other thread goes
-    on alone (two torch threads on one operation wait for each other at its end: 10x slower
-    under load, the "Threads" of crossplay.py). A block's numbers do not depend on which thread
-    runs it, so the figures are the same for any ``k``; ``k = 1`` runs everything in place."""
+    two threads keep two cores busy (4,4,4's evaluation 1.75x one thread's speed on the 2-core
+    host), with no OpenMP team whose threads wait for each other at each operation's end (10x
+    slower under load: the "Threads" of crossplay.py). On a host whose cores other jobs hold, a
+    second thread gains nothing and can lose (each waits for the lock, then for a core): give
+    such a process one torch thread, as training runs have. A block's numbers do not depend on
+    which thread runs it, so the figures are the same for any ``k``; ``k = 1`` runs everything in
+    place."""
 
     def __init__(self, k: int) -> None:
         self.k = max(1, int(k))
