@@ -64,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     board = game_of(checkpoint, meta)  # the board it names (checkpoint_file.checkpoint_game)
     report = evaluate_policy(net, game=board)  # the exact evaluation, as train.write_outputs stores it
     figures = export(net, out, {**meta, "eval": json.dumps(report)}, game=board)
+    ties = figures["near_ties"]
+    apart = f" ({ties} near ties not compared, onnx.TIE)" if ties else ""
     print(f"wrote {out}: parity on {figures['positions']} positions, "
-          f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical; {unbeatable_line(report)}")
+          f"max |diff| {figures['max_abs_diff']:.2e}, greedy moves identical{apart}; "
+          f"{unbeatable_line(report)}")
     return 0
 
 
