@@ -17,6 +17,7 @@ history: games, training seconds, optimal_move_rate_all, holds_value as X and as
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import signal
@@ -33,24 +34,35 @@ ROWS = HERE / "rows"
 RUNS = ROOT / "outputs" / "board444"
 CELL_S = 30 * 60  # wall seconds a cell, every session together
 SEEDS = (62000, 62001, 62002)  # tuning seeds: never the fresh ones
-BASE = ["algo=teacher", "game=mnk444", "threads=1", "progress=lines"]
+BASE = ["threads=1", "progress=lines"]
+OLD = ["algo=teacher", "game=mnk444"]  # the pilot's settings, before the presets
 # (setting -> overrides). Sized when the host was loaded (load ~8 on 2 cores, this job niced: an
 # update of mlp128 ~0.3 s, an exact evaluation of 4,4,4 ~2.5 min); with the load at 3-5 the same
 # cells took 4-9 minutes (the run's own clock, train_s, counts the evaluations before it).
 SETTINGS = {  # in the order a seed runs them: the most promising first
+    # the presets (value128's setting, conf/experiment/teacher444.yaml and teacher443.yaml): what the
+    # fresh seeds run (--only teacher444 --seeds 62100 ...), one command a seed
+    "teacher444": ["experiment=teacher444"],
+    "teacher443": ["experiment=teacher443"],
+    # hard rows only where its greedy move gives up the draw (hard_from=value: none in either tree is
+    # exactly holding the draw from both seats), walked every 50 updates; past 3/4 of 16,000 updates the
+    # first walk that finds none freezes the net (no more steps: the certificate is kept)
+    "value128": [*OLD, "algo.hard=1024", "algo.hard_from=value", "algo.recheck_every=50",
+                 "algo.freeze_after=0.75", "budget.games=4096000", "eval_every=4000",
+                 "checkpoint_every=1000"],
     # mix128's batch and 1,024 rows an update from where its greedy move errs in its own tree
     # against every reply (``algo.hard``), walked every 100 updates, 12,000 updates
-    "hard128_long": ["algo.hard=1024", "algo.recheck_every=100", "budget.games=3072000",
+    "hard128_long": [*OLD, "algo.hard=1024", "algo.recheck_every=100", "budget.games=3072000",
                      "eval_every=4000", "checkpoint_every=4000"],
-    "hard128": ["algo.hard=1024", "algo.recheck_every=200", "budget.games=921600", "eval_every=1200",
+    "hard128": [*OLD, "algo.hard=1024", "algo.recheck_every=200", "budget.games=921600", "eval_every=1200",
                 "checkpoint_every=1200"],
-    "mix128": ["budget.games=921600", "eval_every=1200", "checkpoint_every=1200"],
-    "uniform128": ["algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
+    "mix128": [*OLD, "budget.games=921600", "eval_every=1200", "checkpoint_every=1200"],
+    "uniform128": [*OLD, "algo.games_per_update=16", "algo.uniform=4096", "budget.games=57600",
                    "eval_every=1200", "checkpoint_every=1200"],
     # more of the positions its own play reaches (those holds_value depends on): 1,024 games an update
-    "play1024": ["algo.games_per_update=1024", "budget.games=3686400", "eval_every=1200",
+    "play1024": [*OLD, "algo.games_per_update=1024", "budget.games=3686400", "eval_every=1200",
                  "checkpoint_every=1200"],
-    "mix256": ["net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
+    "mix256": [*OLD, "net.hidden=[256,256]", "budget.games=614400", "eval_every=800", "checkpoint_every=800"],
 }
 
 
@@ -68,6 +80,23 @@ def curve(run: Path) -> list[dict]:
                     "holds_x": report["as_x"]["holds_value"], "holds_o": report["as_o"]["holds_value"],
                     "worst_x": report["as_x"]["worst_case"], "worst_o": report["as_o"]["worst_case"]})
     return out
+
+
+def walks(run: Path) -> dict:
+    """From the run's metrics.csv: the hard rows its walks found (``train/wrong_in_tree``) every
+    250 updates, [update, rows], and the update whose walk froze the net (None: never)."""
+    found, frozen = [], None
+    path = run / "metrics.csv"
+    if not path.exists():
+        return {"walks": found, "froze_at": frozen}
+    with open(path) as f:
+        for line in csv.DictReader(f):
+            step, wrong = int(line["step"]) + 1, line.get("train/wrong_in_tree")
+            if wrong and step % 250 == 0:
+                found.append([step, int(float(wrong))])
+            if frozen is None and float(line.get("train/frozen") or 0) > 0:
+                frozen = step
+    return {"walks": found, "froze_at": frozen}
 
 
 def run_cell(setting: str, seed: int) -> None:
@@ -104,10 +133,12 @@ def run_cell(setting: str, seed: int) -> None:
         proc.wait()
         row["wall_s"] += time.monotonic() - start
         row["curve"] = curve(run)
+        row.update(walks(run))
         row_file.write_text(json.dumps(row, indent=1) + "\n")
         raise
     row["wall_s"] += time.monotonic() - start
     row["curve"] = curve(run)
+    row.update(walks(run))
     row["done"] = True
     row["ended"] = ended
     row_file.write_text(json.dumps(row, indent=1) + "\n")
@@ -124,10 +155,11 @@ def main() -> None:
     signal.signal(signal.SIGINT, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(SETTINGS), help="settings to run")
+    parser.add_argument("--seeds", nargs="*", type=int, default=list(SEEDS), help="tuning seeds to run")
     args = parser.parse_args()
     ROWS.mkdir(parents=True, exist_ok=True)
     try:
-        for seed in SEEDS:  # each setting on the first seed before the next seed
+        for seed in args.seeds:  # each setting on the first seed before the next seed
             for setting in args.only:
                 run_cell(setting, seed)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import torch
 from tests.helpers.configs import make_cfg
 from tests.helpers.resume import metric_rows, train_killed
 from tests.helpers.updates import first_update
+from ttt_research.algos import teacher
 from ttt_research.algos.teacher import decision_rows, teacher_loss, wrong_rows
 from ttt_research.env.board import Game
 from ttt_research.env.solver import solve
@@ -129,3 +130,78 @@ def test_hard_rows_join_the_batch():
     u = module.last_update
     assert float(u.terms["positions"]) == int(u.moves.sum()) + 100 + 64
     assert float(u.terms["wrong_in_tree"]) > 0
+
+
+class TableNet:
+    """A stand-in net that plays the solver's first optimal move at every row of ``g``, except
+    at the rows of ``spoilt``, where it plays ``cell`` (its view -> its row by the view's code)."""
+
+    def __init__(self, g: Game, spoilt: dict[int, int] | None = None):
+        t = g.tables()
+        self.code = self._codes(t.view)
+        self.order = self.code.argsort()
+        assert torch.unique(self.code).numel() == self.code.numel()  # a view names one row
+        self.logits = solve(g=g).optimal.float()
+        for row, cell in (spoilt or {}).items():
+            self.logits[row] = 0.0
+            self.logits[row, cell] = 1.0
+
+    @staticmethod
+    def _codes(view: torch.Tensor) -> torch.Tensor:
+        return ((view.long() + 1) * 3 ** torch.arange(view.shape[-1])).sum(-1)
+
+    def __call__(self, view: torch.Tensor) -> torch.Tensor:
+        at = torch.searchsorted(self.code[self.order], self._codes(view.round().long()))
+        return self.logits.index_select(0, self.order.index_select(0, at))
+
+
+def test_the_value_walk_finds_exactly_the_moves_that_give_up_the_game_value():
+    """3,4,3 (X wins): the solver's own moves give up nothing from either seat; a net that plays
+    a drawing first move (cell 4) as X gives up the win at the empty board and only there (the
+    walk leaves the children below the value); O's seat is lost: nothing to give up."""
+    g = Game(3, 4, 3)
+    t, solution = g.tables(), solve(g=g)
+    assert int(solution.value[0]) == 1 and not bool(solution.optimal[0, 4])  # cell 4 draws
+    perfect = TableNet(g)
+    assert wrong_rows(perfect, t, solution.optimal).numel() == 0
+    assert wrong_rows(perfect, t, solution.optimal, solution.value).numel() == 0
+    spoilt = TableNet(g, {0: 4})
+    assert wrong_rows(spoilt, t, solution.optimal, solution.value).tolist() == [0]
+    assert 0 in wrong_rows(spoilt, t, solution.optimal).tolist()
+
+
+def test_the_value_walk_is_empty_from_a_seat_exactly_when_the_evaluation_says_it_holds():
+    """After 4 updates on 3,4,3: the rows where X gives up the win are none exactly when the
+    exact evaluation says X holds the value; O's none (a lost seat has nothing to give up: its
+    holds_value, an optimal move at every point it reaches, is the wrong-row walk's); all of
+    them wrong rows."""
+    module = first_update(*BOARD, games=2048)
+    (report,) = exact_reports(module)
+    g = Game(3, 4, 3)
+    t, solution = g.tables(), solve(g=g)
+    gives_up = wrong_rows(module.net, t, solution.optimal, solution.value)
+    assert (int((t.mover[gives_up] == 1).sum()) == 0) == report["as_x"]["holds_value"]
+    assert int((t.mover[gives_up] == -1).sum()) == 0
+    assert set(gives_up.tolist()) <= set(wrong_rows(module.net, t, solution.optimal).tolist())
+
+
+def test_a_walk_past_freeze_after_that_finds_nothing_freezes_the_net(monkeypatch):
+    """A walk that finds no hard row (stubbed) past freeze_after=0: no step from the first
+    update on (the net stays as built), the update says frozen and walks no more."""
+    monkeypatch.setattr(teacher, "wrong_rows", lambda *a: torch.zeros(0, dtype=torch.long))
+    overrides = [*BOARD, "algo.hard=64", "algo.hard_from=value", "algo.freeze_after=0",
+                 "algo.recheck_every=1"]
+    cfg = make_cfg("budget.games=1024", *overrides)
+    L.seed_everything(cfg.seed, verbose=False)
+    built = build(cfg).net.state_dict()
+    module = first_update(*overrides, games=1024)  # 2 updates of 512 games
+    assert float(module.last_update.terms["frozen"]) == 1.0
+    assert all(torch.equal(built[k], v) for k, v in module.net.state_dict().items())
+    monkeypatch.setattr(teacher, "wrong_rows", lambda *a: torch.tensor([1]))
+    assert module.algo.frozen  # and no further walk undoes it
+
+
+@pytest.mark.parametrize("override", ["algo.hard_from=some", "algo.freeze_after=2"])
+def test_bad_hard_settings_are_refused(override):
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        validate(make_cfg(*BOARD, override))

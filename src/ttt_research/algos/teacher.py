@@ -27,7 +27,19 @@ it never saw. Where the rows come from is the question this algorithm exists to 
   found again every ``recheck_every`` updates. A random opponent reaches a line of eight
   chosen replies about once in 10^7 games; this walk finds it at once. Not in the
   checkpoint: a resumed run walks again at its first update (with ``hard`` > 0 it is then
-  not bit for bit the run never stopped).
+  not bit for bit the run never stopped). ``hard_from=value`` keeps only the rows where the
+  greedy move gives up the game's value for that seat (a drawn game's draw, a won game's
+  win): none in a seat's tree is exactly ``holds_value`` for a seat the game does not lose
+  (the opponent, playing every move, can steer to any of them and then play perfectly; with
+  none, no line drops below the value), so the walk is then an exact certificate: from both
+  seats on 4,4,4 (a draw), X's forced win on 4,4,3. A lost seat (O on 4,4,3) has nothing to
+  give up and is not walked (its ``holds_value``, an optimal move everywhere it can reach, is
+  the ``wrong`` walk's).
+
+``freeze_after``: once that share of the budget is played, the first walk that finds no hard
+row freezes the net: no more steps (each could break what it holds), no more walks; the
+rest of the budget plays its games only. A resumed frozen run walks once, finds none again
+(the same net) and stays frozen.
 
 The games' results are the update's sampled rates (``rollout/*``), and the budget counts
 those games.
@@ -70,13 +82,17 @@ class Teacher(Algorithm):
 
     # Every hyperparameter's default is in algos/teacher_spec.py (Hyper): written once, there.
     def __init__(self, net, *, games_per_update: int, uniform: int, hard: int, recheck_every: int,
-                 epsilon: float, lr: float, lr_final: float | None, game: Game = TIC_TAC_TOE):
+                 epsilon: float, lr: float, lr_final: float | None, hard_from: str = "wrong",
+                 freeze_after: float | None = None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.uniform = int(uniform)
         self.hard = int(hard)
+        self.hard_from = str(hard_from)
         self.recheck_every = int(recheck_every)
-        self.wrong: torch.Tensor | None = None  # (W,) rows of the last walk where it erred
+        self.freeze_after = None if freeze_after is None else float(freeze_after)
+        self.wrong: torch.Tensor | None = None  # (W,) hard rows of the last walk
         self.since_walk = 0  # updates since that walk
+        self.frozen = False  # a walk past freeze_after found no hard row: no more steps
         self.epsilon = float(epsilon)
         self.lr = number(lr)
         self.lr_final = number(lr_final)
@@ -89,19 +105,22 @@ class Teacher(Algorithm):
         member_optim.set_lr(opt.optimizer, run.scheduled(self.lr, self.lr_final))
         device = torch.device(run.device)
         t = self.game.tables(device)
-        optimal = solve(device, g=self.game).optimal  # (rows, cells) bool
+        solution = solve(device, g=self.game)
+        optimal = solution.optimal  # (rows, cells) bool
         played, outcome, kept = self._play(run, t, optimal)
         everywhere = decision_rows(self.game, str(device))
         drawn = everywhere.index_select(0, randint(everywhere.numel(), (1, self.uniform), device,
                                                    run.streams)[0])
-        rows = torch.cat([played, drawn, self._hard_rows(run, t, optimal)])  # (B,) table rows
-        loss = teacher_loss(self.net(t.view.index_select(0, rows).float()), optimal.index_select(0, rows))
-        opt.zero_grad()
-        run.backprop(loss)
-        opt.step()
+        rows = torch.cat([played, drawn, self._hard_rows(run, t, solution)])  # (B,) table rows
+        with torch.set_grad_enabled(not self.frozen):  # frozen: the loss is only logged
+            loss = teacher_loss(self.net(t.view.index_select(0, rows).float()), optimal.index_select(0, rows))
+        if not self.frozen:
+            opt.zero_grad()
+            run.backprop(loss)
+            opt.step()
         return Update(self.games_per_update, rates(outcome),
                       {"loss": loss.detach(), "lr": member_optim.learning_rate(opt.optimizer),
-                       "played_optimal": kept, "positions": float(rows.numel()),
+                       "played_optimal": kept, "positions": float(rows.numel()), "frozen": float(self.frozen),
                        **({"wrong_in_tree": float(self.wrong.numel())} if self.wrong is not None else {})},
                       moves=torch.tensor([played.numel()]))
 
@@ -136,14 +155,18 @@ class Teacher(Algorithm):
         kept = torch.cat(kept)
         return torch.cat(mine_rows), outcome[None], kept.float().mean() if kept.numel() else 1.0
 
-    def _hard_rows(self, run: Run, t: rules.Tables, optimal: torch.Tensor) -> torch.Tensor:
-        """``hard`` rows drawn uniformly from the last walk's wrong rows (walking again every
-        ``recheck_every`` updates); none when ``hard`` is 0 or the walk found nothing."""
+    def _hard_rows(self, run: Run, t: rules.Tables, solution) -> torch.Tensor:
+        """``hard`` rows drawn uniformly from the last walk's hard rows (walking again every
+        ``recheck_every`` updates); none when ``hard`` is 0, the walk found nothing or the net
+        is frozen (a walk past ``freeze_after`` that found nothing froze it)."""
         device = torch.device(run.device)
-        if self.hard == 0:
+        if self.hard == 0 or self.frozen:
             return torch.zeros(0, dtype=torch.long, device=device)
         if self.wrong is None or self.since_walk >= self.recheck_every:
-            self.wrong, self.since_walk = wrong_rows(self.net, t, optimal), 0
+            value = solution.value if self.hard_from == "value" else None
+            self.wrong, self.since_walk = wrong_rows(self.net, t, solution.optimal, value), 0
+            self.frozen = (self.freeze_after is not None and float(run.progress) >= self.freeze_after
+                           and self.wrong.numel() == 0)
         self.since_walk += 1
         if self.wrong.numel() == 0:
             return self.wrong
@@ -154,12 +177,22 @@ CHUNK = 1 << 16  # positions per forward pass of the walk: bounds its activation
 
 
 @torch.no_grad()
-def wrong_rows(net, t: rules.Tables, optimal: torch.Tensor) -> torch.Tensor:
+def wrong_rows(net, t: rules.Tables, optimal: torch.Tensor,
+               value: torch.Tensor | None = None) -> torch.Tensor:
     """(W,) the distinct table rows where ``net``'s greedy move is not optimal, over the
     positions it reaches from either seat when it plays greedily and the opponent plays every
-    legal move: ply by ply, its own plies keep one child a position, the opponent's all."""
+    legal move: ply by ply, its own plies keep one child a position, the opponent's all.
+
+    With ``value`` (the solver's (rows,) int8 values from X's side), only the rows where the
+    greedy move gives up the game's value for the seat (v, the empty board's value from its
+    side): the row is worth >= v to the mover and the child < v. The walk then leaves those
+    children (below v, nothing under them can be mended there) and skips a lost seat (v = -1:
+    nothing to give up). None found from a seat the game does not lose: the net holds its value."""
     C, found = t.cells, []
     for seat in (rules.X, rules.O):
+        v = None if value is None else int(value[0]) * seat  # the game's value for this seat
+        if v == -1:
+            continue
         rows = torch.zeros(1, dtype=torch.long, device=optimal.device)  # the empty board
         for ply in range(C):
             rows = rows[~t.done.index_select(0, rows)]
@@ -168,10 +201,18 @@ def wrong_rows(net, t: rules.Tables, optimal: torch.Tensor) -> torch.Tensor:
             if (rules.X if ply % 2 == 0 else rules.O) == seat:
                 move = torch.cat([net(t.view.index_select(0, part).float()).argmax(-1)
                                   for part in rows.split(CHUNK)])
-                found.append(rows[~optimal.index_select(0, rows).gather(1, move[:, None]).squeeze(1)])
-                children = rows * C + move
+                children = t.next.index_select(0, rows * C + move).long()
+                if value is None:
+                    bad = ~optimal.index_select(0, rows).gather(1, move[:, None]).squeeze(1)
+                else:
+                    keeps = value.index_select(0, children).long() * seat >= v  # (P,)
+                    bad = (value.index_select(0, rows).long() * seat >= v) & ~keeps
+                    children = children[keeps]
+                found.append(rows[bad])
             else:
                 at, cell = t.legal.index_select(0, rows).nonzero(as_tuple=True)
-                children = rows.index_select(0, at) * C + cell
-            rows = torch.unique(t.next.index_select(0, children).long())
+                children = t.next.index_select(0, rows.index_select(0, at) * C + cell).long()
+            rows = torch.unique(children)
+    if not found:
+        return torch.zeros(0, dtype=torch.long, device=optimal.device)
     return torch.unique(torch.cat(found))

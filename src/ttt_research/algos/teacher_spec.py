@@ -4,7 +4,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ttt_research.algos.spec import PROBABILITY, RATE, RATE_FINAL, AlgoSpec, Memory, count, integer
+from ttt_research.algos.spec import (
+    PROBABILITY,
+    PROBABILITY_FINAL,
+    RATE,
+    RATE_FINAL,
+    AlgoSpec,
+    Memory,
+    Rule,
+    count,
+    integer,
+)
 
 
 @dataclass
@@ -22,8 +32,17 @@ class Hyper:
     """... and this many drawn from the positions where its greedy move is not optimal, in the tree its greedy
     policy spans against every opponent reply from either seat (0: none; the walk costs about an update's
     worth of passes over that tree)"""
+    hard_from: Any = "wrong"
+    """which of that tree's rows are hard: wrong (every one where its greedy move is not optimal) or value
+    (only those where it gives up the value of the game for its seat: a drawn game's draw, a won game's
+    win; none of those is exactly holds_value for a seat the game does not lose; a lost seat is not
+    walked)"""
     recheck_every: Any = 100
     """updates between two walks of that tree (with hard > 0)"""
+    freeze_after: Any = None
+    """null: never; a share of the budget in [0, 1]: once it is played, the first walk that finds no hard row
+    freezes the net (no more steps or walks; with hard_from=value it then holds the game's value from every
+    seat the game does not lose, exactly) and the rest of the budget only plays its games"""
     epsilon: Any = 0.0
     """a share of its moves in those games played uniformly at random (off its greedy path)"""
     lr: Any = 0.001
@@ -31,6 +50,8 @@ class Hyper:
     lr_final: Any = 0.0001
     """... decayed linearly to this over the budget (null: constant)"""
 
+
+HARD_FROM = ("wrong", "value")  # algo.hard_from's choices (teacher.wrong_rows' ``keep``)
 
 SPEC = AlgoSpec(
     name="teacher",
@@ -40,7 +61,8 @@ SPEC = AlgoSpec(
            "samples)",
     keys={"uniform": integer(0, 10_000_000, "an integer in [0, 10,000,000]"),
           "hard": integer(0, 10_000_000, "an integer in [0, 10,000,000]"),
-          "recheck_every": count(), "epsilon": PROBABILITY,
+          "hard_from": Rule(lambda v: v in HARD_FROM, "wrong or value"),
+          "recheck_every": count(), "freeze_after": PROBABILITY_FINAL, "epsilon": PROBABILITY,
           "lr": RATE, "lr_final": RATE_FINAL},
     # One agent a run: its batch is drawn from the board's tables, not from a stack's games.
     population=lambda cfg: "algo=teacher trains one agent a run (population.size=1)",
