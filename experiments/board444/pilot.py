@@ -11,7 +11,9 @@ there. A cell stopped by ``kill PID`` of this script (SIGTERM or SIGINT) resumes
 checkpoint at the next start (``resume=true``), its time so far kept in its row file. The row file,
 ``rows/SETTING_SEED.json``, holds the run's every exact evaluation (from the checkpoint's
 history: games, training seconds, optimal_move_rate_all, holds_value as X and as O) and
-``done`` once the run ended or ran out of time. Tuning seeds only: 62000-62002.
+``done`` once the run ended or ran out of time. Tuning seeds: 62000-62009 (the default
+62000-62002); the presets' fresh seeds (``--only teacher444 --seeds 62100 ...``, ``--only
+teacher443 --seeds 62200 ...``) only once a setting is frozen and committed.
 """
 
 from __future__ import annotations
