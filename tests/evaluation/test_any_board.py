@@ -199,7 +199,8 @@ def test_a_population_in_chunks_bounded_by_bytes_gives_each_members_own_report(m
     monkeypatch.setattr(exact, "FORWARD_CHUNK_BYTES", 1)
     monkeypatch.setattr(exact, "CHUNK_BYTES", 1)
     seen = []
-    parts = exact.evaluate_stack(stack, each=lambda first, logits: seen.append((first, logits.shape[0])), game=G)
+    parts = exact.evaluate_stack(stack, game=G,
+                                 each=lambda first, logits: seen.append((first, logits.shape[0])))
     assert seen == [(0, 1), (1, 1), (2, 1)]  # one member a forward
     assert parts == whole and len({str(r) for r in whole}) == 3  # the members differ
     assert whole[1] == exact.evaluate_policy(stack.member(1), game=G)
