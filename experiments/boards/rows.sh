@@ -19,25 +19,28 @@ declare -A ROWS=(
   [343_a2c]="algo=a2c game=mnk343 budget.games=200000"
   [343_dqn]="algo=dqn game=mnk343 budget.games=100000"
   [343_alphazero]="algo=alphazero game=mnk343 budget.games=2500"
-  # 4,4,4: an exact evaluation of 30 members takes minutes, so only the final one (eval_every);
+  # 4,4,4 and 4,4,3: the final exact evaluation of 30 members took 22 min of 4,4,4's 30-minute
+  # sitting (nice 19, load 4.5), so it is the only one (eval_every) and budgets fill what is left.
   # REINFORCE's batches of 2,048 (not 8,192): 30 members' reached positions of a batch of 8,192
-  # held 11.5 GB and rising before its first update ended (README.md).
+  # held 11.5 GB and rising before its first update ended (README.md). PPO: 61 s an update of
+  # 30 x 2,048 games, so 8 updates.
   [444_reinforce]="algo=reinforce game=mnk444 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
+  [444_ppo]="algo=ppo net=mlp128 game=mnk444 budget.games=16384 eval_every=1000 checkpoint_every=2"
   # Refused before training: 30 tables of 4,4,4 (or of 4,4,3) are far past the 2 GB a table may hold.
   [444_qlearning]="algo=qlearning game=mnk444 budget.games=1000000"
   [443_qlearning]="algo=qlearning game=mnk443 budget.games=1000000"
-  [444_ppo]="algo=ppo net=mlp128 game=mnk444 budget.games=204800 eval_every=1000 checkpoint_every=10"
-  # Not piloted yet (README.md, "What is left"): budgets guessed from the rows above; check the
-  # first updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
-  [444_a2c]="algo=a2c game=mnk444 budget.games=204800 eval_every=1000 checkpoint_every=100"
-  [444_dqn]="algo=dqn game=mnk444 budget.games=51200 eval_every=1000 checkpoint_every=50"
-  [443_reinforce]="algo=reinforce game=mnk443 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
-  [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=204800 eval_every=1000 checkpoint_every=10"
-  [443_a2c]="algo=a2c game=mnk443 budget.games=204800 eval_every=1000 checkpoint_every=100"
-  [443_dqn]="algo=dqn game=mnk443 budget.games=51200 eval_every=1000 checkpoint_every=50"
+  # Not run yet (README.md, "What is left"): budgets guessed from the rows above (4,4,4's
+  # evaluation leaves ~8 min of training; 4,4,3's ~0.4 of it, ~20 min); check the first
+  # updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
+  [444_a2c]="algo=a2c game=mnk444 budget.games=25600 eval_every=1000 checkpoint_every=10"
+  [444_dqn]="algo=dqn game=mnk444 budget.games=10240 eval_every=1000 checkpoint_every=10"
+  [443_reinforce]="algo=reinforce game=mnk443 budget.games=1572864 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
+  [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=81920 eval_every=1000 checkpoint_every=4"
+  [443_a2c]="algo=a2c game=mnk443 budget.games=102400 eval_every=1000 checkpoint_every=20"
+  [443_dqn]="algo=dqn game=mnk443 budget.games=25600 eval_every=1000 checkpoint_every=10"
 )
 ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn
-       444_reinforce 444_qlearning 443_qlearning 444_ppo 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn)
+       444_reinforce 444_ppo 444_qlearning 443_qlearning 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn)
 for row in "${@:-${ORDER[@]}}"; do
   [[ -v ROWS[$row] ]] || { echo "error: no row $row (rows: ${ORDER[*]})" >&2; exit 2; }
   dir=runs/boards/$row out=experiments/boards/$row

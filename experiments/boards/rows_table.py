@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The leaderboard per board as a markdown table, from each row's population.json here.
 
-    python experiments/boards/rows_table.py   # prints a table per board (experiments/boards/README.md holds them)
+    python experiments/boards/rows_table.py   # a table per board (experiments/boards/README.md)
 
 Per row: the seats it trains, how many of its 30 seeds hold the game's value from each seat
 (eval.json's ``holds_value``: X forces the win on a board X wins, O loses only to a perfect X;
@@ -36,11 +36,12 @@ def spread(values) -> str:
 def main() -> None:
     lines = (HERE / "walls.txt").read_text().splitlines()
     walls = dict(line.split(": ", 1) for line in lines if ": " in line)
-    rows = sorted([*HERE.glob("*/population.json"), *HERE.glob("*/refused.txt")], key=lambda p: p.parent.name)
+    rows = sorted([*HERE.glob("*/population.json"), *HERE.glob("*/refused.txt")],
+                  key=lambda p: p.parent.name)
     for board in sorted({p.parent.name.split("_")[0] for p in rows}):
         print(f"\n**{','.join(board)}**\n")
-        print("| row | trains | seeds | X holds the value | O holds the value | every trained seat | "
-              "optimal moves over every point, IQM | trained seats' loss vs random, IQM | wall, peak memory |")
+        print("| row | trains | seeds | X holds the value | O holds the value | every trained seat | optimal "
+              "moves over every point, IQM | trained seats' loss vs random, IQM | wall, peak memory |")
         print("|---|---|---|---|---|---|---|---|---|")
         for path in rows:
             if path.parent.name.split("_")[0] == board:
