@@ -34,7 +34,7 @@ declare -A ROWS=(
   # updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
   [444_a2c]="algo=a2c game=mnk444 budget.games=25600 eval_every=1000 checkpoint_every=10"
   [444_dqn]="algo=dqn game=mnk444 budget.games=10240 eval_every=1000 checkpoint_every=10"
-  [443_reinforce]="algo=reinforce game=mnk443 budget.games=1572864 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
+  [443_reinforce]="algo=reinforce game=mnk443 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
   [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=81920 eval_every=1000 checkpoint_every=4"
   [443_a2c]="algo=a2c game=mnk443 budget.games=102400 eval_every=1000 checkpoint_every=20"
   [443_dqn]="algo=dqn game=mnk443 budget.games=25600 eval_every=1000 checkpoint_every=10"
