@@ -17,7 +17,7 @@ import torch
 
 from tests.helpers.configs import make_cfg
 from tests.helpers.updates import first_update
-from tests.train.test_any_board import _cache, lines, referee, trained  # noqa: F401 (_cache: the fixture)
+from tests.train.test_any_board import lines, referee, trained
 from ttt_research import tournament as tournament_cli
 from ttt_research.algos import ppo
 from ttt_research.env import opponents
@@ -35,6 +35,8 @@ G343 = Game(3, 4, 3)
 # sha256 of tic-tac-toe's rule player, rules_probs()[decision_codes()] as float64 bytes, taken
 # from main (ad566b5) before the rule player took other boards: its moves may not change.
 RULES_3X3_SHA256 = "50501214d9f86def0dde68bc7fd9a3c4b7e24255f9b0fe838833bcf831178635"
+
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def _stages(opponent) -> list:

@@ -82,8 +82,8 @@ class Teacher(Algorithm):
 
     # Every hyperparameter's default is in algos/teacher_spec.py (Hyper): written once, there.
     def __init__(self, net, *, games_per_update: int, uniform: int, hard: int, recheck_every: int,
-                 epsilon: float, lr: float, lr_final: float | None, hard_from: str = "wrong",
-                 freeze_after: float | None = None, game: Game = TIC_TAC_TOE):
+                 epsilon: float, lr: float, lr_final: float | None, hard_from: str,
+                 freeze_after: float | None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.uniform = int(uniform)
         self.hard = int(hard)
