@@ -21,6 +21,7 @@ import torch
 
 from tests.helpers.configs import make_cfg
 from ttt_research.errors import ConfigError
+from ttt_research.train import launch
 from ttt_research.train.callbacks import ExactEvaluation
 from ttt_research.train.population import PopulationEvaluation
 from ttt_research.train.run import train
@@ -120,16 +121,22 @@ def test_sigterm_stops_a_multirun_non_zero_and_its_command_continues_the_sweep(t
     args = ["budget.games=2000000", "algo.games_per_update=512", "eval_every=5", "checkpoint_every=1000",
             "progress=lines", "threads=1"]
     sweep = tmp_path / "sweep"
+    # A fresh command's environment: an earlier in-process DDP test of this worker may have left
+    # its launch mark and rank variables in os.environ (launch.mark keeps them, by design).
+    env = {k: v for k, v in os.environ.items()
+           if k not in (launch.MARK, "LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "-m", "seed=0,1", *args,
                              f"hydra.sweep.dir={sweep}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     deadline = time.time() + 240
+    seen = []
     for line in proc.stdout:  # job 0's opening line: its training is starting
+        seen.append(line)
         if line.startswith("training ") or time.time() > deadline:
             break
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err[-2000:]
+    assert proc.returncode == 143, (err[-1500:], "".join(seen)[-1500:], out[-500:])
     assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM after ")
     job = sweep / "0"
     # The line says how the sweep continues: its own command, its folder, resume=true.
