@@ -25,12 +25,7 @@ DECISIONS_343 = 79_563  # FACTS.md: 3,4,3's positions where somebody is to move
 MASKED = -1e9
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions built into a folder of the tests' own (not the user's cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("positions")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 def test_the_loss_is_minus_log_of_the_mass_on_the_optimal_set():

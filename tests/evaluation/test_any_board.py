@@ -23,12 +23,7 @@ CELLS = M * N
 G = Game(M, N, K)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    """The board's positions are built into a test folder (seconds), not the user's cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTT_RESEARCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("own_positions_cache")  # not the user's cache
 
 
 # --------------------------------------------------------------------------- the reference

@@ -38,7 +38,8 @@ def train(*args: str, plugins: bool = True, env: dict | None = None) -> subproce
      "error: net=mlp999: net has no option mlp999; choose one of mlp100, mlp128, mlp25, qtable"),
     (["experiment=flagshp"], True,
      "error: experiment=flagshp: experiment has no option flagshp; choose one of antirez_repro, "
-     "flagship, seed_ppo_repro, study_net_size, study_opponents, study_reward_tables, teacher443, teacher444"),
+     "flagship, seed_ppo_repro, study_net_size, study_opponents, study_reward_tables, "
+     "teacher443, teacher444"),
     (["no_such_key=1"], True,
      "error: no_such_key is not a key of the config (python -m ttt_research --cfg job prints every key)"),
     (["budget.game=5"], True, "error: budget.game is not a key of the config; did you mean budget.games=5?"),
