@@ -118,6 +118,7 @@ def run_cell(setting: str, seed: int) -> None:
     env = {**os.environ, "TTT_RESEARCH_CACHE": os.environ.get("TTT_RESEARCH_CACHE", "/tmp/tcache"),
            "PYTHONPATH": str(ROOT / "src")}
     start = time.monotonic()
+    run.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no outputs/ yet
     with open(run.parent / f"{name}.stderr", "a") as err:  # a refusal's one line, beside the run
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:

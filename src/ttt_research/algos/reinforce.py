@@ -57,6 +57,9 @@ over the distinct ones. The loss terms, with S symmetries:
   position of an orbit gets the orbit's mean targets, a rarely reached turn the same as the
   common one.
 
+On one layer of 100 (``conf/tuned/reinforce_mlp100.yaml``, where it is on) it took the fresh
+seeds unbeatable as O from 79 of 100 to 99 of 100 (experiments/cells).
+
 Any m,n,k board (``game``, a ``board.Game``): every (..., 9) below is (..., cells), and the
 position table holds the positions the games reach, found by their view codes
 (``reached.ReachedCodes``: another board's decision positions are too many to table).
