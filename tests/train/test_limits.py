@@ -203,3 +203,52 @@ def test_the_estimate_is_close_to_the_measured_peak(overrides):
     gpu = "2048" if "algo=ppo" in overrides else "16384"  # the algorithm's own update, not debug=tiny's
     est = runspec.memory_estimate(make_cfg(*overrides, f"algo.games_per_update={gpu}"))
     assert 0.8 < est.total / peak < 1.25, (est.total / 2**20, peak / 2**20)
+
+
+# A whole run in one process (training, the exact evaluation of every member, the outputs), then
+# its own peak: on another board the evaluation, not the update, holds the most.
+MEASURE_RUN = """
+import re, sys
+from ttt_research.__main__ import main
+sys.argv = ["ttt_research", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+print(int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)) * 1024)
+"""
+
+
+@pytest.mark.slow  # a population of 16 on 3,4,3: one update, then 16 exact evaluations (~15 s)
+def test_another_boards_estimate_is_close_to_a_whole_runs_peak(tmp_path, own_positions_cache):
+    overrides = ["game=mnk343", "population.size=16", "budget.games=16384", "progress=false"]
+    out = subprocess.run([sys.executable, "-c", MEASURE_RUN, *overrides, f"hydra.run.dir={tmp_path / 'run'}"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    peak = int(out.stdout.strip().splitlines()[-1])
+    est = runspec.memory_estimate(make_cfg(*overrides, "algo.games_per_update=16384"))
+    assert 0.8 < est.total / peak < 1.25, (est.total / 2**20, peak / 2**20)
+
+
+def test_another_board_counts_its_tables_and_an_alphazero_member_its_position_tables(monkeypatch):
+    # The 4,4,4 estimate was tic-tac-toe's (0.49 GB for one agent) where a run peaks at 3.5 GB,
+    # and AlphaZero's 30 members 0.96 GB where their search tables alone are ~35 GB.
+    from ttt_research.population import spec as pop
+
+    board = ["game=mnk", "game.m=4", "game.n=4", "game.k=4"]
+    placements = 10_165_779  # 4x4 boards with as many X as O, or one more
+    ttt, mnk = runspec.memory_estimate(make_cfg()), runspec.memory_estimate(make_cfg(*board))
+    assert ttt.base == pop.BASE_BYTES and ttt.base_holds == "Python and torch"
+    assert mnk.base == pop.BASE_BYTES + pop.BOARD_BYTES * placements
+    assert 3 * 2**30 < mnk.total < 4 * 2**30
+    assert mnk.per_member >= pop.BOARD_MEMBER_BYTES * placements
+    zero = runspec.memory_estimate(make_cfg("algo=alphazero", *board))
+    assert zero.per_member >= placements * 16 * 8  # its net's logits and its search's policies, float32
+    monkeypatch.setattr(config, "available_memory", lambda: 24 * 2**30)
+    with pytest.raises(ConfigError) as e:
+        validate(make_cfg("algo=alphazero", *board, "population.size=30"))
+    said = str(e.value)
+    assert re.fullmatch(r"a population of 30 members needs about 4\d\.\d GB of memory \(30 x 1\.3 GB \+ "
+                        r"3\.3 GB for Python, torch and the board's tables\), more than the 24\.0 GB this "
+                        r"machine has available \(MemAvailable\): at most 15 members fit here .*", said), said
+    validate(make_cfg("algo=alphazero", *board, "population.size=15"))

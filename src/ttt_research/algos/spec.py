@@ -114,6 +114,9 @@ class Memory:
     nets: int = 1  # networks of the policy's size (PPO: its value network too)
     batch: str = "update"  # update, rollout or game
     table: int | None = None
+    # Bytes a member holds per (position, cell) of another board, for an algorithm that tables
+    # every position (AlphaZero's search reads its net's logits and values at all of them).
+    per_position_cell: float = 0
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ other is refused with ``ConfigError``, one line naming the keys.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +93,16 @@ class MNK:
     @property
     def name(self) -> str:
         return f"{self.m},{self.n},{self.k}"
+
+    @property
+    def placements(self) -> int:
+        """How many boards hold as many X as O, or one X more: every reachable position is one,
+        and a line ends a game before the board fills, so fewer are reached (5,478 of 6,046 on
+        tic-tac-toe; of 10,165,779 on 4x4, 9,722,011 with four in a row, 6,036,001 with three).
+        A bound known before the positions are built (a run's memory estimate)."""
+        c = self.cells  # o O pieces, then o or o + 1 X pieces in the cells left
+        return sum(math.comb(c, o) * (math.comb(c - o, o) + math.comb(c - o, o + 1))
+                   for o in range(c // 2 + 1))
 
     @functools.cached_property
     def lines(self) -> tuple[tuple[int, ...], ...]:

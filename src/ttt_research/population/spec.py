@@ -252,13 +252,25 @@ BUFFER_COPIES = 2
 
 
 POSITIONS = {"x": 2423, "o": 2097, "both": 4520}  # decision positions of the learner's seat(s)
+FITTED_CELLS = 9  # the board the models were fitted on (tic-tac-toe's cells)
+
+# Another board (``Shapes.board``: its placements, ``mnk.MNK.placements``, a bound on its
+# reachable positions known before they are built): each process holds its rule tables, the
+# solution and the exact evaluation's tree and working set, about this many bytes a placement
+# (4,4,4, one agent: 3.5 GB at the peak, 10.2M placements; tic-tac-toe's are in BASE_BYTES) ...
+BOARD_BYTES = 300
+# ... and each member about this many more (its moves and reports in a population's final
+# evaluation). Measured peaks against this estimate: 4,4,4, 30 REINFORCE members 7.1 GB (7.2),
+# 30 PPO 6.9 GB (6.8); 4,4,3, 30 REINFORCE 5.4 GB (7.2: its 10.2M placements overstate its 6.0M
+# positions); 3,4,3, 16 REINFORCE 1.84 GB (1.90), one 0.58 GB (0.60).
+BOARD_MEMBER_BYTES = 10
 
 
 # Each weight: itself, its gradient and two optimiser slots (Adam's moments; SGD's momentum).
 PER_PARAM = 16
 
 
-INPUTS = {"planes18": 18, "signed9": 9}  # the encodings' input widths
+INPUTS = {"planes18": 2, "signed9": 1}  # the encodings' input widths, per cell
 
 
 @dataclass(frozen=True)
@@ -270,6 +282,7 @@ class MemoryEstimate:
     base: float  # bytes, per process
     processes: int = 1
     buffers: float = 0  # bytes of ``per_member`` for the buffers (a replay, and its checkpoint)
+    base_holds: str = "Python and torch"  # what ``base`` is, in the memory check's words
 
     @property
     def total(self) -> float:
@@ -290,6 +303,8 @@ class Shapes:
     rollouts: int
     side: str
     buffers: int = 0  # bytes one member preallocates (``algos.spec.AlgoSpec.buffer_bytes``)
+    cells: int = FITTED_CELLS  # the board's cells: the nets' widths and a game's moves
+    board: int = 0  # another board's placements (``mnk.MNK.placements``); 0 on tic-tac-toe
 
 
 def memory_estimate(shapes: Shapes, members: int = 1, processes: int = 1) -> MemoryEstimate:
@@ -304,15 +319,22 @@ def memory_estimate(shapes: Shapes, members: int = 1, processes: int = 1) -> Mem
     elif model.batch == "game":
         games = 1
     positions = POSITIONS.get(shapes.side, POSITIONS["both"])
+    scale = shapes.cells / FITTED_CELLS  # a game's moves and a position's numbers grow with the cells
+    base = BASE_BYTES + BOARD_BYTES * shapes.board
+    if shapes.board:  # the positions a batch reaches: a game's moves are up to its cells, a side's
+        # half of them, and many repeat (3,4,3, batches of 8,192: 84 MB a member, as cells / 4 says)
+        positions = min(shapes.board, games * shapes.cells // 4)
     # The weights themselves: small for the shipped nets, the whole story for a huge one.
-    widths = [INPUTS.get(str(shapes.encoding), 18), *shapes.layers, 9]
+    widths = [INPUTS.get(str(shapes.encoding), 2) * shapes.cells, *shapes.layers, shapes.cells]
     params = sum(a * b + b for a, b in itertools.pairwise(widths))
     if model.table is not None:  # no hidden layer: the table's values
         hidden, params = 0, model.table
-    per_member = (model.per_member + games * (model.per_game + model.per_game_unit * hidden)
+    per_member = (model.per_member + games * scale * (model.per_game + model.per_game_unit * hidden)
                   + positions * model.per_table_unit * hidden + params * PER_PARAM * model.nets
-                  + shapes.buffers * BUFFER_COPIES)  # a replay ring, and its checkpoint
+                  + shapes.buffers * BUFFER_COPIES  # a replay ring, and its checkpoint
+                  + shapes.board * (BOARD_MEMBER_BYTES + model.per_position_cell * shapes.cells))
     # One agent under DDP: every process plays its own batch (and its own replay); a population
     # is shared out.
-    return MemoryEstimate(members if members > 1 else processes, per_member, BASE_BYTES, processes,
-                          shapes.buffers * BUFFER_COPIES)
+    return MemoryEstimate(members if members > 1 else processes, per_member, base, processes,
+                          shapes.buffers * BUFFER_COPIES,
+                          "Python, torch and the board's tables" if shapes.board else "Python and torch")

@@ -14,6 +14,7 @@ import copy
 from omegaconf import DictConfig, OmegaConf
 
 from ttt_research.algos.spec import AlgoSpec, Settings, spec_for
+from ttt_research.env.mnk import MNK, TIC_TAC_TOE, config_problem
 from ttt_research.errors import value_of
 from ttt_research.population import sharing
 from ttt_research.population import spec as pop
@@ -66,7 +67,18 @@ def shapes(cfg: DictConfig) -> pop.Shapes:
         games_per_update=int(cfg.algo.games_per_update),
         rollouts=int(OmegaConf.select(cfg, "algo.rollouts", default=1) or 1),
         side=str(OmegaConf.select(cfg, "seat.side", default="both")),
-        buffers=algo_spec(cfg).buffer_bytes(settings(cfg)))
+        buffers=algo_spec(cfg).buffer_bytes(settings(cfg)),
+        **board_shapes(OmegaConf.select(cfg, "game")))
+
+
+def board_shapes(g) -> dict:
+    """The board's part of the shapes: its cells, and another board's placements (a bound on
+    its positions, known before they are built); tic-tac-toe's are in the baseline. A ``game``
+    group the config check refuses counts as tic-tac-toe here (that check says why)."""
+    if g is None or config_problem(g) is not None:
+        return {}
+    board = MNK(int(g.m), int(g.n), int(g.k))
+    return {"cells": board.cells, "board": 0 if board == TIC_TAC_TOE else board.placements}
 
 
 def memory_estimate(cfg: DictConfig, processes: int = 1) -> pop.MemoryEstimate:

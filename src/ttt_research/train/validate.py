@@ -490,5 +490,5 @@ def check_memory(cfg: DictConfig) -> None:
     else:
         what, advice = "this run", "play fewer games per update (algo.games_per_update)"
     raise ConfigError(f"{what} needs about {_gb(est.total)} of memory ({held} + "
-                      f"{_gb(est.processes * est.base)} for Python and torch), "
+                      f"{_gb(est.processes * est.base)} for {est.base_holds}), "
                       f"more than the {_gb(free)} this machine has available (MemAvailable): {advice}")
