@@ -100,3 +100,31 @@ def test_the_progress_bar_counts_games_with_separators_as_the_lines_do():
     progress.add_task("training", total=4_014_080, completed=98_304, rate="516.8k games/s")
     progress.console.print(progress.make_tasks_table(progress.tasks))
     assert "98,304/4,014,080 games   2% 516.8k games/s ETA" in out.getvalue()
+
+
+def test_the_speed_and_time_left_count_the_updates_not_the_start_or_the_evaluations(monkeypatch):
+    # A resumed 4,4,4 run's first line said 0.5k games/s and 1h50m left: its clock held the
+    # tables' load (the session's first update) and an exact evaluation. Here: 20 s to load,
+    # then 100 updates of 256 games in 10 s, an evaluation of 30 s after update 100 of 400.
+    from types import SimpleNamespace
+
+    import torch
+
+    from ttt_research.train import console
+    from ttt_research.train.callbacks import ExactEvaluation
+
+    evaluation = ExactEvaluation(every=100)
+    evaluation.took = [(1030.0, 30.0)]  # began 30 s after the fit's start, took 30 s
+    watcher = SimpleNamespace(evaluation=evaluation, seat="o", seats=("o",),
+                              _start=(1000.0, 0), _first=(1020.0, 256))
+    module = SimpleNamespace(games_played=25_600, games_per_update=256, budget_processes=1,
+                             update_index=99, active_all=torch.ones(1))
+    trainer = SimpleNamespace(num_training_batches=400)
+    monkeypatch.setattr(console.time, "perf_counter", lambda: 1070.0)  # 50 s since the load, 30 evaluating
+    st = console.status(watcher, trainer, module)
+    assert st.rate == pytest.approx((25_600 - 256) / 20.0)  # the updates' 20 s, not 70 s
+    # 300 updates left at that speed (60.6 s) and three evaluations still due (200, 300, 400) at 30 s
+    assert st.eta == console._duration(300 * 256 / st.rate + 3 * 30.0)
+    # Without a first update to start from (a line at the very first update), the fit's start.
+    watcher._first = (1070.0, 25_600)
+    assert console.status(watcher, trainer, module).rate == pytest.approx(25_600 / 40.0)

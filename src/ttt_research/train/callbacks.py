@@ -113,6 +113,7 @@ class ExactEvaluation(L.Callback):
         self.elapsed: list[float | None] = []  # train/elapsed_s of each history entry
         self._offset = 0.0  # seconds trained by the sessions before a resume (the checkpoint's)
         self._start: float | None = None  # perf_counter() when this session's fit began
+        self.took: list[tuple[float, float]] = []  # this session's evaluations: (began, seconds)
 
     def on_fit_start(self, trainer, module) -> None:
         self._start = time.perf_counter()
@@ -127,7 +128,18 @@ class ExactEvaluation(L.Callback):
         self.history.append((games, report))
         self.elapsed.append(round(self.clock() if seconds is None else seconds, 3))
 
+    def spent_since(self, t0: float) -> float:
+        """Wall seconds this session's evaluations begun after ``t0`` (``perf_counter``) took:
+        the progress's speed counts the updates alone (4,4,4: 10-20 s an evaluation)."""
+        return sum(seconds for began, seconds in self.took if began >= t0)
+
     def evaluate(self, trainer: L.Trainer, module) -> dict:
+        began = time.perf_counter()
+        report = self._evaluate(trainer, module)
+        self.took.append((began, time.perf_counter() - began))
+        return report
+
+    def _evaluate(self, trainer: L.Trainer, module) -> dict:
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it

@@ -87,6 +87,7 @@ class ProgressLines(L.Callback):
         self.stream = stream
         self._seen = 0
         self._start: tuple[float, int] | None = None  # (time, games) when this fit began
+        self._first: tuple[float, int] | None = None  # ... and at the end of its first update
         self._line: str | None = None  # made at the update's end, printed after its row
 
     # Lightning logs an update's row after every callback's on_train_batch_end, and the
@@ -111,6 +112,7 @@ class ProgressLines(L.Callback):
         self._seen = len(self.evaluation.history)
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self._first = self._first or (time.perf_counter(), module.games_played)
         history = self.evaluation.history
         if len(history) == self._seen or not trainer.is_global_zero:
             return
@@ -136,12 +138,19 @@ class Status:
 
 
 def status(watcher, trainer, module, games: int | None = None) -> Status:
-    """``watcher``: a callback with ``evaluation``, ``seat``, ``seats`` and ``_start``;
-    ``games``: played so far (default: the module's count)."""
-    history = watcher.evaluation.history
+    """``watcher``: a callback with ``evaluation``, ``seat``, ``seats``, ``_start`` and
+    ``_first``; ``games``: played so far (default: the module's count).
+
+    The speed is the updates': from the end of this session's first update (where a run, new or
+    resumed, loads its board's tables: 10-20 s on 4,4,4) when games were played since, and
+    without the exact evaluations' seconds; the time left adds the evaluations still due at the
+    last one's pace. (Counting both in the speed, a resumed 4,4,4 run said 0.5k games/s and
+    1h50m left at its first line, where it played 8k games/s and had 8 min to go.)"""
+    evaluation = watcher.evaluation
+    history = evaluation.history
     games = module.games_played if games is None else games
-    t0, g0 = watcher._start
-    elapsed = time.perf_counter() - t0
+    t0, g0 = watcher._first if watcher._first is not None and games > watcher._first[1] else watcher._start
+    elapsed = time.perf_counter() - t0 - evaluation.spent_since(t0)
     rate = (games - g0) / elapsed if elapsed > 0 else 0.0  # games per member and second
     updates = trainer.num_training_batches
     budget = module.games_per_update * module.budget_processes * updates
@@ -155,7 +164,10 @@ def status(watcher, trainer, module, games: int | None = None) -> Status:
                 f"{s.upper()} win {report[REPORT_KEY[s]]['vs_random']['win']:.4f} "
                 f"loss {report[REPORT_KEY[s]]['vs_random']['loss']:.4f}" for s in watcher.seats)
         exact += trained_text(report if isinstance(report, list) else [report], watcher.seat)
-    eta = _duration((budget - games) / rate) if rate > 0 and games < budget else "0s"
+    done = module.update_index + 1  # updates played, this one included
+    due = updates // evaluation.every - done // evaluation.every + (updates % evaluation.every > 0)
+    last = evaluation.took[-1][1] if evaluation.took else 0.0
+    eta = _duration((budget - games) / rate + max(due, 0) * last) if rate > 0 and games < budget else "0s"
     return Status(games, budget, updates, rate * int(module.active_all.sum()), exact, eta)
 
 
@@ -188,6 +200,7 @@ class GamesProgress(L.Callback):
         self.evaluation, self.seat, self.seats = evaluation, seat, JUDGED_SEATS[seat]
         self.console = console
         self._start: tuple[float, int] | None = None
+        self._first: tuple[float, int] | None = None  # (``ProgressLines``)
         self._progress = None
         self._task = None
 
@@ -210,6 +223,7 @@ class GamesProgress(L.Callback):
         self._progress.start()
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self._first = self._first or (time.perf_counter(), module.games_played)
         if self._progress is None:
             return
         st = status(self, trainer, module)

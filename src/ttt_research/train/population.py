@@ -64,7 +64,7 @@ class PopulationEvaluation(ExactEvaluation):
         super().__init__(every)
         self.seat = seat
 
-    def evaluate(self, trainer, module) -> list[dict | None]:
+    def _evaluate(self, trainer, module) -> list[dict | None]:
         was_training = module.training
         module.eval()
         seconds = self.clock()  # the time trained until this evaluation, not counting it
