@@ -244,6 +244,8 @@ def test_another_board_counts_its_tables_and_an_alphazero_member_its_position_ta
     assert mnk.per_member >= pop.BOARD_MEMBER_BYTES * placements
     zero = runspec.memory_estimate(make_cfg("algo=alphazero", *board))
     assert zero.per_member >= placements * 16 * 8  # its net's logits and its search's policies, float32
+    table = runspec.memory_estimate(make_cfg("algo=qlearning", *board))
+    assert table.per_member >= placements * 16 * 8  # a float32 value and count a (position, cell)
     monkeypatch.setattr(config, "available_memory", lambda: 24 * 2**30)
     with pytest.raises(ConfigError) as e:
         validate(make_cfg("algo=alphazero", *board, "population.size=30"))

@@ -89,5 +89,7 @@ SPEC = AlgoSpec(
     check=rollouts_divide,
     any_board=True,  # a table over the board's reachable positions, where it fits (table_fits)
     board=table_fits,
-    memory=Memory(table=2 * 3**9 * 9),  # a (3^9, 9) table of values and one of visits
+    # tic-tac-toe's (3^9, 9) table of values and one of visits; another board's, a value and a
+    # count per (position, cell) (``table_bytes``)
+    memory=Memory(table=2 * 3**9 * 9, per_position_cell=2 * VALUE),
 )

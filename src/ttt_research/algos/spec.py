@@ -115,7 +115,8 @@ class Memory:
     batch: str = "update"  # update, rollout or game
     table: int | None = None
     # Bytes a member holds per (position, cell) of another board, for an algorithm that tables
-    # every position (AlphaZero's search reads its net's logits and values at all of them).
+    # every position (AlphaZero's search reads its net's logits and values at all of them;
+    # Q-learning's table holds a value and a count at each).
     per_position_cell: float = 0
 
 
