@@ -200,3 +200,26 @@ def test_a_walk_past_freeze_after_that_finds_nothing_freezes_the_net(monkeypatch
 def test_bad_hard_settings_are_refused(override):
     with pytest.raises(ConfigError, match=override.split("=")[0]):
         validate(make_cfg(*BOARD, override))
+
+
+def test_a_frozen_net_ends_the_run_evaluated_and_checkpointed_as_at_its_budgets_end(tmp_path, monkeypatch):
+    # Frozen, a run used to play the rest of its budget learning nothing (4,4,4: the last quarter
+    # of 16,000 updates). Now the update that froze it is the run's last: its exact evaluation,
+    # checkpoint and outputs are those of a budget's end, and a resume finds the run finished.
+    monkeypatch.setattr(teacher, "wrong_rows", lambda *a: torch.zeros(0, dtype=torch.long))
+    overrides = [*BOARD, "budget.games=4096", "algo.games_per_update=256", "algo.hard=64",
+                 "algo.hard_from=value", "algo.freeze_after=0.5", "algo.recheck_every=1", "eval_every=100",
+                 "checkpoint_every=100"]
+    report = train(make_cfg(*overrides), tmp_path / "run")
+    updates = [r for r in metric_rows(tmp_path / "run") if r.get("train/frozen")]
+    assert len(updates) == 9  # 8 updates play half of 16; the 9th walks past freeze_after, freezes, ends
+    assert [float(r["train/frozen"]) for r in updates] == [0.0] * 8 + [1.0]
+    evaluated = [r for r in metric_rows(tmp_path / "run") if r.get("eval/nashconv")]
+    assert [float(r["train/games"]) for r in evaluated] == [9 * 256]  # the last update's evaluation
+    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=False)
+    module = build(make_cfg(*overrides))
+    module.load_state_dict(ckpt["state_dict"])
+    assert ckpt["games_played"] == 9 * 256  # the checkpoint of the last update
+    (fresh,) = exact_reports(module)
+    assert fresh["optimal_move_rate_all"] == report["optimal_move_rate_all"]
+    assert train(make_cfg(*overrides, "resume=true"), tmp_path / "run") == report

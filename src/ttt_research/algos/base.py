@@ -162,6 +162,13 @@ class Algorithm(torch.nn.Module):
         """Play and learn from one batch of games: ``games_per_update`` per member."""
         raise NotImplementedError
 
+    @property
+    def finished(self) -> bool:
+        """Whether nothing is left to learn: the run ends after this update, evaluated and
+        checkpointed as at its budget's end (``algo=teacher`` once its net is frozen). For
+        algorithms of one agent in one process."""
+        return False
+
     @torch.no_grad()
     def policy_logits(self, view: torch.Tensor) -> torch.Tensor:
         """(B, 9) mover's views -> (B, 9) masked logits; their argmax is the greedy policy

@@ -37,9 +37,11 @@ it never saw. Where the rows come from is the question this algorithm exists to 
   the ``wrong`` walk's).
 
 ``freeze_after``: once that share of the budget is played, the first walk that finds no hard
-row freezes the net: no more steps (each could break what it holds), no more walks; the
-rest of the budget plays its games only. A resumed frozen run walks once, finds none again
-(the same net) and stays frozen.
+row freezes the net: no more steps (each could break what it holds), no more walks, and the
+run ends after that update (``finished``), evaluated exactly and exported as at its budget's
+end (it played the rest of the budget's games before, learning nothing from them: 4,4,4's
+fresh seeds 62100-62109 still did). A resumed frozen run walks once, finds none again (the
+same net) and ends.
 
 The games' results are the update's sampled rates (``rollout/*``), and the budget counts
 those games.
@@ -99,6 +101,11 @@ class Teacher(Algorithm):
 
     def configure_optimizers(self):
         return member_optim.adam(self.net, self.net.parameters(), lr=self.lr)
+
+    @property
+    def finished(self) -> bool:
+        """Frozen: nothing is left to learn, the run ends here (``freeze_after``)."""
+        return self.frozen
 
     def update(self, run: Run) -> Update:
         opt = run.optimizer()

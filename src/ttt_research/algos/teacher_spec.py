@@ -42,7 +42,7 @@ class Hyper:
     freeze_after: Any = None
     """null: never; a share of the budget in [0, 1]: once it is played, the first walk that finds no hard row
     freezes the net (no more steps or walks; with hard_from=value it then holds the game's value from every
-    seat the game does not lose, exactly) and the rest of the budget only plays its games"""
+    seat the game does not lose, exactly) and the run ends there"""
     epsilon: Any = 0.0
     """a share of its moves in those games played uniformly at random (off its greedy path)"""
     lr: Any = 0.001

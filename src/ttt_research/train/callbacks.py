@@ -154,8 +154,10 @@ class ExactEvaluation(L.Callback):
 
     def due(self, trainer, batch_idx: int) -> bool:
         """Whether update ``batch_idx`` (0-based) ends with an evaluation: every ``every``
-        updates, and the last."""
-        return (batch_idx + 1) % self.every == 0 or batch_idx + 1 >= trainer.num_training_batches
+        updates, and the last (the budget's, or the one its algorithm ended the run with:
+        ``Algorithm.finished``; a stop signal's update is not one)."""
+        return ((batch_idx + 1) % self.every == 0 or batch_idx + 1 >= trainer.num_training_batches
+                or trainer.lightning_module.algo.finished)
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         if not self.due(trainer, batch_idx):
@@ -220,7 +222,7 @@ class PeriodicCheckpoint(L.Callback):
         return os.path.join(self.dirpath, self.filename)
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        last = batch_idx + 1 >= trainer.num_training_batches
+        last = batch_idx + 1 >= trainer.num_training_batches or module.algo.finished
         if (batch_idx + 1) % self.every and not last:
             return
         self.take(trainer, batch_idx + 1)

@@ -231,3 +231,5 @@ class RLModule(Offered, Accounting, CheckpointState, Processes, L.LightningModul
         done = self.algo.update(self)
         self.last_update = done  # what the latest update did, per member (tests read it)
         self.account(done, time.perf_counter() - start)
+        if self.algo.finished:  # nothing left to learn: this update ends the run, as a budget's last
+            self.trainer.should_stop = True  # (its exact evaluation and checkpoint: their ``due``)
