@@ -55,7 +55,7 @@ def game_metadata(game: Game) -> dict[str, str]:
     return {} if game == TIC_TAC_TOE else {GAME_KEY: game.name}
 
 
-def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str], cells: int = 9) -> None:
+def _write_graph(net: torch.nn.Module, path: Path, metadata: dict[str, str], cells: int) -> None:
     """The project's own networks as bytes written here (``onnx_graph``: no ``onnx`` import,
     no tracing); any other module through torch's exporter, its metadata added after."""
     if onnx_graph.supported(net):

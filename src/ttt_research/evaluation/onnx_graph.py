@@ -80,7 +80,7 @@ def node(op: str, inputs: list[str], outputs: list[str], **attrs: int | float) -
     return body
 
 
-def _value_info(name: str, cells: int = 9) -> bytes:
+def _value_info(name: str, cells: int) -> bytes:
     """ValueInfoProto of a float32 (N, cells) tensor: name (1), type (2) -> tensor_type (1) ->
     elem_type (1), shape (2) -> dim (1) -> dim_param (2) "N" | dim_value (1) cells."""
     shape = _bytes(1, _bytes(2, "N")) + _bytes(1, _int(1, cells))
