@@ -118,7 +118,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
 @pytest.mark.parametrize("override, needle", [
     ("algo.simulations=0", "algo.simulations must be an integer in [1, 1024]"),
     ("algo.test_simulations=2000", "algo.test_simulations must be an integer in [1, 1024]"),
-    ("algo.max_considered=12", "algo.max_considered must be an integer in [1, 9]"),
+    ("algo.max_considered=17", "algo.max_considered must be an integer in [1, 16]"),
     ("algo.weight_decay=-1", "algo.weight_decay must be a number in [0,"),
     ("reward=cautious", "reward must be a zero-sum table with algo=alphazero"),
     ("algo.capacity=0", "algo.capacity must be a positive integer"),

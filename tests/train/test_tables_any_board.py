@@ -116,10 +116,11 @@ TINY_AZ = ["algo=alphazero", "algo.simulations=4", "algo.test_simulations=2", "a
            "algo.batch_size=32", "algo.games_per_update=32"]
 
 
-@pytest.mark.parametrize("opponent", ["self", "random"])
-def test_alphazero_trains_on_3_4_3_from_legal_games(monkeypatch, opponent):
+@pytest.mark.parametrize("opponent, extra", [("self", []), ("random", []),
+                                             ("self", ["algo.max_considered=12"])])  # every cell at the root
+def test_alphazero_trains_on_3_4_3_from_legal_games(monkeypatch, opponent, extra):
     played = spied(monkeypatch, alphazero)
-    module = first_update(*BOARD, *TINY_AZ, f"opponent={opponent}", "seat=both", games=32)
+    module = first_update(*BOARD, *TINY_AZ, f"opponent={opponent}", "seat=both", *extra, games=32)
     assert module.game == G343 and module.net.cells == 12 and module.algo.turns.shape == (4, 12)
     assert module.games_played == 32 == sum(ep.batch for ep in played)
     (ep,) = played

@@ -21,6 +21,7 @@ from ttt_research.algos.spec import (
     zero_sum,
 )
 from ttt_research.contract import VALUE_MAX
+from ttt_research.env.mnk import MAX_CELLS
 from ttt_research.errors import need, value_of
 
 NUMBER = between(0, VALUE_MAX, f"a number in [0, {VALUE_MAX:g}]")
@@ -47,7 +48,7 @@ class Hyper:
     test_simulations: Any = 4
     """the deterministic search evaluated exactly at the end (eval.json's search)"""
     max_considered: Any = 9
-    """moves the root's Gumbel top-k considers (9: all)"""
+    """moves the root's Gumbel top-k considers (9: all on tic-tac-toe; a bigger board's 16 for all)"""
     lr: Any = 0.003
     """Adam ..."""
     lr_final: Any = 0.0003
@@ -80,7 +81,8 @@ SPEC = AlgoSpec(
     hyper=Hyper,
     acting="the search's choice; as_trained scores the raw network's softmax (temperature 1)",
     keys={"simulations": SIMULATIONS, "test_simulations": SIMULATIONS,
-          "max_considered": integer(1, 9, "an integer in [1, 9] (moves at the root)"),
+          "max_considered": integer(1, MAX_CELLS, f"an integer in [1, {MAX_CELLS}] (moves at the root; "
+                                                  "all the legal ones where there are fewer)"),
           "lr": RATE, "lr_final": RATE_FINAL, "temperature": TEMPERATURE, "temperature_final": RATE_FINAL,
           "value_coef": NUMBER, "value_mix": between(0, 1, "a share in [0, 1] (of the value target)"),
           "weight_decay": NUMBER, "capacity": games(), "batch_size": games(), "gradient_steps": games(),
