@@ -186,6 +186,12 @@ def learner_loss(report: dict, seat: str) -> float:
 # population's members take ``seed + k``, so the last member's seed must fit too.
 SEED_MAX = 2**32 - 1
 
+# The largest board, in cells (m * n <= 16): 3^16 = 43M codes would fit int64, but not a table
+# per code and cell; the reachable positions of 4x4 (9.7M at most) are what env/positions.py
+# indexes. env/mnk.py refuses a larger board; a setting bounded by a board's cells
+# (AlphaZero's max_considered) is bounded by this.
+MAX_CELLS = 16
+
 # Games: counters are int64 and a resumed run's random streams are seeded from
 # ``games_played << 20`` (64 bits: train/module.py), so 2**44 games is the hard limit; 10**13 keeps
 # clear of it (about 230 days at 500k games/s) and of float64's exact integers (2**53).

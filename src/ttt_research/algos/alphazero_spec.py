@@ -20,8 +20,7 @@ from ttt_research.algos.spec import (
     integer,
     zero_sum,
 )
-from ttt_research.contract import VALUE_MAX
-from ttt_research.env.mnk import MAX_CELLS
+from ttt_research.contract import MAX_CELLS, VALUE_MAX
 from ttt_research.errors import need, value_of
 
 NUMBER = between(0, VALUE_MAX, f"a number in [0, {VALUE_MAX:g}]")

@@ -25,11 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ttt_research.contract import MAX_CELLS
 from ttt_research.errors import ConfigError, UserError, is_int
 
-# 3^16 = 43M codes would fit int64, but not a table per code and cell; the reachable
-# positions of 4x4 (9.7M at most) are what positions.py indexes.
-MAX_CELLS = 16
 EMPTY, X_DIGIT, O_DIGIT = 0, 1, 2
 
 
