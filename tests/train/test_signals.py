@@ -267,3 +267,28 @@ def test_a_stop_while_a_big_sweep_composes_its_jobs_is_at_once(tmp_path, resume)
         assert sorted(p.name for p in sweep.iterdir()) == ["multirun.yaml"] and record.read_bytes() == old
     else:
         assert not (tmp_path / "multirun").exists()
+
+
+def test_a_stop_signal_is_acknowledged_when_its_update_runs_on(capfd, monkeypatch):
+    # A 4,4,4 run's first update reads its tables (10-60 s): a Ctrl-C there said nothing until
+    # the update ended. Now one line once Stop.ACK_S has passed; a short update's stop prints none.
+    from ttt_research.train import signals
+
+    monkeypatch.setattr(signals.Stop, "ACK_S", 0.05)
+    long = signals.Stop()
+    long.handler(signal.SIGINT, None)
+    time.sleep(0.5)
+    assert capfd.readouterr().err == ("SIGINT noted: the run stops with a checkpoint once this update ends "
+                                      "(another SIGINT stops it now)\n")
+    short = signals.Stop()
+    short.handler(signal.SIGTERM, None)
+    short.acted()  # StopOnSignal, at the update's end
+    time.sleep(0.5)
+    assert capfd.readouterr().err == ""
+    outputs = signals.Stop()
+    outputs.trained = True  # the fit ended: the final evaluation and the outputs are left
+    outputs.handler(signal.SIGTERM, None)
+    time.sleep(0.5)
+    assert capfd.readouterr().err == ("SIGTERM noted: the run has trained: it stops once its outputs are "
+                                      "written (another SIGTERM stops it now)\n")
+    outputs.restore()

@@ -287,7 +287,7 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     if resume_from is not None and trainer.is_global_zero:
         resume_metrics(run_dir, resume_from, loggers)  # metrics.csv back to the checkpoint's rows
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
-    stop.games = module.games_played
+    stop.games, stop.trained = module.games_played, True
     stop.signum = agreed(trainer, stop.signum)  # trainer=ddp: every process decides the same
     if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
         part_ways()  # trainer=ddp: every process stopped after this update; they leave together

@@ -72,12 +72,21 @@ class Stopped(Exception):
 
 
 class Stop:
-    """The signal noted during a run (``signum``, 0 if none) and the handlers ours replaced."""
+    """The signal noted during a run (``signum``, 0 if none) and the handlers ours replaced.
+
+    An update on a bigger board can take a while (4,4,4's first one builds or reads its tables,
+    10-60 s; an exact evaluation at its end, 5-20 s): when the update has not ended ``ACK_S``
+    after the signal, one line on stderr says that it was heard and what happens next. A tic-tac-
+    toe update ends long before: its stop prints only its own line."""
+
+    ACK_S = 2.0
 
     def __init__(self):
         self.signum = 0
         self.games = 0  # games played when training ended (train.py)
         self.previous: dict[int, object] = {}
+        self.trained = False  # the fit has ended: what is left is the final evaluation and the outputs
+        self._ack: threading.Timer | None = None
 
     def handler(self, signum: int, frame) -> None:
         if self.signum == signum:  # the second one: stop now, as if we had no handler
@@ -86,6 +95,24 @@ class Stop:
             return
         if not self.signum:
             self.signum = signum
+            self._ack = threading.Timer(self.ACK_S, self._acknowledge, (signum,))
+            self._ack.daemon = True
+            self._ack.start()
+
+    def _acknowledge(self, signum: int) -> None:
+        """The line a stop signal gets while its update (or the outputs) still run: written to
+        the descriptor, not through ``sys.stderr``, which the main thread may be writing."""
+        name = signal.Signals(signum).name
+        if self.trained:
+            then = "the run has trained: it stops once its outputs are written"
+        else:
+            then = "the run stops with a checkpoint once this update ends"
+        os.write(2, f"{name} noted: {then} (another {name} stops it now)\n".encode())
+
+    def acted(self) -> None:
+        """The update ended and the stop is under way: no acknowledgement is due any more."""
+        if self._ack is not None:
+            self._ack.cancel()
 
     def install(self) -> None:
         for signum in stop_signals():
@@ -98,6 +125,7 @@ class Stop:
             signal.signal(signum, self.handler)
 
     def restore(self) -> None:
+        self.acted()
         for signum, previous in self.previous.items():
             signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
         self.previous = {}
@@ -142,6 +170,7 @@ class StopOnSignal(L.Callback):
         signum = agreed(trainer, self.stop.signum)  # several processes: all stop, or none
         if not signum:
             return
+        self.stop.acted()
         # The update's checkpoint, renamed into place once Lightning has logged the update's
         # row (so no row is lost), then the loop ends after this update; train() raises Stopped.
         self.checkpoint.take(trainer, batch_idx + 1)
