@@ -29,13 +29,15 @@ declare -A ROWS=(
   # Refused before training: 30 tables of 4,4,4 (or of 4,4,3) are far past the 2 GB a table may hold.
   [444_qlearning]="algo=qlearning game=mnk444 budget.games=1000000"
   [443_qlearning]="algo=qlearning game=mnk443 budget.games=1000000"
-  # Not run yet (README.md, "What is left"): budgets guessed from the rows above (4,4,4's
-  # evaluation leaves ~8 min of training; 4,4,3's ~0.4 of it, ~20 min); check the first
-  # updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
+  # 443_ppo: 82k games a seed (the first guess) trained 30 members at 16.7k games/s all
+  # together (12:33, one other job on the host): 655,360 a seed fills ~20 of its 30 minutes.
+  # The others not run yet (README.md, "What is left"): budgets guessed from the rows above
+  # (4,4,4's evaluation leaves ~8 min of training; 4,4,3's ~0.4 of it, ~20 min); check the
+  # first updates' pace in runs/boards/ROW/metrics.csv and resize before trusting them.
   [444_a2c]="algo=a2c game=mnk444 budget.games=25600 eval_every=1000 checkpoint_every=10"
   [444_dqn]="algo=dqn game=mnk444 budget.games=10240 eval_every=1000 checkpoint_every=10"
   [443_reinforce]="algo=reinforce game=mnk443 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
-  [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=81920 eval_every=1000 checkpoint_every=4"
+  [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=655360 eval_every=1000 checkpoint_every=32"
   [443_a2c]="algo=a2c game=mnk443 budget.games=102400 eval_every=1000 checkpoint_every=20"
   [443_dqn]="algo=dqn game=mnk443 budget.games=25600 eval_every=1000 checkpoint_every=10"
 )
