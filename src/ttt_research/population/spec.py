@@ -260,8 +260,8 @@ FITTED_CELLS = 9  # the board the models were fitted on (tic-tac-toe's cells)
 # (4,4,4, one agent: 3.5 GB at the peak, 10.2M placements; tic-tac-toe's are in BASE_BYTES) ...
 BOARD_BYTES = 300
 # ... and each member about this many more (its moves and reports in a population's final
-# evaluation). Measured peaks against this estimate: 4,4,4, 30 REINFORCE members 7.1 GB (7.2),
-# 30 PPO 6.9 GB (6.8); 4,4,3, 30 REINFORCE 5.4 GB (7.2: its 10.2M placements overstate its 6.0M
+# evaluation). Measured peaks against this estimate: 4,4,4, 30 REINFORCE members 7.1 GB (7.1),
+# 30 PPO 6.9 GB (6.7); 4,4,3, 30 REINFORCE 5.4 GB (7.1: its 10.2M placements overstate its 6.0M
 # positions); 3,4,3, 16 REINFORCE 1.84 GB (1.90), one 0.58 GB (0.60).
 BOARD_MEMBER_BYTES = 10
 
