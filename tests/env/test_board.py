@@ -54,6 +54,23 @@ def test_another_boards_tables_play_its_exact_random_outcome():
     assert int(t.kth_legal.view(-1, 12)[row, 5]) == 6  # cell 5 is taken: the 6th legal is cell 6
 
 
+def test_another_boards_rows_read_as_on_paper():
+    """Each row's board is its code's base-3 digits (``MNK.decode``, 8 cells a lookup), and its
+    ``kth_legal`` lists the empty cells in cell order, then the taken ones (a lookup by the row's
+    pattern of empty cells): both against the plain rules, row by row, on 2,3,2 and 3,4,3."""
+    for g in (Game(2, 3, 2), Game(3, 4, 3)):
+        t, codes = g.tables(), g.positions().codes.tolist()
+        kth = t.kth_legal.view(-1, g.cells).tolist()
+        for row in range(0, t.states, 7):
+            code, digits = codes[row], []
+            for _ in range(g.cells):
+                code, d = divmod(code, 3)
+                digits.append({0: 0, 1: 1, 2: -1}[d])
+            assert t.board[row].tolist() == digits
+            empty = [c for c in range(g.cells) if digits[c] == 0 and not bool(t.done[row])]
+            assert kth[row] == empty + [c for c in range(g.cells) if c not in empty]
+
+
 def test_games_step_another_board_with_auto_reset():
     t = Game(3, 4, 3).tables()
     g = rules.Games(512, t=t)

@@ -26,9 +26,6 @@ from ttt_research.env.game import O, Tables, X
 from ttt_research.env.mnk import MNK
 from ttt_research.env.positions import Positions
 
-# Rows per sort when the k-th legal cells are made: the sort's int64 indices of all 4,4,4's
-# rows at once were 1.2 GB, the peak of a load.
-SORT_ROWS = 2**20
 # The fields made on first read (the module's docstring).
 LAZY = ("board", "ends", "forfeits", "wins")
 
@@ -69,11 +66,6 @@ def build(game: MNK, p: Positions) -> Tables:
     done = t(np.array(p.done))
     legal = (board == 0) & ~done[:, None]  # (N, cells)
     n_legal = legal.sum(-1, dtype=torch.int8)
-    # k-th legal cell first: a stable sort puts the legal cells first, each group in cell order.
-    kth = torch.empty(legal.shape, dtype=torch.int8)
-    for lo in range(0, legal.shape[0], SORT_ROWS):
-        part = (~legal[lo:lo + SORT_ROWS]).to(torch.int8)
-        kth[lo:lo + SORT_ROWS] = torch.sort(part, dim=-1, stable=True).indices
     return make(
         view=(board * mover[:, None]).to(torch.int8),
         mover=mover,
@@ -82,10 +74,26 @@ def build(game: MNK, p: Positions) -> Tables:
         done=done,
         legal=legal,
         n_legal=n_legal,
-        kth_legal=kth.reshape(-1).contiguous(),
+        kth_legal=_kth_legal(legal).reshape(-1).contiguous(),
         next=t(np.array(p.next)),  # (N * cells,) int32
         reachable=torch.ones(board.shape[0], dtype=torch.bool),
     )
+
+
+def _kth_legal(legal: torch.Tensor) -> torch.Tensor:
+    """(N, cells) bool legal cells -> (N, cells) int8 the legal cells first, then the others,
+    each group in cell order: a row's is looked up by its pattern of empty cells (one of
+    2^cells, each sorted once), where sorting 4,4,4's 9.7M rows took 1.6 s (0.4 s now)."""
+    cells = legal.shape[1]
+    patterns = (torch.arange(2**cells)[:, None] >> torch.arange(cells)) & 1  # (2^cells, cells) bit i: cell i
+    # a stable sort puts the legal cells (key 0) first, each group in cell order
+    table = torch.sort((1 - patterns).to(torch.int8), dim=-1, stable=True).indices.to(torch.int8)
+    # (N, bytes): cell i is bit i % 8 of byte i // 8
+    bits = np.packbits(legal.numpy(), axis=-1, bitorder="little")
+    pattern = np.zeros(legal.shape[0], dtype=np.int64)
+    for b in range(bits.shape[1]):
+        pattern |= bits[:, b].astype(np.int64) << (8 * b)
+    return table.index_select(0, torch.from_numpy(pattern))
 
 
 def make(**fields: torch.Tensor) -> Indexed:
