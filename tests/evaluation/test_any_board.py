@@ -367,6 +367,24 @@ def test_the_logits_kept_at_the_empty_cells_give_the_same_policy_as_trained():
                            window.both_seats(c, exploit._Acted(c, logits[None], t, e), 1))
 
 
+def test_a_populations_policy_as_trained_past_rows_is_each_members_own(monkeypatch):
+    """Past ``ROWS`` positions (4x4) a population's as-trained blocks are made a member at a
+    time, each member's softmax at its rows' empty cells where the pass reads them
+    (``_Acted.at_cells`` of (1, M, cells) logits): on 3,4,3 with a small ``ROWS``, bit for bit
+    the whole table's blocks, and each member's from its logits kept at the empty cells."""
+    c = exact.tree("cpu", G)
+    torch.manual_seed(9)
+    logits = torch.randn(3, decision_codes(G).numel(), CELLS)
+    for acting in (exploit.Acting(1.0), exploit.Acting(torch.tensor([0.5, 1.0, 2.0]))):
+        whole = exploit.trained_blocks(logits, acting, game=G)
+        monkeypatch.setattr(exploit, "ROWS", 5_000)
+        assert exploit.trained_blocks(logits, acting, game=G) == whole
+        monkeypatch.undo()
+        for k in range(3):
+            own = exploit.trained_blocks(window.at_empty_cells(c, logits[k]), acting, first=k, game=G)
+            assert own == [whole[k]]
+
+
 def test_the_greedy_outcomes_of_two_plies_are_the_whole_tables():
     """Another board's greedy report has both fixed opponents' outcomes in one pass over two
     plies' tables, adding the opponent's children from the first empty cell
