@@ -327,7 +327,7 @@ def test_another_boards_softmax_is_over_the_empty_cells_alone():
     legal[torch.arange(1, 200), torch.arange(1, 200) % CELLS] = True  # an empty cell in all but row 0
     legal[0] = False
     scaled = torch.where(legal, x, -torch.inf)
-    p = exploit._softmax(scaled, legal, G)
+    p = exploit._softmax(scaled, G)
     whole = torch.softmax(scaled, -1)
     assert p[:, 0].isnan().all() and whole[:, 0].isnan().all()
     assert torch.allclose(p[:, 1:], whole[:, 1:], rtol=1e-14, atol=0)
@@ -336,7 +336,7 @@ def test_another_boards_softmax_is_over_the_empty_cells_alone():
     counts = legal.sum(-1)
     for e in counts.unique().tolist()[1:]:  # one count of empty cells at a time: the rows' own numbers
         rows = (counts == e).nonzero().squeeze(-1)
-        assert torch.equal(exploit._softmax(scaled[:, rows], legal[rows], G), p[:, rows])
+        assert torch.equal(exploit._softmax(scaled[:, rows], G), p[:, rows])
         at = torch.stack([r.nonzero().squeeze(-1) for r in legal[rows]]).expand(3, -1, -1)  # ascending
         # the softmax of the empty cells' logits, a row a column (``_Acted.at_cells``' numbers)
         down = exploit.softmax_down(x[:, rows].gather(-1, at).reshape(-1, e).T.contiguous())
@@ -347,7 +347,7 @@ def test_another_boards_softmax_is_over_the_empty_cells_alone():
         assert torch.equal(exploit.softmax_down(y[:, lo:lo + width].clone()), down[:, lo:lo + width])
     ttt = Game(3, 3, 3)
     z = torch.where(legal[:, :ttt.cells], x[..., :ttt.cells], -torch.inf)
-    assert torch.equal(exploit._softmax(z, legal[:, :ttt.cells], ttt).nan_to_num(7.0),
+    assert torch.equal(exploit._softmax(z, ttt).nan_to_num(7.0),
                        torch.softmax(z, -1).nan_to_num(7.0))
 
 
