@@ -385,6 +385,25 @@ def test_a_populations_policy_as_trained_past_rows_is_each_members_own(monkeypat
             assert own == [whole[k]]
 
 
+def test_the_worst_lines_in_blocks_are_the_whole_plies(monkeypatch):
+    """``worst_lines`` walks each ply in blocks of ``LINE_ROWS`` rows (4,4,4's whole-tree tables
+    were 1.2 GB each): blocks of 97 rows give the lines of one block a ply, for a stochastic and
+    a deterministic policy, from both seats; each line a mistake of the policy's, worst first."""
+    torch.manual_seed(10)
+    logits = torch.randn(decision_codes(G).numel(), CELLS) * 3
+    for temperature in (1.0, 0.0):
+        probs = exploit.logits_to_probs(logits, temperature, game=G)
+        for seat in ("x", "o"):
+            whole = exploit.worst_lines(probs, seat, 5, game=G)
+            monkeypatch.setattr(exploit, "LINE_ROWS", 97)
+            assert exploit.worst_lines(probs, seat, 5, game=G) == whole
+            monkeypatch.undo()
+            # X wins 3,4,3: X's random moves give the win up; O's cannot lose a lost game
+            assert (len(whole) > 0) == (seat == "x")
+            assert all(line["mistakes"] and line["cost"] > 0 for line in whole)
+            assert [line["cost"] for line in whole] == sorted((line["cost"] for line in whole), reverse=True)
+
+
 def test_the_greedy_outcomes_of_two_plies_are_the_whole_tables():
     """Another board's greedy report has both fixed opponents' outcomes in one pass over two
     plies' tables, adding the opponent's children from the first empty cell

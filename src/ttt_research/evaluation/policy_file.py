@@ -50,7 +50,7 @@ from ttt_research.evaluation.checkpoint_file import (  # noqa: F401 (PolicyFileE
     is_table,
     read_checkpoint,
 )
-from ttt_research.evaluation.exact import board_text, check_policy, decision_codes, decision_logits
+from ttt_research.evaluation.exact import board_text, check_policy, decision_codes
 from ttt_research.evaluation.exploit import Acting, logits_to_probs
 from ttt_research.evaluation.onnx import game_metadata
 from ttt_research.evaluation.onnx_ops import NotProtobuf, contents, refused_operator
@@ -208,11 +208,13 @@ def _inlined(path: Path, data: bytes) -> bytes:
     return model.SerializeToString()
 
 
-def load_onnx(path: str | Path, played: bool = False, game: Game | None = None):
+def load_onnx(path: str | Path, played: bool = False, game: Game | None = None,
+              checked: list | None = None):
     """(logits_fn, metadata) for an ONNX policy file; ``PolicyFileError`` if it is not one.
     ``played``: it will play a board at a time (``_batch_free`` checks every position alone).
-    ``game``: the board it must be a model of (``game_of``; None: whichever it names)."""
-    _, logits, meta = onnx_model(path, played, game)
+    ``game``: the board it must be a model of (``game_of``; None: whichever it names).
+    ``checked``: a list that receives the (M, cells) logits its check ran (``load_policy``)."""
+    _, logits, meta = onnx_model(path, played, game, checked)
     return logits, meta
 
 
@@ -241,8 +243,8 @@ def file_game(path: str | Path) -> Game:
     return game_of(path, dict(session.get_modelmeta().custom_metadata_map))
 
 
-def onnx_model(path: str | Path, played: bool = False,
-               game: Game | None = None) -> tuple[bytes, object, dict]:
+def onnx_model(path: str | Path, played: bool = False, game: Game | None = None,
+               checked: list | None = None) -> tuple[bytes, object, dict]:
     """(the file's bytes, logits_fn, metadata) for an ONNX policy file, checked as
     ``load_onnx`` says: the bytes are those checked and run (the page serves them)."""
     path = Path(path)
@@ -273,10 +275,12 @@ def onnx_model(path: str | Path, played: bool = False,
 
     batched = _checked(path, logits, board)  # NaN, -inf everywhere, a taken cell preferred: refused here
     _batch_free(path, logits, batched, played, board)  # scored in a batch, played alone: same moves
+    if checked is not None:
+        checked.append(batched)
     return data, logits, meta
 
 
-def load_checkpoint(path: str | Path, game: Game | None = None):
+def load_checkpoint(path: str | Path, game: Game | None = None, checked: list | None = None):
     """(net, metadata) from a training checkpoint; ``PolicyFileError`` if it is not one, or
     not of ``game``'s board (None: whichever it is of, ``checkpoint_game``). The metadata
     names the board as an ONNX file's does (``game``, off tic-tac-toe only)."""
@@ -294,7 +298,9 @@ def load_checkpoint(path: str | Path, game: Game | None = None):
         why = " ".join(str(e).split())  # one line: torch's message spans several
         raise PolicyFileError(f"{path}: checkpoint weights do not fit its network ({why[:160]})") from None
     net.eval()
-    _checked(path, net, board)
+    batched = _checked(path, net, board)
+    if checked is not None:
+        checked.append(batched)
     hp = ckpt.get("hyper_parameters", {})
     meta = {
         "algo": str(ckpt.get("algo", hp.get("algo", ""))),
@@ -319,13 +325,16 @@ def run_policy(path: str | Path) -> Path:
     return path / RUN_POLICY
 
 
-def load_policy(path: str | Path, played: bool = False, game: Game | None = None):
+def load_policy(path: str | Path, played: bool = False, game: Game | None = None,
+                checked: list | None = None):
     """(logits_fn, metadata) for a policy file, chosen by its suffix (.onnx or .ckpt); a run
     folder stands for its ``policy.onnx``. ``played``, ``game``: see ``load_onnx`` (a checkpoint's
-    board: ``checkpoint_file.checkpoint_game``). Its board: ``game_of(path, metadata)``."""
+    board: ``checkpoint_file.checkpoint_game``). Its board: ``game_of(path, metadata)``.
+    ``checked``: a list that receives the (M, cells) logits at ``decision_codes`` its check
+    computed, for a caller that needs them (``load_probs``: 4,4,4's forward is seconds)."""
     path = run_policy(path)
     if path.suffix == ".ckpt":
-        net, meta = load_checkpoint(path, game)
+        net, meta = load_checkpoint(path, game, checked)
 
         def logits(view: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():
@@ -333,7 +342,7 @@ def load_policy(path: str | Path, played: bool = False, game: Game | None = None
 
         return logits, meta
     if path.suffix == ".onnx" or not path.suffix:
-        return load_onnx(path, played, game)
+        return load_onnx(path, played, game, checked)
     raise _unknown(path)
 
 
@@ -369,10 +378,11 @@ def load_probs(path: str | Path, temperature: float | None = None, epsilon: floa
     """A policy file's move probabilities: ``(probs (M, cells) float64 at decision_codes(its
     game), metadata, acting)``, the logits transformed as ``acting_for`` says; its board is
     ``game_of(path, metadata)`` (``game``: the one it must be)."""
-    policy, meta = load_policy(path, game=game)
+    checked: list[torch.Tensor] = []  # the logits the load's check computed: not computed again
+    _, meta = load_policy(path, game=game, checked=checked)
     board = game_of(path, meta)
     acting = acting_for(run_policy(path), meta, temperature, epsilon, as_trained)
-    return acted_probs(run_policy(path), decision_logits(policy, board), acting, board), meta, acting
+    return acted_probs(run_policy(path), checked[0], acting, board), meta, acting
 
 
 def acted_probs(path: str | Path, logits: torch.Tensor, acting: Acting,
