@@ -14,7 +14,7 @@ import torch
 from ttt_research.contract import NASHCONV, OPTIMAL_ALL, greedy_nashconv
 from ttt_research.env.board import Game
 from ttt_research.env.reward import Reward
-from ttt_research.evaluation import exact, exploit, values, window
+from ttt_research.evaluation import exact, exploit, softmax, values, window
 from ttt_research.evaluation.tree import decision_codes
 from ttt_research.models.nets import MLPStack
 
@@ -316,7 +316,7 @@ def _worst(b, seat, agent):
 
 def test_another_boards_softmax_is_over_the_empty_cells_alone():
     """Another board's policy as trained is a softmax over each row's empty cells alone
-    (``exploit._softmax``, ``softmax_down``): equal to the whole row's softmax (taken cells at
+    (``softmax.softmax``, ``softmax_down``): equal to the whole row's softmax (taken cells at
     -inf) up to the last bits, exactly 0 at the taken cells, NaN where no cell is empty (as the
     whole row's); each row's numbers its own, whatever rows come with it and wherever it sits
     among them (the as-trained pass makes them a block at a time). Tic-tac-toe's stays the
@@ -327,7 +327,7 @@ def test_another_boards_softmax_is_over_the_empty_cells_alone():
     legal[torch.arange(1, 200), torch.arange(1, 200) % CELLS] = True  # an empty cell in all but row 0
     legal[0] = False
     scaled = torch.where(legal, x, -torch.inf)
-    p = exploit._softmax(scaled, G)
+    p = softmax.softmax(scaled, G)
     whole = torch.softmax(scaled, -1)
     assert p[:, 0].isnan().all() and whole[:, 0].isnan().all()
     assert torch.allclose(p[:, 1:], whole[:, 1:], rtol=1e-14, atol=0)
@@ -336,18 +336,18 @@ def test_another_boards_softmax_is_over_the_empty_cells_alone():
     counts = legal.sum(-1)
     for e in counts.unique().tolist()[1:]:  # one count of empty cells at a time: the rows' own numbers
         rows = (counts == e).nonzero().squeeze(-1)
-        assert torch.equal(exploit._softmax(scaled[:, rows], G), p[:, rows])
+        assert torch.equal(softmax.softmax(scaled[:, rows], G), p[:, rows])
         at = torch.stack([r.nonzero().squeeze(-1) for r in legal[rows]]).expand(3, -1, -1)  # ascending
         # the softmax of the empty cells' logits, a row a column (``_Acted.at_cells``' numbers)
-        down = exploit.softmax_down(x[:, rows].gather(-1, at).reshape(-1, e).T.contiguous())
+        down = softmax.softmax_down(x[:, rows].gather(-1, at).reshape(-1, e).T.contiguous())
         assert torch.equal(p[:, rows].gather(-1, at).reshape(-1, e), down.T)
     y = torch.randn(7, 10_007, dtype=torch.float64) * 5  # a block's columns wherever they sit
-    down = exploit.softmax_down(y.clone())
+    down = softmax.softmax_down(y.clone())
     for lo, width in ((0, 1), (1, 3), (3, 8), (5, 100), (8191, 1816), (2, 10_005)):
-        assert torch.equal(exploit.softmax_down(y[:, lo:lo + width].clone()), down[:, lo:lo + width])
+        assert torch.equal(softmax.softmax_down(y[:, lo:lo + width].clone()), down[:, lo:lo + width])
     ttt = Game(3, 3, 3)
     z = torch.where(legal[:, :ttt.cells], x[..., :ttt.cells], -torch.inf)
-    assert torch.equal(exploit._softmax(z, ttt).nan_to_num(7.0),
+    assert torch.equal(softmax.softmax(z, ttt).nan_to_num(7.0),
                        torch.softmax(z, -1).nan_to_num(7.0))
 
 

@@ -17,6 +17,9 @@ from ttt_research.train import early_stop
 def handlers():
     """SIGINT and SIGTERM as the test found them, and a recorder of what reaches SIGTERM's."""
     before = {s: signal.getsignal(s) for s in early_stop.SIGNALS}
+    early_stop.uninstall()  # none left installed by an earlier command run in this process
+    # SIGINT as an interactive Python has it (a worker process may have been started ignoring it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     got: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
     yield got

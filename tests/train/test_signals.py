@@ -181,6 +181,13 @@ def test_sigterm_stops_every_ddp_process_after_the_same_update(tmp_path):
     assert games_in(tmp_path / "checkpoints" / "last.ckpt") == games + 4096
 
 
+def _foreground() -> None:
+    """In the child before it starts: SIGINT as a shell's foreground command has it. A test
+    worker may run with SIGINT ignored, and its child would then keep ignoring it, as a
+    command started in the background does (``early_stop``): it trained, exit 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_while_the_command_starts_is_one_line_and_leaves_no_folder(tmp_path, signum):
     """Ctrl-C or kill while torch and Lightning load (Hydra has made the run folder, training
@@ -190,7 +197,7 @@ def test_a_stop_while_the_command_starts_is_one_line_and_leaves_no_folder(tmp_pa
     run = tmp_path / "outputs" / "run"
     proc = subprocess.Popen([sys.executable, "-m", "ttt_research", "budget.games=4000000",
                              f"hydra.run.dir={run}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+                            text=True, cwd=tmp_path, preexec_fn=_foreground)
     try:
         deadline = time.monotonic() + 60
         while not run.exists():  # Hydra made the job's folder: the job started, torch loads
