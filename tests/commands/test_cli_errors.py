@@ -28,6 +28,15 @@ def test_a_user_error_becomes_one_line_and_exit_2(capsys):
     assert capsys.readouterr().err == "error: [Errno 2] No such file or directory: 'x.onnx'\n"
 
 
+def test_a_ctrl_c_is_one_line_and_exit_130(capsys):
+    @cli.command()
+    def main(argv=None):
+        raise KeyboardInterrupt
+
+    assert main([]) == cli.INTERRUPTED == 130
+    assert capsys.readouterr().err == "stopped by SIGINT\n"
+
+
 def test_anything_else_is_a_bug_and_keeps_its_traceback():
     @cli.command()
     def main(argv=None):
