@@ -148,9 +148,9 @@ def test_the_first_lines_say_what_each_pair_trains_with(algo, net):
         assert (ROOT / file).is_file() and (not anchor or anchor in anchors(ROOT / file))
 
 
-def test_reinforce_on_mlp25_says_it_reaches_no_useful_agent_and_a_cell_is_named():
-    # the run: it lost 7% as O and said nothing
-    got = note("reinforce", "mlp25", "reinforce_mlp25")
+def test_a2c_on_mlp25_says_it_reaches_no_useful_agent_and_a_cell_is_named():
+    # the run (then reinforce on mlp25, a cell since): it lost 7% as O and said nothing
+    got = note("a2c", "mlp25", "a2c_mlp25")
     assert got.tag == "no tuned cell" and "no settings tried reached a useful agent" in got.line
     assert "experiments/cells/README.md#" in got.line
     assert note("ppo", "mlp25", "ppo_mlp25") == Note("tuned=ppo_mlp25")
@@ -162,13 +162,13 @@ def test_reinforce_on_mlp25_says_it_reaches_no_useful_agent_and_a_cell_is_named(
 @pytest.mark.slow  # two tiny trainings (~4 s)
 def test_a_run_without_a_cell_says_so_once_in_its_first_lines_a_population_resumed_too(tmp_path):
     run_dir = tmp_path / "run"
-    args = ["algo=reinforce", "net=mlp25", "debug=tiny", "progress=lines", "threads=1",
+    args = ["algo=a2c", "net=mlp25", "debug=tiny", "progress=lines", "threads=1",
             "population.size=2", f"hydra.run.dir={run_dir}"]
     for extra, after in (([], ""), (["resume=true"], "; resumed after 2,048 games")):
         code, out, err = cli(*args, *extra)
         assert code == 0, err
         lines = out.splitlines()
-        assert lines[0].startswith("training reinforce [25] planes18 (no tuned cell), seat o vs random, ")
+        assert lines[0].startswith("training a2c [25] planes18 (no tuned cell), seat both vs random, ")
         assert lines[0].endswith(after)
-        said = note("reinforce", "mlp25", "reinforce_mlp25").line
+        said = note("a2c", "mlp25", "a2c_mlp25").line
         assert lines[1] == said and out.count("no tuned cell") == 2  # the tag and the line, once

@@ -81,7 +81,6 @@ SPEC = AlgoSpec(
     varies=("lr", "lr_final", "momentum", "temperature", "temperature_final", "epsilon"),
     check=rollouts_divide,
     population=_population,
-    no_cell={"mlp25": f"{CELLS}#what-each-cell-reached-and-what-it-missed"},  # 0 of 32 seeds at 4M games
     # Fitted once its table path stopped building (M, 9) targets (issue 25: 1 and 24 members,
     # batches of 2,048 and 8,192, mlp100 and mlp128, as O; within 6%).
     memory=Memory(per_member=5_500_000, per_game=120, per_game_unit=0, per_table_unit=13.5, batch="rollout"),
