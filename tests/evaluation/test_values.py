@@ -133,3 +133,30 @@ def test_a_population_is_scored_member_by_member_with_its_own_tables():
         "learned values: sign agrees with minimax at 1.0000 of 2097 decision points, mean |error| 0.0000 "
         "(reward units, against the minimax value of every legal move)"]
     assert value_lines({}) == []
+
+
+def test_a_population_reads_fewer_positions_a_part_and_scores_the_same(monkeypatch):
+    # A DQN row's 30 members on 4,4,4 read 2^18 positions a part each: 17.6 GB and rising at
+    # its final evaluation. The part shrinks with the members; the figures stay the whole's.
+    from ttt_research.evaluation import values as accuracy
+
+    codes = decision_positions(BOTH)
+    q = torch.randn(3, codes.numel(), 9, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    whole = value_accuracy(q, ZERO_SUM, BOTH)
+    seen = []
+
+    def values(view):
+        seen.append(view.shape[0])
+        start = sum(seen[:-1])
+        return q[:, start:start + view.shape[0]]
+
+    monkeypatch.setattr(accuracy, "ROWS", 3000)
+    monkeypatch.setattr(accuracy, "MIN_ROWS", 500)
+    parts = value_accuracy(values, ZERO_SUM, BOTH, members=3)
+    assert max(seen) == 1000 and sum(seen) == codes.numel() == 4520
+    for a, b in zip(whole, parts, strict=True):
+        assert a["sign_agreement"] == b["sign_agreement"] and a["mae"] == pytest.approx(b["mae"], rel=1e-12)
+    seen.clear()
+    monkeypatch.setattr(accuracy, "MIN_ROWS", 2000)  # never fewer than MIN_ROWS a part
+    value_accuracy(values, ZERO_SUM, BOTH, members=3)
+    assert max(seen) == 2000

@@ -94,7 +94,7 @@ def read_outcome(value: torch.Tensor, reward: Reward) -> torch.Tensor:
 
 def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
                    logits: ValuesFn | torch.Tensor | None = None,
-                   game: Game = TIC_TAC_TOE) -> dict | list[dict] | None:
+                   game: Game = TIC_TAC_TOE, members: int = 1) -> dict | list[dict] | None:
     """The ``value_accuracy`` block of the learned ``values`` (module docstring).
 
     Args:
@@ -105,6 +105,8 @@ def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
         seats: the evaluated seats the run is judged on (``contract.JUDGED_SEATS[seat]``).
         logits: the policy's logits at the same positions (a function or a tensor, shaped as
             ``values``), whose argmax is the greedy move; None: the argmax of the values.
+        members: how many members' values a call returns (a population's N): the positions
+            are read ``ROWS // members`` at a time, so a part's tables stay the same size.
 
     Returns:
         ``{"sign_agreement", "mae", "decision_points"}``, a list of one per member for
@@ -112,10 +114,11 @@ def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
     """
     codes = decision_positions(seats, game)
     agreed, errors, moves, dims = None, None, 0, 2
-    # ``ROWS`` positions at a time (tic-tac-toe's 4,520 in one): sums of 0/1 agreements and of
-    # errors, so the figures are the whole's means.
-    for start in range(0, codes.numel(), ROWS):
-        part = _part(codes[start:start + ROWS], values, logits, reward, game, start)
+    # ``ROWS`` positions a member at a time (tic-tac-toe's 4,520 in one): sums of 0/1 agreements
+    # and of errors, so the figures are the whole's means.
+    rows = max(ROWS // max(members, 1), MIN_ROWS)
+    for start in range(0, codes.numel(), rows):
+        part = _part(codes[start:start + rows], values, logits, reward, game, start)
         if part is None:
             return None
         agree, error, legal, dims = part
@@ -130,9 +133,12 @@ def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
     return [_block(s, m, codes.numel()) for s, m in zip(sign, mae, strict=True)]
 
 
-# Decision positions ``value_accuracy`` reads at a time: 4,4,4's 9M at once would hold (P, cells)
-# float64 tables and a network's (P, hidden) activations together (13.6 GB at the peak).
+# Decision positions ``value_accuracy`` reads at a time, per member: 4,4,4's 9M at once would
+# hold (P, cells) float64 tables and a network's (P, hidden) activations together (13.6 GB at the
+# peak), and 30 members' parts of 2^18 positions 10 GB more than a member's (a DQN row's final
+# evaluation at 17.6 GB and rising). Never fewer than MIN_ROWS: tic-tac-toe's 4,520 stay one part.
 ROWS = 1 << 18
+MIN_ROWS = 1 << 13
 
 
 def _part(codes: torch.Tensor, values, logits, reward: Reward, game: Game, start: int):

@@ -54,7 +54,7 @@ def learned_values(module) -> dict | list[dict] | None:
 
     return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
                           JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)),
-                          **module.on_board)
+                          members=module.n if module.stacked else 1, **module.on_board)
 
 
 def exact_reports(module) -> list[dict]:
