@@ -17,6 +17,7 @@ from tests.helpers.bench_stubs import stub_figures
 from ttt_research.baselines import antirez
 from ttt_research.bench import format_table, main, safe
 from ttt_research.env import game
+from ttt_research.errors import UserError
 from ttt_research.evaluation.exact import decision_codes, greedy_actions
 from ttt_research.models.nets import MLP
 
@@ -303,6 +304,58 @@ def test_time_to_safe_alternates_sides_per_network_and_summarises(monkeypatch, t
         safe.time_to_safe({25: tmp_path / "ttt-25"}, 1, 1_000, nets=("mlp100",))
 
 
+def test_ours_as_one_population_is_timed_once_per_network_beside_the_seed_by_seed_runs(monkeypatch, tmp_path):
+    order = []
+    c_run = lambda binary, games, seed, folder, hidden: {  # noqa: E731
+        "seed": seed, "seconds": 4.0, "unbeatable_as_o": seed == 1, "eval_s": 0.01,
+        "o": {"vs_random": {"win": 0.9, "loss": 0.0 if seed == 1 else 0.01, "tie": 0.1}}}
+
+    def fake_population(seeds, folder, net, overrides=()):
+        order.append((net, list(seeds), tuple(overrides)))
+        return {"seconds": 6.0, "command": f"python -m ttt_research algo=reinforce net={net} seed=1 "
+                                          "population.size=2 threads=1",
+                "members": [{"seed": s, "unbeatable_as_o": True, "o": {}} for s in seeds]}
+
+    monkeypatch.setattr(safe, "run_c", c_run)
+    monkeypatch.setattr(safe, "run_ours", lambda seed, folder, net, overrides=(): {
+        "seed": seed, "seconds": 5.0, "unbeatable_as_o": False, "config": {},
+        "o": {"vs_random": {"win": 0.8, "loss": 0.02, "tie": 0.18}}})
+    monkeypatch.setattr(safe, "run_population", fake_population)
+    said = []
+    block = safe.time_to_safe({25: tmp_path / "ttt-25"}, 2, 1_000, ("budget.games=1",), nets=("mlp25",),
+                              log=said.append, population=True)
+    assert order == [("mlp25", [1, 2], ("budget.games=1",))]
+    assert said[-1] == "time to safe, net=mlp25: ours as one population of 2 (one thread): 6.0 s, 2/2 unbeatable as O"
+    pair = block["networks"]["mlp25"]
+    together = pair["ours_population"]
+    # the command's 6 s shared by its 2 members, both safe: 3 s each and per safe agent
+    assert (together["runs"], together["unbeatable"], together["total_seconds"]) == (2, 2, 6.0)
+    assert together["median_seconds"] == 3.0 and together["seconds_per_safe_agent"] == 3.0
+    # the C: 8 s for 1 safe agent of 2; ours one by one: none safe
+    assert pair["ratio_population_seconds_per_safe_agent"] == pytest.approx(8.0 / 3.0)
+    assert pair["ratio_seconds_per_safe_agent"] is None
+    lines = safe.format_lines(block)
+    assert lines[4] == ("    ours, the same seeds as one population on one thread: 2/2 unbeatable as O (100%, "
+                        "95% CI 34%-100%); median 3.0 s per agent; 3.0 s per safe agent")
+    assert lines[5].endswith("seconds per safe agent n/a (a side has no safe agent), as one population 2.67x")
+    # without it (the default of time_to_safe), no population is run and the block says None
+    order.clear()
+    block = safe.time_to_safe({25: tmp_path / "ttt-25"}, 2, 1_000, nets=("mlp25",))
+    assert order == [] and block["networks"]["mlp25"]["ours_population"] is None
+
+
+@pytest.mark.slow  # our whole command in a subprocess, a population of 2 (~10 s)
+def test_ours_as_one_population_runs_the_seeds_and_reads_each_members_verdict(tmp_path):
+    run = safe.run_population([3, 4], tmp_path, "mlp100", ("debug=tiny",))
+    assert [m["seed"] for m in run["members"]] == [3, 4] and run["seconds"] > 0
+    for m in run["members"]:
+        assert m["unbeatable_as_o"] == (m["o"]["worst_case"] != "loss")
+    assert run["command"] == "python -m ttt_research algo=reinforce net=mlp100 seed=3 population.size=2 threads=1"
+    with pytest.raises(UserError, match=r"^python -m ttt_research algo=reinforce net=mlp100 seed=3 "
+                                        r"population.size=2 threads=1 exited with status 2: error: "):
+        safe.run_population([3, 4], tmp_path, "mlp100", ("budget.games=-5",))
+
+
 def test_the_bench_table_shows_the_time_to_safe_lines(monkeypatch):
     def side(unbeatable, median, per):
         return {"runs": 1, "unbeatable": unbeatable, "share": float(unbeatable),
@@ -376,8 +429,9 @@ def test_the_bench_builds_the_seeded_copy_and_reports_under_compare_antirez(monk
     stub_figures(monkeypatch, suite)  # the figures run from bench/suite.py
     calls = []
 
-    def fake_time_to_safe(binaries, seeds, games, overrides, nets, log):
-        calls.append(({w: (b.name, b.is_file()) for w, b in binaries.items()}, seeds, games, overrides, nets))
+    def fake_time_to_safe(binaries, seeds, games, overrides, nets, log, population):
+        calls.append(({w: (b.name, b.is_file()) for w, b in binaries.items()}, seeds, games, overrides, nets,
+                      population))
         return {"seeds": list(range(1, seeds + 1)), "stub": True}
 
     monkeypatch.setattr(safe, "time_to_safe", fake_time_to_safe)
@@ -388,9 +442,11 @@ def test_the_bench_builds_the_seeded_copy_and_reports_under_compare_antirez(monk
     # --quick: 3 seeds; the patched copies (hidden 25 and 100: the card's one-layer networks) were
     # built, probed, and handed over with their budget.
     built = {25: ("ttt-seeded-h25", True), 100: ("ttt-seeded-h100", True)}
-    assert calls == [(built, 3, 5000, (), ("mlp25", "mlp100", "mlp128"))]
+    assert calls == [(built, 3, 5000, (), ("mlp25", "mlp100", "mlp128"), True)]  # ours as a population too
     assert res["compare"]["antirez"]["time_to_safe"] == {"seeds": [1, 2, 3], "stub": True}
     assert ("bench: time to a safe agent: antirez's C (5,000 games, built with each one-layer network's "
             "hidden size) and our algo=reinforce, nets mlp25, mlp100, mlp128, 3 seed(s)") in out.err
     assert main([*src, "--safe-seeds", "0"]) == 0  # skipped: nothing built, nothing run
     assert "time_to_safe" not in json.loads(capsys.readouterr().out)["compare"]["antirez"] and len(calls) == 1
+    assert main([*src, "--antirez-safe-games", "5000", "--no-safe-population"]) == 0
+    assert calls[-1][-1] is False

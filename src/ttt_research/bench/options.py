@@ -77,6 +77,10 @@ def parser() -> argparse.ArgumentParser:
                    help="the networks of the time to a safe agent, comma-separated (default "
                         f"{','.join(SAFE_NETS)}: the card's; the C has no two-layer network, so mlp128 "
                         "is ours alone)")
+    p.add_argument("--safe-population", action=argparse.BooleanOptionalAction, default=True,
+                   help="with the time to a safe agent: ours also trains the same seeds as one "
+                        "population on one thread (population.size=SEEDS threads=1), timed as one command "
+                        "(default: on)")
     p.add_argument("--antirez-safe-games", type=int, default=SAFE_GAMES,
                    help=f"training games of each C run of the time to a safe agent (default {SAFE_GAMES:,}, "
                         "its README's)")

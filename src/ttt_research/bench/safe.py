@@ -20,6 +20,11 @@ the card's networks (``options.SAFE_NETS``: ``mlp25``, ``mlp100``, ``mlp128``) i
   (imports, validation, training with its periodic exact evaluations, checkpoint, export,
   plots); its verdict is its own ``eval.json``.
 
+* **ours, as a population** (``population=True``, the bench's default): the same seeds trained
+  by one command, ``population.size=SEEDS seed=SEED_BASE threads=1``: many agents in one process
+  on one core, as the C runs on one core. Timed: that whole command; its verdicts are its
+  ``population.json`` members'. Its seconds per safe agent are the command's over its safe members.
+
 Seeds ``SEED_BASE``, ``SEED_BASE + 1``, ...: the same seed numbers on both sides (each seeds
 its own generator; nothing is shared). Seed by seed, every network in turn, sides alternating
 (C first for the 1st, 3rd, ... seed, ours first for the others) so that a drift in the host's
@@ -100,6 +105,44 @@ def run_ours(seed: int, folder: Path, net: str, overrides: Sequence[str] = ()) -
             "o": report[REPORT_KEY["o"]], "config": _config(run_dir)}
 
 
+def run_population(seeds: Sequence[int], folder: Path, net: str, overrides: Sequence[str] = ()) -> dict:
+    """``seeds`` (consecutive) as one population of ``python -m ttt_research algo=reinforce
+    net=NET`` on one thread, timed as a whole; each member's verdict from its ``population.json``."""
+    run_dir = folder / f"population-{net}"
+    extra = [f"seed={seeds[0]}", f"population.size={len(seeds)}", "threads=1"]
+    argv = [*OURS, f"net={net}", *extra, f"hydra.run.dir={run_dir}", "progress=false", *overrides]
+    what = f"python -m ttt_research algo=reinforce net={net} {' '.join(extra)}"
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=3600 * len(seeds))
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{what} did not finish within {3600 * len(seeds):,d} s") from None
+    seconds = time.perf_counter() - start
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"{what} exited with status {r.returncode}: {last}")
+    try:
+        members = json.loads((run_dir / "population.json").read_text())["members"]
+        verdicts = [{"seed": m["seed"], "unbeatable_as_o": unbeatable(m["eval"], "o"),
+                     "o": m["eval"][REPORT_KEY["o"]]} for m in members]
+    except (OSError, ValueError, KeyError) as err:
+        raise UserError(f"{what} left no readable population.json in {run_dir}: {err}") from None
+    return {"seconds": seconds, "members": verdicts, "command": what}
+
+
+def population_summary(run: dict) -> dict:
+    """The population's figures as a side's (``summary``): its wall time shared by its members."""
+    k, safe = len(run["members"]), sum(m["unbeatable_as_o"] for m in run["members"])
+    lo, hi = wilson(safe, k)
+    return {"runs": k, "unbeatable": safe, "share": safe / k, "share_ci95": [lo, hi],
+            "median_seconds": run["seconds"] / k, "total_seconds": run["seconds"],
+            "seconds_per_safe_agent": run["seconds"] / safe if safe else None,
+            "command": run["command"] + " hydra.run.dir=TMP progress=false",
+            "timed": "the whole command's wall time, shared by its members (median_seconds: per member)",
+            "per_seed": run["members"]}
+
+
 def _config(run_dir: Path) -> dict:
     """What our job was in this run: its algorithm, net and budget (from .hydra/config.yaml)."""
     try:
@@ -129,9 +172,9 @@ def _ratio(c: float | None, ours: float | None) -> float | None:
 
 
 def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict], games: int,
-          overrides: Sequence[str]) -> dict:
-    """One network's block: both sides' summaries (the C's None where it has no such network)
-    and the C/ours ratios."""
+          overrides: Sequence[str], population: dict | None = None) -> dict:
+    """One network's block: both sides' summaries (the C's None where it has no such network),
+    ours as one population where it ran (else None), and the C/ours ratios."""
     ours = summary(our_runs)
     ours.update(command=f"python -m ttt_research algo=reinforce net={name} seed=SEED hydra.run.dir=TMP "
                         "progress=false" + "".join(f" {o}" for o in overrides),
@@ -140,8 +183,10 @@ def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict]
     for r in our_runs[1:]:
         r.pop("config")
     width = c_width(hidden)
+    together = None if population is None else population_summary(population)
     block = {"hidden": hidden, "ours": ours, "antirez": None, "antirez_note": NO_C if width is None else None,
-             "ratio_median_seconds": None, "ratio_seconds_per_safe_agent": None}
+             "ours_population": together, "ratio_median_seconds": None, "ratio_seconds_per_safe_agent": None,
+             "ratio_population_seconds_per_safe_agent": None}
     if width is not None:
         c = summary(c_runs)
         c.update(games=games, hidden=width,
@@ -151,14 +196,18 @@ def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict]
         block.update(antirez=c, ratio_median_seconds=_ratio(c["median_seconds"], ours["median_seconds"]),
                      ratio_seconds_per_safe_agent=_ratio(c["seconds_per_safe_agent"],
                                                          ours["seconds_per_safe_agent"]))
+        if together is not None:
+            block["ratio_population_seconds_per_safe_agent"] = _ratio(c["seconds_per_safe_agent"],
+                                                                      together["seconds_per_safe_agent"])
     return block
 
 
 def time_to_safe(binaries: dict[int, Path], seeds: int, games: int = SAFE_GAMES,
                  overrides: Sequence[str] = (), base: int = SEED_BASE, nets: Sequence[str] = SAFE_NETS,
-                 log: Callable[[str], None] = lambda msg: None) -> dict:
+                 log: Callable[[str], None] = lambda msg: None, population: bool = False) -> dict:
     """Every network of ``nets``, both sides, over ``seeds`` seeds from ``base``, alternating;
-    the ``time_to_safe`` block: ``{"seeds", "safe", "algo", "networks": {NET: its pair}}``.
+    then, with ``population``, ours again as one population of those seeds per network; the
+    ``time_to_safe`` block: ``{"seeds", "safe", "algo", "networks": {NET: its pair}}``.
 
     ``binaries``: the patched C program per hidden size (``antirez.build_seeded``, one for each
     one-layer network of ``nets``); ``games``: its training games; ``overrides``: extra Hydra
@@ -188,9 +237,15 @@ def time_to_safe(binaries: dict[int, Path], seeds: int, games: int = SAFE_GAMES,
                         our_runs[name].append(r)
                         log(f"{where} ours, python -m ttt_research algo=reinforce net={name}: "
                             f"{r['seconds']:.1f} s, unbeatable as O: {_yes(r)}")
+        together = {}
+        for name in nets if population else ():
+            r = together[name] = run_population(range(base, base + seeds), Path(tmp), name, overrides)
+            safe = sum(m["unbeatable_as_o"] for m in r["members"])
+            log(f"time to safe, net={name}: ours as one population of {seeds} (one thread): "
+                f"{r['seconds']:.1f} s, {safe}/{seeds} unbeatable as O")
     return {"seeds": list(range(base, base + seeds)), "safe": SAFE, "algo": "reinforce", "games": games,
-            "networks": {name: _pair(name, layers[name], c_runs[name], our_runs[name], games, overrides)
-                         for name in nets}}
+            "networks": {name: _pair(name, layers[name], c_runs[name], our_runs[name], games, overrides,
+                                     together.get(name)) for name in nets}}
 
 
 def prepare(src: Path | None, seeds: int | None, into: Path, nets: Sequence[str] = SAFE_NETS,
@@ -210,7 +265,7 @@ def prepare(src: Path | None, seeds: int | None, into: Path, nets: Sequence[str]
 
 def measure(binaries: dict[int, Path] | None, quick: bool, seeds: int | None, games: int = SAFE_GAMES,
             overrides: Sequence[str] = (), nets: Sequence[str] = SAFE_NETS,
-            log: Callable[[str], None] = lambda msg: None) -> dict | None:
+            log: Callable[[str], None] = lambda msg: None, population: bool = True) -> dict | None:
     """The bench's ``time_to_safe`` block, or None where it does not run: 0 seeds, or no
     patched program (``--antirez-bin`` alone: nothing to patch). ``seeds`` None: the default."""
     seeds = SAFE_SEEDS[1 if quick else 0] if seeds is None else seeds
@@ -221,7 +276,7 @@ def measure(binaries: dict[int, Path] | None, quick: bool, seeds: int | None, ga
         return None
     log(f"time to a safe agent: antirez's C ({games:,d} games, built with each one-layer network's hidden "
         f"size) and our algo=reinforce, nets {', '.join(nets)}, {seeds} seed(s) each, in turn")
-    return time_to_safe(binaries, seeds, games, overrides, nets=nets, log=log)
+    return time_to_safe(binaries, seeds, games, overrides, nets=nets, log=log, population=population)
 
 
 def _yes(run: dict) -> str:
@@ -254,7 +309,12 @@ def format_lines(block: dict) -> list[str]:
             lines.append(f"    antirez's C ttt-rl, NN_HIDDEN_SIZE {c['hidden']}, {c['games']:,d} games: "
                          f"{side(c)}")
         lines.append(f"    ours, python -m ttt_research algo=reinforce net={name}: {side(pair['ours'])}")
+        together = pair.get("ours_population")
+        if together is not None:
+            lines.append(f"    ours, the same seeds as one population on one thread: {side(together)}")
         if c is not None:
             lines.append(f"    C / ours: median seconds {ratio(pair['ratio_median_seconds'])}, seconds per "
-                         f"safe agent {ratio(pair['ratio_seconds_per_safe_agent'])}")
+                         f"safe agent {ratio(pair['ratio_seconds_per_safe_agent'])}"
+                         + ("" if together is None else ", as one population "
+                            f"{ratio(pair['ratio_population_seconds_per_safe_agent'])}"))
     return lines

@@ -168,14 +168,14 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         populations: bool = True, population_sizes: tuple[int, ...] | None = None,
         population_games: int | None = None, antirez_seeded: dict[int, Path] | None = None,
         safe_seeds: int | None = None, antirez_safe_games: int = SAFE_GAMES,
-        safe_nets: tuple[str, ...] = SAFE_NETS, singles: bool = True,
+        safe_nets: tuple[str, ...] = SAFE_NETS, safe_population: bool = True, singles: bool = True,
         parallel_sizes: tuple[int, ...] | None = None, boards: bool = True) -> dict:
     """Every figure, and with ``compare`` (``"antirez"``: needs ``antirez``, a checked binary;
     ``"sb3"``) the same-run comparisons, under ``compare``; ``populations``: the
     ``population_*`` figures too; ``singles`` (with them, on the CPU):
     ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
     ``antirez_seeded`` (the patched C per hidden size), the time to a safe agent of ``safe_nets``
-    (``safe.measure``); ``boards``: the m,n,k boards' figures (``bench/boards.py``) and training
+    (``safe.measure``; ``safe_population``: ours also as one population of the seeds); ``boards``: the m,n,k boards' figures (``bench/boards.py``) and training
     on each board (``bench/board_training.py``)."""
     compare = compare or []
     dev = torch.device(device)
@@ -249,7 +249,8 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
         _say("per board: REINFORCE and PPO trained, then one exact evaluation (fresh processes)")
         out["board_training"] = bench_board_training(quick, train_repeats, threads, log=_say)
     if "antirez" in compare and (block := safe.measure(antirez_seeded, quick, safe_seeds, antirez_safe_games,
-                                                       nets=safe_nets, log=_say)):
+                                                       nets=safe_nets, log=_say,
+                                                       population=safe_population)):
         same_run["antirez"]["time_to_safe"] = block
     if "sb3" in compare:
         _say(f"SB3 MaskablePPO, {sb3_steps:,d} steps")
@@ -364,7 +365,7 @@ def execute(args, sizes: tuple[int, ...] | None) -> int:
                   populations=not args.no_populations, population_sizes=sizes,
                   population_games=args.population_games, antirez_seeded=seeded,
                   safe_seeds=args.safe_seeds, antirez_safe_games=args.antirez_safe_games,
-                  safe_nets=args.safe_nets,
+                  safe_nets=args.safe_nets, safe_population=args.safe_population,
                   singles=not args.no_parallel, parallel_sizes=args.parallel_sizes, boards=not args.no_boards)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
