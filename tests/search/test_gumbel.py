@@ -166,6 +166,21 @@ def test_best_of_keeps_the_best_due_cells_ties_to_the_lower_cell():
     assert best_of(score, due, torch.tensor([9]))[:, 0].sum() == 8  # no more than are due
 
 
+@pytest.mark.parametrize("cells", [9, 12, 16])
+def test_best_of_ranks_as_the_count_of_better_cells(cells):
+    # rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a}: the definition, cell by cell, on
+    # scores with many ties (a few values) and cells not due
+    g = torch.Generator().manual_seed(cells)
+    score = torch.randint(0, 4, (cells, 500), generator=g).float()
+    due = torch.rand(cells, 500, generator=g) < 0.7
+    keep = torch.randint(0, cells + 1, (500,), generator=g)
+    s = score.masked_fill(~due, -1e9)
+    before = (s[None, :, :] >= s[:, None, :]) & (torch.arange(cells)[None, :, None] < torch.arange(cells)[:, None, None])
+    after = (s[None, :, :] > s[:, None, :]) & (torch.arange(cells)[None, :, None] > torch.arange(cells)[:, None, None])
+    rank = before.sum(1) + after.sum(1)  # (cells, 500)
+    assert torch.equal(best_of(score, due, keep), (due & (rank < keep)).float())
+
+
 @pytest.mark.parametrize("simulations,max_considered,noisy,rescale", [
     (1, 9, False, True), (2, 9, True, True), (4, 9, True, True), (7, 4, False, True),
     (16, 9, True, True), (16, 3, True, False), (32, 9, False, True)])
