@@ -72,6 +72,9 @@ class Search:
 
 
 MOVES = TIC_TAC_TOE.cells  # the most moves at a root, unless told (a board's cells)
+# Positions a step of ``subtrees`` plays at once: its (cells, columns) temporaries, a dozen of
+# them, were 0.6 GB each over 4,4,4's 9M positions (tic-tac-toe's 4,520 stay one step).
+COLUMNS = 1 << 18
 
 
 @functools.cache
@@ -132,6 +135,11 @@ class Nodes:
         log_prior = torch.log_softmax(masked, 0)
         return Nodes(masked, log_prior, log_prior.exp(), legal.float(),
                      torch.where(legal, 0.0, torch.inf), value.float())
+
+    def columns(self, cols: slice) -> Nodes:
+        """The nodes of the columns ``cols``, as views of these."""
+        return Nodes(self.logits[:, cols], self.log_prior[:, cols], self.prior[:, cols],
+                     self.legal[:, cols], self.barrier[:, cols], self.value[cols])
 
     def take(self, rows: torch.Tensor) -> Nodes:
         """The nodes at (B',) ``rows``."""
@@ -270,12 +278,12 @@ class Subtrees:
     members: int
     index: torch.Tensor  # (3^9,) int64 a code's place among the unfinished or the finished positions
     nodes: Nodes  # (9, n * L) and (n * L,) the unfinished rows
-    child: torch.Tensor  # (9, n * L) int64 the row after each move (illegal cells: the row itself)
+    child: torch.Tensor  # (9, n * L) int32 the row after each move (illegal cells: the row itself)
     # (simulations + 1, rows): unfinished rows are played to K, finished ones to every visit
     # (a root with one legal move sends all its simulations into a finished position).
     leaf: torch.Tensor  # the value the k-th visit backs up
     total: torch.Tensor  # the sum of the first k
-    reach: torch.Tensor  # int64 the deepest of their paths below the row
+    reach: torch.Tensor  # int16 the deepest of their paths below the row
     game: Game = TIC_TAC_TOE  # the board: its tables' rows are the codes
 
     def rows(self, codes: torch.Tensor, offset: torch.Tensor | None = None) -> torch.Tensor:
@@ -337,7 +345,7 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     nxt = t.next2d.index_select(0, live)  # (L, cells) codes
     member = torch.arange(n, device=dev).repeat_interleave(L)  # (nL,)
     own = torch.arange(nL, device=dev)
-    child = torch.empty(C, nL, dtype=torch.long, device=dev)
+    child = torch.empty(C, nL, dtype=torch.int32, device=dev)  # int32: 4,4,4's are 0.6 GB, not 1.2
     for c in range(C):
         place = index.index_select(0, nxt[:, c]).repeat(n)  # (nL,)
         ended = t.done.index_select(0, nxt[:, c]).repeat(n)
@@ -352,22 +360,26 @@ def subtrees(logits: torch.Tensor, value: torch.Tensor, simulations: int, rescal
     total[1] = leaf[1]
     # Finished rows: k * exact, as exact as summing it k times.
     total[2:, nL:] = exact * torch.arange(2, S + 1, device=dev, dtype=torch.float32)[:, None]
-    reach = torch.zeros(S + 1, rows, dtype=torch.long, device=dev)
+    reach = torch.zeros(S + 1, rows, dtype=torch.int16, device=dev)  # depths: at most the cells
     visits = torch.zeros(C, nL, device=dev)
     value_sum = torch.zeros(C, nL, device=dev)
-    ones = torch.ones(1, nL, device=dev)
+    # Visit k of a row reads its children's visits before k only: the rows of a step are
+    # independent, so they are played COLUMNS at a time.
     for k in range(2, K + 1):
-        _, sigma, _ = completed_q(nodes, visits, value_sum, rescale)
-        improved = torch.softmax(nodes.logits + sigma, 0)
-        lag = improved - visits / (1 + visits.sum(0))
-        move = first_argmax(lag - nodes.barrier)[None]  # (1, nL)
-        at = (visits.gather(0, move).long() + 1) * rows + child.gather(0, move)  # the child's next visit
-        back = -leaf.view(-1).take(at)  # (1, nL) its value, for this row's mover
-        leaf[k, :nL] = back[0]
-        total[k, :nL] = total[k - 1, :nL] + leaf[k, :nL]
-        reach[k, :nL] = torch.maximum(reach[k - 1, :nL], 1 + reach.view(-1).take(at[0]))
-        visits.scatter_add_(0, move, ones)
-        value_sum.scatter_add_(0, move, back)
+        for start in range(0, nL, COLUMNS):
+            cols = slice(start, min(start + COLUMNS, nL))
+            node, seen, summed = nodes.columns(cols), visits[:, cols], value_sum[:, cols]  # views
+            _, sigma, _ = completed_q(node, seen, summed, rescale)
+            improved = torch.softmax(node.logits + sigma, 0)
+            lag = improved - seen / (1 + seen.sum(0))
+            move = first_argmax(lag - node.barrier)[None]  # (1, columns)
+            at = (seen.gather(0, move).long() + 1) * rows + child[:, cols].gather(0, move)  # the child's next visit
+            back = -leaf.view(-1).take(at)  # (1, columns) its value, for this row's mover
+            leaf[k, cols] = back[0]
+            total[k, cols] = total[k - 1, cols] + leaf[k, cols]
+            reach[k, cols] = torch.maximum(reach[k - 1, cols], 1 + reach.view(-1).take(at[0]))
+            seen.scatter_add_(0, move, torch.ones_like(back))  # into visits and value_sum
+            summed.scatter_add_(0, move, back)
     return Subtrees(simulations, max_considered, K, L, n, index, nodes, child, leaf, total, reach, game)
 
 
@@ -426,6 +438,6 @@ def gumbel_search(root: torch.Tensor, logits: torch.Tensor | None, value: torch.
     final = legal & (visits == visits.amax(0))  # the most visited
     action = first_argmax((score0 + sigma).masked_fill(~final, NEG))
     policy = torch.softmax(node.logits + sigma, 0)
-    depth = ((1 + tree.after(child, visits, tree.reach)) * (visits > 0)).amax(0)
+    depth = ((1 + tree.after(child, visits, tree.reach).long()) * (visits > 0)).amax(0)
     return Search(action, policy.t().contiguous(), visits.t().contiguous(), q.t().contiguous(), mixed, depth,
                   node.prior.t().contiguous())
