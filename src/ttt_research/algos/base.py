@@ -19,6 +19,7 @@ it). ``docs/extending.md`` walks through adding one.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -184,6 +185,12 @@ class Algorithm(torch.nn.Module):
         The exact evaluation compares them with the game-theoretic values (``eval.json``'s
         ``value_accuracy``)."""
         return None
+
+    def values_held(self) -> contextlib.AbstractContextManager:
+        """A context in which ``action_values`` may keep what every call would compute again
+        (the weights do not change inside it: one evaluation's calls, part after part of the
+        positions). The default keeps nothing."""
+        return contextlib.nullcontext()
 
     def acting(self, run: Run) -> Acting:
         """The policy this algorithm plays while training, as a transform of ``policy_logits``,

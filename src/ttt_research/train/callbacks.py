@@ -52,9 +52,10 @@ def learned_values(module) -> dict | list[dict] | None:
         view = view.to(module.device)
         return view.expand(module.n, -1, -1) if module.stacked else view
 
-    return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
-                          JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)),
-                          members=module.n if module.stacked else 1, **module.on_board)
+    with module.algo.values_held():  # its calls, part after part, see the same weights
+        return value_accuracy(lambda view: module.algo.action_values(views(view)), module.reward,
+                              JUDGED_SEATS[module.seat], logits=lambda view: module.policy_logits(views(view)),
+                              members=module.n if module.stacked else 1, **module.on_board)
 
 
 def exact_reports(module) -> list[dict]:
