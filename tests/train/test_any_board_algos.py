@@ -158,13 +158,18 @@ def test_a_dqn_population_on_3_4_3_evaluates_each_member_exactly(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", ["a2c", "dqn", "reinforce_faithful"])
+@pytest.mark.parametrize("algo", ["a2c", "dqn", "reinforce_faithful", "alphazero"])
 def test_an_algorithm_runs_tiny_on_4_4_4(tmp_path, algo):
     """``python -m ttt_research algo=ALGO game=mnk444 debug=tiny`` (9.7M positions): trains,
-    evaluates exactly and exports. 4,4,4 is a draw: the perfect player never loses to it."""
+    evaluates exactly and exports. 4,4,4 is a draw: the perfect player never loses to it.
+    AlphaZero (~8 min, 10 GB: a whole-tree search each update and two at the end) also reports
+    its test-time search and its learned values over all 9,062,619 decision points."""
     report = train(make_cfg("game=mnk444", f"algo={algo}"), tmp_path)
     for seat in ("as_x", "as_o"):
         assert report[seat]["vs_perfect"]["win"] == 0.0
+    if algo == "alphazero":
+        assert report["value_accuracy"]["decision_points"] == 9_062_619
+        assert 0 < report["search"]["optimal_move_rate"] <= 1 and report["search"]["simulations"] == 4
     onnx = pytest.importorskip("onnx")
     model = onnx.load(tmp_path / "policy.onnx")
     assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:] == [16]

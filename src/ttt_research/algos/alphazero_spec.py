@@ -87,9 +87,10 @@ SPEC = AlgoSpec(
           "weight_decay": NUMBER, "capacity": games(), "batch_size": games(), "gradient_steps": games(),
           "max_grad_norm": WEIGHT, "symmetries": flag()},
     varies=("lr", "lr_final", "temperature", "temperature_final"),
-    # the defaults' fit on tic-tac-toe; on another board its net's logits at every position
-    # (float32, the search's tables) and a population's final search policies (float32) a member
-    memory=Memory(per_position_cell=8),
+    # the defaults' fit on tic-tac-toe; on another board a member's whole-tree search (its net's
+    # tables, the subtrees' nodes, children, visits and values, the final search policies): 4,4,4
+    # debug=tiny, one member, peaked at 10.26 GB where this estimates 10.1 GB
+    memory=Memory(per_position_cell=44),
     check=_check,
     no_cell={"mlp25": f"{CELLS}#algoa2c-algoalphazero-algodqn-on-one-layer"},  # at best 2 of 8 seeds
     # A position (algos/alphazero.py's replay): the view (a board of int8), the search's policy
