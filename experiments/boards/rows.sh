@@ -42,8 +42,9 @@ declare -A ROWS=(
   [444_dqn]="algo=dqn game=mnk444 budget.games=61440 eval_every=1000 checkpoint_every=20"
   [443_reinforce]="algo=reinforce game=mnk443 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
   [443_ppo]="algo=ppo net=mlp128 game=mnk443 budget.games=655360 eval_every=1000 checkpoint_every=32"
-  [443_a2c]="algo=a2c game=mnk443 budget.games=102400 eval_every=1000 checkpoint_every=20"
-  [443_dqn]="algo=dqn game=mnk443 budget.games=25600 eval_every=1000 checkpoint_every=10"
+  # 443_a2c, 443_dqn: 4,4,4's budgets (the same 4x4 board and nets; the evaluation is cheaper).
+  [443_a2c]="algo=a2c game=mnk443 budget.games=409600 eval_every=100000 checkpoint_every=100"
+  [443_dqn]="algo=dqn game=mnk443 budget.games=61440 eval_every=1000 checkpoint_every=20"
 )
 ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn
        444_reinforce 444_ppo 444_qlearning 443_qlearning 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn)
