@@ -81,21 +81,27 @@ def run_c(binary: Path, games: int, seed: int, folder: Path, hidden: int | None 
             "greedy_differs": ev["greedy_differs"]}
 
 
+def _timed(argv: list[str], what: str, limit: int) -> float:
+    """Run our command ``argv`` (``what``: how errors name it) to its end within ``limit``
+    seconds; its wall seconds. A timeout or a failure is one line (``UserError``)."""
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{what} did not finish within {limit:,d} s") from None
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"{what} exited with status {r.returncode}: {last}")
+    return time.perf_counter() - start
+
+
 def run_ours(seed: int, folder: Path, net: str, overrides: Sequence[str] = ()) -> dict:
     """One seed of ``python -m ttt_research algo=reinforce net=NET``, timed as a whole; its
     verdict from its ``eval.json``."""
     run_dir = folder / f"ours-{net}-{seed}"
     argv = [*OURS, f"net={net}", f"seed={seed}", f"hydra.run.dir={run_dir}", "progress=false", *overrides]
     what = f"python -m ttt_research algo=reinforce net={net} seed={seed}"
-    start = time.perf_counter()
-    try:
-        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=3600)
-    except subprocess.TimeoutExpired:
-        raise UserError(f"{what} did not finish within 3,600 s") from None
-    seconds = time.perf_counter() - start
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"{what} exited with status {r.returncode}: {last}")
+    seconds = _timed(argv, what, 3600)
     try:
         report = json.loads((run_dir / "eval.json").read_text())
     except (OSError, ValueError) as err:
@@ -112,16 +118,7 @@ def run_population(seeds: Sequence[int], folder: Path, net: str, overrides: Sequ
     extra = [f"seed={seeds[0]}", f"population.size={len(seeds)}", "threads=1"]
     argv = [*OURS, f"net={net}", *extra, f"hydra.run.dir={run_dir}", "progress=false", *overrides]
     what = f"python -m ttt_research algo=reinforce net={net} {' '.join(extra)}"
-    start = time.perf_counter()
-    try:
-        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=3600 * len(seeds))
-    except subprocess.TimeoutExpired:
-        raise UserError(f"{what} did not finish within {3600 * len(seeds):,d} s") from None
-    seconds = time.perf_counter() - start
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"{what} exited with status {r.returncode}: {last}")
+    seconds = _timed(argv, what, 3600 * len(seeds))
     try:
         members = json.loads((run_dir / "population.json").read_text())["members"]
         verdicts = [{"seed": m["seed"], "unbeatable_as_o": unbeatable(m["eval"], "o"),
