@@ -129,15 +129,13 @@ def run_population(seeds: Sequence[int], folder: Path, net: str, overrides: Sequ
 
 
 def population_summary(run: dict) -> dict:
-    """The population's figures as a side's (``summary``): its wall time shared by its members."""
-    k, safe = len(run["members"]), sum(m["unbeatable_as_o"] for m in run["members"])
-    lo, hi = wilson(safe, k)
-    return {"runs": k, "unbeatable": safe, "share": safe / k, "share_ci95": [lo, hi],
-            "median_seconds": run["seconds"] / k, "total_seconds": run["seconds"],
-            "seconds_per_safe_agent": run["seconds"] / safe if safe else None,
-            "command": run["command"] + " hydra.run.dir=TMP progress=false",
-            "timed": "the whole command's wall time, shared by its members (median_seconds: per member)",
-            "per_seed": run["members"]}
+    """The population's figures as a side's (``summary``), its wall time shared by its members:
+    the command's seconds over its safe ones per safe agent."""
+    share = run["seconds"] / len(run["members"])
+    out = summary([{**m, "seconds": share} for m in run["members"]])
+    out.update(total_seconds=run["seconds"], command=run["command"] + " hydra.run.dir=TMP progress=false",
+               timed="the whole command's wall time, shared by its members (median_seconds: per member)")
+    return out
 
 
 def _config(run_dir: Path) -> dict:

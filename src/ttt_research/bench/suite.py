@@ -175,8 +175,9 @@ def run(device: str = "cpu", quick: bool = False, threads: int | None = None,
     ``population_*`` figures too; ``singles`` (with them, on the CPU):
     ``population_vs_parallel_singles`` (``parallel.py``), of ``parallel_sizes`` agents; with
     ``antirez_seeded`` (the patched C per hidden size), the time to a safe agent of ``safe_nets``
-    (``safe.measure``; ``safe_population``: ours also as one population of the seeds); ``boards``: the m,n,k boards' figures (``bench/boards.py``) and training
-    on each board (``bench/board_training.py``)."""
+    (``safe.measure``; ``safe_population``: ours also as one population of the seeds);
+    ``boards``: the m,n,k boards' figures (``bench/boards.py``) and training on each board
+    (``bench/board_training.py``)."""
     compare = compare or []
     dev = torch.device(device)
     measure_repeats = 3 if quick else 5
