@@ -8,6 +8,7 @@ import torch
 
 from tests.helpers import reference as ref
 from ttt_research.env import game
+from ttt_research.env.board import TIC_TAC_TOE
 from ttt_research.env.reward import Reward
 from ttt_research.evaluation.values import (
     decision_positions,
@@ -141,7 +142,7 @@ def test_a_population_reads_fewer_positions_a_part_and_scores_the_same(monkeypat
     from ttt_research.evaluation import values as accuracy
 
     codes = decision_positions(BOTH)
-    q = torch.randn(3, codes.numel(), 9, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    q = torch.randn(3, codes.numel(), TIC_TAC_TOE.cells, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     whole = value_accuracy(q, ZERO_SUM, BOTH)
     seen = []
 
@@ -153,7 +154,7 @@ def test_a_population_reads_fewer_positions_a_part_and_scores_the_same(monkeypat
     monkeypatch.setattr(accuracy, "ROWS", 3000)
     monkeypatch.setattr(accuracy, "MIN_ROWS", 500)
     parts = value_accuracy(values, ZERO_SUM, BOTH, members=3)
-    assert max(seen) == 1000 and sum(seen) == codes.numel() == 4520
+    assert max(seen) == 1000 and sum(seen) == codes.numel() > 3000  # the parts cover every position once
     for a, b in zip(whole, parts, strict=True):
         assert a["sign_agreement"] == b["sign_agreement"] and a["mae"] == pytest.approx(b["mae"], rel=1e-12)
     seen.clear()

@@ -11,6 +11,7 @@ import torch
 
 from tests.helpers.tree_search import tree_search
 from ttt_research.env import game, solver
+from ttt_research.env.board import Game
 from ttt_research.search.gumbel import (
     C_SCALE,
     C_VISIT,
@@ -166,10 +167,11 @@ def test_best_of_keeps_the_best_due_cells_ties_to_the_lower_cell():
     assert best_of(score, due, torch.tensor([9]))[:, 0].sum() == 8  # no more than are due
 
 
-@pytest.mark.parametrize("cells", [9, 12, 16])
-def test_best_of_ranks_as_the_count_of_better_cells(cells):
+@pytest.mark.parametrize("board", [(3, 3, 3), (3, 4, 3), (4, 4, 4)])
+def test_best_of_ranks_as_the_count_of_better_cells(board):
     # rank(a) = #{b < a: s_b >= s_a} + #{b > a: s_b > s_a}: the definition, cell by cell, on
     # scores with many ties (a few values) and cells not due
+    cells = Game(*board).cells
     g = torch.Generator().manual_seed(cells)
     score = torch.randint(0, 4, (cells, 500), generator=g).float()
     due = torch.rand(cells, 500, generator=g) < 0.7

@@ -136,7 +136,7 @@ def value_accuracy(values: ValuesFn | torch.Tensor, reward: Reward, seats,
 # Decision positions ``value_accuracy`` reads at a time, per member: 4,4,4's 9M at once would
 # hold (P, cells) float64 tables and a network's (P, hidden) activations together (13.6 GB at the
 # peak), and 30 members' parts of 2^18 positions 10 GB more than a member's (a DQN row's final
-# evaluation at 17.6 GB and rising). Never fewer than MIN_ROWS: tic-tac-toe's 4,520 stay one part.
+# evaluation at 17.6 GB and rising). Never fewer than MIN_ROWS: tic-tac-toe's positions stay one part.
 ROWS = 1 << 18
 MIN_ROWS = 1 << 13
 

@@ -73,7 +73,7 @@ class Search:
 
 MOVES = TIC_TAC_TOE.cells  # the most moves at a root, unless told (a board's cells)
 # Positions a step of ``subtrees`` plays at once: its (cells, columns) temporaries, a dozen of
-# them, were 0.6 GB each over 4,4,4's 9M positions (tic-tac-toe's 4,520 stay one step).
+# them, were 0.6 GB each over 4,4,4's 9M positions (tic-tac-toe's positions stay one step).
 COLUMNS = 1 << 18
 
 
