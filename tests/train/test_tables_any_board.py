@@ -183,6 +183,7 @@ def test_alphazero_command_on_3_4_3(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # ~10 GB: beside another worker's 4,4,4 run the memory check refused it (CI)
 def test_alphazero_trains_on_4_4_4(monkeypatch):
     """4,4,4 (9.1M decision positions): one update of 32 games searched with 2 simulations,
     legal; the exact evaluation of the network and of the search."""
