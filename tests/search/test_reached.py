@@ -1,7 +1,7 @@
 """``search/reached.reached_search`` (the network asked at the nodes a search reaches) on
 another board: 3,4,3's searches equal the shared-subtrees search over the whole board's
-tables, two members' blocks (the same moves and visits; the values up to float rounding); and a search's network calls are its
-simulations plus one, over its B roots' trees, whatever the board's size."""
+tables, for two members' blocks (the same moves and visits; the values up to float
+rounding); and a search asks the network once per simulation, plus once at the root."""
 
 import pytest
 import torch
