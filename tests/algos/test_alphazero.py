@@ -117,7 +117,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("override, needle", [
     ("algo.simulations=0", "algo.simulations must be an integer in [1, 1024]"),
-    ("algo.test_simulations=2000", "algo.test_simulations must be an integer in [1, 1024]"),
+    ("algo.test_simulations=2000", "algo.test_simulations must be an integer in [0, 1024]"),
+    ("algo.search=tree", "algo.search must be auto or whole or reached, got 'tree'"),
     ("algo.max_considered=17", "algo.max_considered must be an integer in [1, 16]"),
     ("algo.weight_decay=-1", "algo.weight_decay must be a number in [0,"),
     ("reward=cautious", "reward must be a zero-sum table with algo=alphazero"),

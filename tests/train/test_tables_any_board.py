@@ -175,6 +175,56 @@ def test_a_population_of_three_alphazeros_on_3_4_3(monkeypatch):
     assert not torch.equal(first[0], first[1])
 
 
+@pytest.mark.parametrize("members", [1, 2])
+def test_alphazero_self_play_over_the_reached_positions_on_3_4_3(monkeypatch, members):
+    """``algo.search=reached``: self-play searches the positions it reaches, the net asked at
+    each node, and never builds the tables (they would be 4,4,4's 9M rows); legal games, every
+    searched position's target a distribution over its empty cells; a population's members
+    search with their own nets (their moves differ)."""
+    played = spied(monkeypatch, alphazero)
+
+    def no_tables(self, logits=True):
+        raise AssertionError("self-play over the reached positions built the tables")
+
+    monkeypatch.setattr(alphazero.AlphaZero, "tables", no_tables)
+    seen = []
+    real = alphazero.reached_search
+    monkeypatch.setattr(alphazero, "reached_search", lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
+    module = first_update(*BOARD, *TINY_AZ, "algo.search=reached", "seat=both", f"population.size={members}",
+                          games=32)
+    assert module.algo.reached and seen and len(played) == 1
+    referee(played[0])
+    for s in seen:
+        assert torch.allclose(s.policy.sum(-1), torch.ones(s.policy.shape[0]))
+        assert int(s.visits.sum()) == 4 * s.visits.shape[0]  # algo.simulations=4 a search
+    ring = module.algo.replay
+    views = ring.view[:, :int(ring.size.min())]  # (N, K, cells)
+    targets = ring.policy[:, :views.shape[1]]
+    assert bool((targets[views != 0] == 0).all())  # nothing on an occupied cell
+    if members == 2:
+        first = played[0].action[:, 0][played[0].active[:, 0]]
+        second = played[0].action[:, 1][played[0].active[:, 1]]
+        assert not torch.equal(first, second)
+
+
+def test_alphazero_search_auto_is_reached_on_4x4_only():
+    from ttt_research.algos.alphazero_spec import reached_self_play
+    assert [reached_self_play("auto", Game(*b)) for b in ((3, 3, 3), (3, 4, 3), (4, 4, 3), (4, 4, 4))] == \
+        [False, False, True, True]
+    assert reached_self_play("reached", Game(3, 3, 3)) and not reached_self_play("whole", Game(4, 4, 4))
+
+
+def test_alphazero_4_4_4_population_fits_without_a_whole_tree_search(monkeypatch):
+    """30 members on 4,4,4 with the defaults: each would hold a whole-tree search (206 GB,
+    refused); self-play over the reached positions and ``test_simulations=0`` leave a value
+    table a member, and the run fits a 16 GB machine (11.8 GB)."""
+    from ttt_research.train import validate as checks
+    monkeypatch.setattr(checks, "available_memory", lambda: 16 * 2**30)  # not the test host's, shared
+    with pytest.raises(ConfigError, match=r"^a population of 30 members needs about 206.4 GB of memory \(30 x 6.8 GB "):
+        validate(make_cfg("game=mnk444", "algo=alphazero", "population.size=30"))
+    validate(make_cfg("game=mnk444", "algo=alphazero", "population.size=30", "algo.test_simulations=0"))
+
+
 def test_alphazero_command_on_3_4_3(tmp_path, monkeypatch):
     report = command_checks(tmp_path, monkeypatch, *TINY_AZ, "budget.games=64", checkpoint_every=1)
     search = report["search"]  # the test-time search, evaluated exactly on the board

@@ -42,11 +42,12 @@ its exact evaluation under ``search`` (``test_simulations``).
 from __future__ import annotations
 
 import contextlib
-
+from dataclasses import fields
 from functools import partial
 
 import torch
 
+from ttt_research.algos.alphazero_spec import reached_self_play
 from ttt_research.algos.base import Algorithm, Run, Update, number
 from ttt_research.algos.replay import Ring
 from ttt_research.env import game
@@ -60,7 +61,8 @@ from ttt_research.models import member_optim
 from ttt_research.models.heads import ValueHead
 from ttt_research.models.nets import MASKED
 from ttt_research.models.qtable import board_codes, view_rows
-from ttt_research.search.gumbel import gumbel_search, subtrees
+from ttt_research.search.gumbel import Search, gumbel_search, subtrees
+from ttt_research.search.reached import reached_search
 
 CHUNK = 1 << 18  # positions a forward pass or a search takes at once (4,4,4 has 9.1M)
 
@@ -125,7 +127,7 @@ class AlphaZero(Algorithm):
                  temperature_final: float | None, value_coef: float, value_mix: float,
                  weight_decay: float, capacity: int, batch_size: int,
                  gradient_steps: int, max_grad_norm: float,
-                 symmetries: bool,
+                 symmetries: bool, search: str,
                  value_head: torch.nn.Module | None = None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         t = game.tables()
@@ -139,6 +141,8 @@ class AlphaZero(Algorithm):
         self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
         self.max_grad_norm = float(max_grad_norm)
         self.symmetries = bool(symmetries)
+        self.reached = reached_self_play(search, game)  # self-play's search over the reached positions
+        self.start = int((t.reachable & ~t.done).nonzero()[0])  # a finished game's stand-in root
         self.value_head = value_head if value_head is not None else self.companion_nets(net)["value_head"]
         self.replay = Ring(getattr(net, "n", 1), capacity, {
             "view": ((self.C,), torch.int8), "policy": ((self.C,), torch.float32),
@@ -172,27 +176,31 @@ class AlphaZero(Algorithm):
         return self.net.head(h).masked_fill(view != 0, MASKED), self.value_head(h)
 
     @torch.no_grad()
-    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def tables(self, logits: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
         """(N * rows, cells) masked logits and (N * rows,) values, by member block and board
         code, the tables' row (unreached codes: masked logits, value 0); the forward pass a
-        chunk of positions at a time (one on tic-tac-toe)."""
+        chunk of positions at a time (one on tic-tac-toe). ``logits=False``: the values alone
+        (4,4,4: 39 MB a member, where the logits are 0.6 GB), None in the logits' place."""
         t = self.game.tables(self.replay.size.device)
         R, C = self.R, self.C
         codes = (t.reachable & ~t.done).nonzero().squeeze(1)  # (P,)
         n = self.members or 1
-        table = torch.full((n, R, C), MASKED, device=codes.device)
+        table = torch.full((n, R, C), MASKED, device=codes.device) if logits else None
         values = torch.zeros(n, R, device=codes.device)
         for part in codes.split(CHUNK):
             views = t.view.index_select(0, part).float()  # (p, cells) shared by every member
-            logits, value = (x.float() for x in self.heads(views))  # (N, p, cells), (N, p)
-            table[:, part] = logits.view(n, -1, C)
+            if table is None:
+                values[:, part] = self.value(views).float().view(n, -1)
+                continue
+            out, value = (x.float() for x in self.heads(views))  # (N, p, cells), (N, p)
+            table[:, part] = out.view(n, -1, C)
             values[:, part] = value.view(n, -1)
-        return table.view(n * R, C), values.view(n * R)
+        return (None if table is None else table.view(n * R, C)), values.view(n * R)
 
     def value_table(self) -> torch.Tensor:
         """``tables()``'s (N * rows,) values; inside ``values_held`` the ones computed on entering."""
         held = getattr(self, "_held_values", None)
-        return held if held is not None else self.tables()[1]
+        return held if held is not None else self.tables(logits=False)[1]
 
     @contextlib.contextmanager
     def values_held(self):
@@ -200,7 +208,7 @@ class AlphaZero(Algorithm):
         ``action_values`` once per part of its positions (``evaluation/values.py``: 35 parts on
         4,4,4, each a forward pass over all 9M positions otherwise, ~9 minutes where one pass
         takes seconds). 39 MB a member on 4,4,4, let go on leaving."""
-        self._held_values = self.tables()[1]
+        self._held_values = self.tables(logits=False)[1]
         try:
             yield
         finally:
@@ -272,15 +280,18 @@ class AlphaZero(Algorithm):
         return out
 
     def extra_report(self) -> dict:
-        """The test-time search's exact evaluation (``test_simulations``), for eval.json."""
-        if self.members is not None:
+        """The test-time search's exact evaluation (``test_simulations``; 0: none), for eval.json."""
+        if self.members is not None or not self.test_simulations:
             return {}
         report = evaluate_actions(self.search_actions()[0].cpu(), self.game)
         trained = self.search_trained(self.search_all(self.simulations)[1].cpu())[0]
         return {"search": {"simulations": self.test_simulations, **report}, "search_as_trained": trained}
 
     def member_reports(self) -> list[dict]:
-        """Each member's test-time search evaluation, for population.json."""
+        """Each member's test-time search evaluation, for population.json (``test_simulations``
+        0: none, an empty report each)."""
+        if not self.test_simulations:
+            return [{} for _ in range(self.members or 1)]
         reports = evaluate_actions_stack(self.search_actions(), game=self.game)
         trained = self.search_trained(self.search_all(self.simulations)[1].cpu())
         return [{"search": {"simulations": self.test_simulations, **r}, "search_as_trained": t}
@@ -343,8 +354,12 @@ class AlphaZero(Algorithm):
         if at.numel() == 0:
             return torch.zeros(N, B, dtype=torch.long, device=dev)
         pick = (lambda x: x) if everyone else (lambda x: x.index_select(0, at))
-        s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, C)),
-                          offset=pick(member) * self.R, max_considered=self.max_considered, tree=tree)
+        if tree is None:  # the reached positions' trees: every game searched, a finished one from the start
+            s = self.search_reached(torch.where(live, codes, self.start), noise.reshape(-1, C), N)
+            s = s if everyone else Search(*(getattr(s, f.name).index_select(0, at) for f in fields(s)))
+        else:
+            s = gumbel_search(pick(codes), None, None, self.simulations, gumbel=pick(noise.reshape(-1, C)),
+                              offset=pick(member) * self.R, max_considered=self.max_considered, tree=tree)
         moves = s.action if everyone else torch.zeros(N * B, dtype=torch.long, device=dev).index_copy_(
             0, at, s.action)
         ply = int((view.reshape(-1, C)[at[0]] != 0).sum())  # lockstep: every live game has this many pieces
@@ -354,21 +369,36 @@ class AlphaZero(Algorithm):
         stash["depth"].append(s.depth.float())
         return moves.view(N, B)
 
+    def search_reached(self, roots: torch.Tensor, noise: torch.Tensor, n: int) -> Search:
+        """Self-play's search of (n * B,) root rows, member by member blocks of B, over the
+        positions it reaches (``search/reached.py``): the network asked at each new node."""
+        t = self.game.tables(roots.device)
+
+        def evaluate(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            views = t.view.index_select(0, rows).float()  # (n * B, cells)
+            logits, value = self.heads(views if self.members is None else views.view(n, -1, self.C))
+            return logits.reshape(-1, self.C), value.reshape(-1)
+
+        return reached_search(roots, evaluate, self.simulations, noise, self.max_considered, self.game)
+
     @torch.no_grad()
     def self_play(self, games: int, opponent, seat: str, device, streams, temperature):
         """Play ``games`` games per member, every learner move searched with this network's
-        tables (computed here, with every position's subtree: once per call). Returns the
-        ``Episodes`` and the stash: the improved policies and the search's values (cells, N,
-        games, ...) by ply, and the per-search depths and improvements."""
-        logits, values = self.tables()
-        N, C = values.numel() // self.R, self.C
+        tables (computed here, with every position's subtree: once per call), or over the
+        positions each search reaches (``reached``: no tables). Returns the ``Episodes`` and
+        the stash: the improved policies and the search's values (cells, N, games, ...) by
+        ply, and the per-search depths and improvements."""
+        N, C = self.members or 1, self.C
         stash = {"policy": torch.zeros(C, N, games, C, device=device),
                  "value": torch.zeros(C, N, games, device=device),
                  "improvement": [], "depth": []}
         per_member = (temperature if isinstance(temperature, torch.Tensor)
                       else torch.full((N,), float(temperature)))
-        tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered, game=self.game)
-        del logits, values  # the tree holds what the searches read
+        tree = None
+        if not self.reached:
+            logits, values = self.tables()
+            tree = subtrees(logits, values, self.simulations, max_considered=self.max_considered, game=self.game)
+            del logits, values  # the tree holds what the searches read
         act = partial(self.act, tree=tree, temperature=per_member, streams=streams, stash=stash)
         return play_batch(games, act, opponent, seat, device, streams, self.game), stash
 

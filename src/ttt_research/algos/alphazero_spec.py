@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ttt_research.algos.spec import (
     CELLS,
@@ -13,6 +13,7 @@ from ttt_research.algos.spec import (
     AlgoSpec,
     Buffer,
     Memory,
+    Rule,
     Settings,
     between,
     flag,
@@ -21,10 +22,45 @@ from ttt_research.algos.spec import (
     zero_sum,
 )
 from ttt_research.contract import MAX_CELLS, VALUE_MAX
+
+if TYPE_CHECKING:  # the spec loads without torch or numpy (tests/algos/test_specs.py)
+    from ttt_research.env.mnk import MNK
 from ttt_research.errors import need, value_of
 
 NUMBER = between(0, VALUE_MAX, f"a number in [0, {VALUE_MAX:g}]")
 SIMULATIONS = integer(1, 1024, "an integer in [1, 1024] (simulations per searched move)")
+TEST_SIMULATIONS = integer(0, 1024, "an integer in [0, 1024] (simulations per searched move; "
+                                    "0: the search is not evaluated)")
+
+
+# ``search=auto``: self-play searches the reached positions on a board of more placements (``MNK.
+# placements``, known before its positions are built) than this (4x4's 10.2M: 4,4,4's 9.1M decision
+# positions), the whole tree's subtrees on the smaller ones (tic-tac-toe's 6,046, 3,4,3's 143,365:
+# there one pass over every position is the cheaper way).
+REACHED_FROM = 1_000_000
+SEARCHES = ("auto", "whole", "reached")  # algo.search's choices
+
+
+def reached_self_play(search: str, board: MNK) -> bool:
+    """Whether ``algo.search`` (``SEARCHES``) makes self-play search the positions it reaches."""
+    if search not in SEARCHES:
+        raise ValueError(f"algo.search must be one of {', '.join(SEARCHES)}, got {search!r}")
+    return search == "reached" or (search == "auto" and board.placements > REACHED_FROM)
+
+
+WHOLE = Memory(per_position_cell=44)
+# No whole-tree search (self-play over the reached positions, test_simulations 0): a member holds
+# its value table over the board's positions (4 bytes each: the learned values' accuracy), a
+# bound of a byte a (position, cell).
+REACHED = Memory(per_position_cell=1)
+
+
+def _memory(cfg: Settings, board: MNK) -> Memory:
+    """The whole-tree search's memory where a run makes one (self-play's, or the final
+    evaluation of the search), else a value table's."""
+    search, tests = value_of(cfg, "algo.search"), value_of(cfg, "algo.test_simulations")
+    whole = not reached_self_play(search if search in SEARCHES else "auto", board) or tests != 0
+    return WHOLE if whole else REACHED
 
 
 def _check(cfg: Settings) -> None:
@@ -45,7 +81,8 @@ class Hyper:
     simulations: Any = 16
     """simulations per searched move (self-play): 16 beat 8 (experiments/alphazero)"""
     test_simulations: Any = 4
-    """the deterministic search evaluated exactly at the end (eval.json's search)"""
+    """the deterministic search evaluated exactly at the end (eval.json's search; 0: not evaluated,
+    which on 4x4 saves two whole-tree searches a member, ~43 s and 8.5 GB each)"""
     max_considered: Any = 9
     """moves the root's Gumbel top-k considers (9: all on tic-tac-toe; a bigger board's 16 for all)"""
     lr: Any = 0.003
@@ -72,6 +109,11 @@ class Hyper:
     """clip the gradient norm to this (0: no clipping)"""
     symmetries: Any = True
     """each learned position turned by a random one of the board's 8 symmetries"""
+    search: Any = "auto"
+    """self-play's search: whole (every position's subtree played once from the net's tables each
+    update, then a search is a few gathers), reached (a tree per searched move over the positions it
+    reaches, the net asked at each new node: no tables, whatever the board's size), auto: reached on a
+    board of more than 1M placements (4x4), whole on the smaller ones (algos/alphazero.py)"""
 
 
 SPEC = AlgoSpec(
@@ -79,18 +121,20 @@ SPEC = AlgoSpec(
     any_board=True,  # any m,n,k board: its tables, search and symmetries are the board's (algos/alphazero.py)
     hyper=Hyper,
     acting="the search's choice; as_trained scores the raw network's softmax (temperature 1)",
-    keys={"simulations": SIMULATIONS, "test_simulations": SIMULATIONS,
+    keys={"simulations": SIMULATIONS, "test_simulations": TEST_SIMULATIONS,
           "max_considered": integer(1, MAX_CELLS, f"an integer in [1, {MAX_CELLS}] (moves at the root; "
                                                   "all the legal ones where there are fewer)"),
           "lr": RATE, "lr_final": RATE_FINAL, "temperature": TEMPERATURE, "temperature_final": RATE_FINAL,
           "value_coef": NUMBER, "value_mix": between(0, 1, "a share in [0, 1] (of the value target)"),
           "weight_decay": NUMBER, "capacity": games(), "batch_size": games(), "gradient_steps": games(),
-          "max_grad_norm": WEIGHT, "symmetries": flag()},
+          "max_grad_norm": WEIGHT, "symmetries": flag(),
+          "search": Rule(lambda v: v in SEARCHES, " or ".join(SEARCHES))},
     varies=("lr", "lr_final", "temperature", "temperature_final"),
     # the defaults' fit on tic-tac-toe; on another board a member's whole-tree search (its net's
     # tables, the subtrees' nodes, children, visits and values, the final search policies): 4,4,4
     # debug=tiny, one member, peaked at 10.26 GB where this estimates 10.1 GB
-    memory=Memory(per_position_cell=44),
+    memory=WHOLE,
+    memory_for=_memory,
     check=_check,
     no_cell={"mlp25": f"{CELLS}#algoa2c-algoalphazero-algodqn-on-one-layer"},  # at best 2 of 8 seeds
     # A position (algos/alphazero.py's replay): the view (a board of int8), the search's policy

@@ -5,7 +5,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ttt_research.algos.spec import (
-    CELLS,
     OPTIMIZER,
     PROBABILITY,
     RATE,

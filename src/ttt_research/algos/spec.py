@@ -170,6 +170,9 @@ class AlgoSpec:
     check: Callable[[Settings], None] | None = None  # rules across keys, after each key's own
     population: Callable[[Settings], str | None] | None = None  # why a population cannot train
     memory: Memory = field(default_factory=Memory)
+    # Its memory model where its settings and the board (an ``env.mnk.MNK``) choose it: (settings,
+    # board) -> a Memory; None: ``memory`` always.
+    memory_for: Callable[..., Memory] | None = None
     buffers: tuple[Buffer, ...] = ()  # what it preallocates per member, sized by its settings
 
     def __post_init__(self) -> None:
@@ -180,6 +183,10 @@ class AlgoSpec:
         """The hyperparameters' defaults as constructor arguments (``_target_`` left out):
         ``PPO(net, **SPEC.defaults())`` builds what ``algo=ppo`` builds."""
         return {f.name: f.default for f in fields(self.hyper) if f.name != "_target_"}
+
+    def memory_of(self, settings: Settings, board) -> Memory:
+        """Its memory model for these settings on ``board`` (``memory_for``, else ``memory``)."""
+        return self.memory if self.memory_for is None else self.memory_for(settings, board)
 
     def buffer_bytes(self, settings: Settings) -> int:
         """Bytes one member's preallocated buffers take for these settings (``buffers``)."""

@@ -61,7 +61,7 @@ def processes(cfg: DictConfig) -> int:
 def shapes(cfg: DictConfig) -> pop.Shapes:
     """What the run's peak memory depends on (``population.spec.memory_estimate``)."""
     return pop.Shapes(
-        model=algo_spec(cfg).memory,
+        model=algo_spec(cfg).memory_of(settings(cfg), board_of(OmegaConf.select(cfg, "game"))),
         layers=tuple(int(h) for h in OmegaConf.select(cfg, "net.hidden", default=[100])),
         encoding=OmegaConf.select(cfg, "net.encoding"),
         games_per_update=int(cfg.algo.games_per_update),
@@ -71,13 +71,21 @@ def shapes(cfg: DictConfig) -> pop.Shapes:
         **board_shapes(OmegaConf.select(cfg, "game")))
 
 
+def board_of(g) -> MNK:
+    """The board a ``game`` group names (tic-tac-toe where there is none, or one the config
+    check refuses: that check says why)."""
+    if g is None or config_problem(g) is not None:
+        return MNK(3, 3, 3)
+    return MNK(int(g.m), int(g.n), int(g.k))
+
+
 def board_shapes(g) -> dict:
     """The board's part of the shapes: its cells, and another board's placements (a bound on
     its positions, known before they are built); tic-tac-toe's are in the baseline. A ``game``
     group the config check refuses counts as tic-tac-toe here (that check says why)."""
     if g is None or config_problem(g) is not None:
         return {}
-    board = MNK(int(g.m), int(g.n), int(g.k))
+    board = board_of(g)
     return {"cells": board.cells, "board": 0 if board == TIC_TAC_TOE else board.placements}
 
 
