@@ -76,7 +76,15 @@ def test_a_population_of_three_qtables_on_3_4_3(monkeypatch):
 
 
 def test_qlearning_command_on_3_4_3(tmp_path, monkeypatch):
+    """... and its checkpoint is a policy file of the board as its policy.onnx is (export,
+    evaluate, play and tournament read it): the same logits at every decision position."""
     command_checks(tmp_path, monkeypatch, "algo=qlearning", "budget.games=4096", checkpoint_every=1)
+    from ttt_research.evaluation.exact import decision_logits
+    from ttt_research.evaluation.policy_file import load_policy
+    run = tmp_path / "whole"
+    ckpt, onnx = (load_policy(run / name) for name in ("checkpoints/last.ckpt", "policy.onnx"))
+    assert ckpt[1].get("game") == "3,4,3"
+    assert torch.equal(decision_logits(ckpt[0], G343), decision_logits(onnx[0], G343))
 
 
 def test_a_table_past_2_gb_is_refused_in_one_line_with_its_size(monkeypatch):

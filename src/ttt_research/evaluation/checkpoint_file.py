@@ -123,15 +123,19 @@ def is_table(spec) -> bool:
 
 def _table_shapes(path: Path, spec: dict, game: Game) -> dict[str, tuple[int, ...]]:
     """The tensors of a ``QTable`` (``q``, its values, and ``visits``, its counts: a row per
-    tic-tac-toe view code, a column per cell), after checking its spec and board."""
+    tic-tac-toe view code, or per reachable position of another board, a column per cell),
+    after checking its spec and board."""
     init = spec.get("init", 0.0)
     if spec["table"] != TABLE or type(init) not in (int, float) or not np.isfinite(init):
         raise PolicyFileError(f"{path}: net_spec {str(spec)[:60]} is not a table this version "
                               f"reads (expected {{'table': {TABLE!r}, 'init': a finite number}})")
-    if game != TIC_TAC_TOE:  # its rows are tic-tac-toe's view codes
-        raise PolicyFileError(f"{path}: a Q-table checkpoint of the {game.name} board; tables play "
-                              "tic-tac-toe only")
-    return {"q": (N_CODES, game.cells), "visits": (N_CODES, game.cells)}
+    if game == TIC_TAC_TOE:  # its rows are tic-tac-toe's view codes
+        return {"q": (N_CODES, game.cells), "visits": (N_CODES, game.cells)}
+    if spec.get("cells") != game.cells:
+        raise PolicyFileError(f"{path}: net_spec {str(spec)[:60]} is not a table of the {game.name} "
+                              f"board's {game.cells} cells")
+    rows = game.tables().states  # another board's: a row per reachable position (BoardQTable)
+    return {"q": (rows, game.cells), "visits": (rows, game.cells)}
 
 
 def spec_shapes(path: Path, spec, game: Game = TIC_TAC_TOE) -> dict[str, tuple[int, ...]]:

@@ -291,8 +291,12 @@ def load_checkpoint(path: str | Path, game: Game | None = None, checked: list | 
     weights = {k[len("net."):]: v for k, v in state.items() if isinstance(k, str) and k.startswith("net.")}
     check_weights(path, spec, weights, board)  # before MLP(...) allocates anything
     try:
-        net = QTable(init=spec.get("init", 0.0)) if is_table(spec) else MLP(
-            hidden=spec["hidden"], encoding=spec["encoding"], cells=board.cells)
+        if is_table(spec):
+            net = QTable(init=spec.get("init", 0.0), cells=spec.get("cells"))
+            if board != TIC_TAC_TOE:
+                net.attach(board)  # its rows and the view -> row map, then the saved values
+        else:
+            net = MLP(hidden=spec["hidden"], encoding=spec["encoding"], cells=board.cells)
         net.load_state_dict(weights)
     except Exception as e:
         why = " ".join(str(e).split())  # one line: torch's message spans several
