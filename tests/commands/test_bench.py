@@ -247,3 +247,14 @@ def test_the_floor_is_the_difference_of_the_medians_of_alternating_whole_process
     assert floor.slow_starts(res["start_s"]) == slow
     assert floor.format_line(res).endswith("every command's --help and refusal within 0.90 s, over 0.5 s: "
                                            + ", ".join(slow))
+
+
+def test_a_bench_child_reports_its_own_peak_not_its_parents():
+    """``bench/peak.py``: a child started from a parent holding 400 MB more than it needs
+    reports its own peak (ru_maxrss would say the parent's; the per-board figures did)."""
+    held = bytearray(400_000_000)  # noqa: F841 (held while the child runs)
+    code = "from ttt_research.bench.peak import peak_gb; print(peak_gb())"
+    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout)
+    from ttt_research.bench.peak import peak_gb
+    assert 0 < child < 0.3 < peak_gb()

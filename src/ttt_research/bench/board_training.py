@@ -27,7 +27,7 @@ import sys
 
 # The child: train ALGO on BOARD for GAMES, then one exact evaluation; one JSON line on stdout.
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 import torch
 from ttt_research.bench.fitting import fit
 from ttt_research.train.callbacks import exact_reports
@@ -41,7 +41,8 @@ out["games_per_s"] = module.games_played / clock.train_s
 if algo == "ppo":
     out["steps_per_s"] = module.env_steps / clock.train_s
 t0 = time.perf_counter(); exact_reports(module); out["eval_s"] = time.perf_counter() - t0
-out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+from ttt_research.bench.peak import peak_gb
+out["peak_gb"] = peak_gb()
 print(json.dumps(out))
 """
 

@@ -1,7 +1,7 @@
 """The bench on bigger boards: an m,n,k game's tables and one exact evaluation, timed.
 
 Each figure is a fresh process (``python -c``), so a build starts from an empty cache and
-a peak resident size is the process's own (``ru_maxrss``):
+a peak resident size is the process's own (``bench/peak.py``: not its parent's):
 
 * ``build_s``: the first time, in an empty cache folder: every reachable position solved
   and written (``Game.positions``), then the rule tables derived (``Game.tables``);
@@ -33,7 +33,7 @@ import tempfile
 
 # The child's code: one phase, its figures as one JSON line on stdout.
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 import torch
 from ttt_research.env.board import Game
 phase, m, n, k = sys.argv[1], *map(int, sys.argv[2:5])
@@ -54,7 +54,8 @@ else:
     net = MLP(hidden=[100], encoding="planes18", cells=g.cells)
     t0 = time.perf_counter(); exploit.evaluate_agent(net, exploit.Acting(1.0), game=g)
     out["eval_s"] = time.perf_counter() - t0
-out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+from ttt_research.bench.peak import peak_gb
+out["peak_gb"] = peak_gb()
 print(json.dumps(out))
 """
 BOARDS = {False: ("3,4,3", "4,4,4"), True: ("3,4,3",)}  # by quick
