@@ -26,7 +26,7 @@ declare -A ROWS=(
   # 30 x 2,048 games, so 8 updates.
   [444_reinforce]="algo=reinforce game=mnk444 budget.games=786432 algo.games_per_update=4096 eval_every=1000 checkpoint_every=16"
   [444_ppo]="algo=ppo net=mlp128 game=mnk444 budget.games=16384 eval_every=1000 checkpoint_every=2"
-  # Refused before training: 30 tables of 4,4,4 (or of 4,4,3) are far past the 2 GB a table may hold.
+  # Refused before training: 30 tables of 4,4,4 (or of 4,4,3) are far past the 2 GB a run's tables may hold.
   [444_qlearning]="algo=qlearning game=mnk444 budget.games=1000000"
   [443_qlearning]="algo=qlearning game=mnk443 budget.games=1000000"
   # 443_ppo: 82k games a seed (the first guess) trained 30 members at 16.7k games/s all

@@ -44,7 +44,7 @@ def table_fits(game, members: int, positions) -> None:
         raise ConfigError(
             f"algo=qlearning on the {game.name} board needs {need / 2**30:.2f} GB for {who} ({rows:,} "
             f"positions x {game.cells} cells, a value and a visit count each, and a map of "
-            f"{3**game.cells:,} view codes), more than the {TABLE_LIMIT / 2**30:g} GB a table may hold; "
+            f"{3**game.cells:,} view codes), more than the {TABLE_LIMIT / 2**30:g} GB a run's tables may hold; "
             "train fewer members (population.size), a smaller board, or algo=ppo")
 
 
