@@ -173,3 +173,28 @@ def test_symmetries_change_what_is_learned_and_can_be_turned_off():
     assert torch.equal(on.algo.replay.view, off.algo.replay.view)  # the same games were played ...
     w_on, w_off = (next(m.algo.net.parameters()) for m in (on, off))
     assert not torch.equal(w_on, w_off)  # ... and learned from as different positions
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", [[], ["game=mnk343", "population.size=2"]])
+def test_self_play_over_the_reached_positions_plays_the_whole_trees_games(monkeypatch, board):
+    """``algo.search=reached`` (the literal trees, the net asked at each node) against the
+    shared subtrees over every position: two updates of the same seed play the same games;
+    the weights after them differ by float rounding only (the targets' values are the same
+    leaves summed in another order)."""
+    from ttt_research.algos import alphazero
+    runs = {}
+    for mode in ("whole", "reached"):
+        played, real = [], alphazero.play_batch
+        monkeypatch.setattr(alphazero, "play_batch", lambda *a, real=real, played=played, **kw:
+                            played.append(real(*a, **kw)) or played[-1])
+        module = first_update(*board, "algo=alphazero", "algo.games_per_update=64", "algo.gradient_steps=2",
+                              "algo.batch_size=32", f"algo.search={mode}", games=128)
+        monkeypatch.setattr(alphazero, "play_batch", real)
+        runs[mode] = played, module
+    (whole, a), (reached, b) = runs["whole"], runs["reached"]
+    assert len(whole) == len(reached) == 2 and not a.algo.reached and b.algo.reached
+    for x, y in zip(whole, reached, strict=True):
+        assert torch.equal(x.action, y.action)
+    for p, q in zip(a.algo.net.parameters(), b.algo.net.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
