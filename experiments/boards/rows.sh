@@ -45,9 +45,17 @@ declare -A ROWS=(
   # 443_a2c, 443_dqn: 4,4,4's budgets (the same 4x4 board and nets; the evaluation is cheaper).
   [443_a2c]="algo=a2c game=mnk443 budget.games=409600 eval_every=100000 checkpoint_every=100"
   [443_dqn]="algo=dqn game=mnk443 budget.games=61440 eval_every=1000 checkpoint_every=20"
+  # AlphaZero on 4x4 (fifteenth sitting): self-play over the reached positions (algo.search=auto on
+  # 4x4), 30 members x 50 games an update in ~3.2 s (one thread); no exact evaluation of the
+  # search (test_simulations=0: two whole-tree searches a member, ~43 s and 8.5 GB each); the
+  # network's final evaluation ~15 min for 30 (a 500-game pilot: 1,018 s, 7.5 GB). 8,000 games a seed
+  # (3.2x the tic-tac-toe default: ~9 min of training).
+  [444_alphazero]="algo=alphazero game=mnk444 budget.games=8000 algo.test_simulations=0 eval_every=100000 checkpoint_every=20"
+  [443_alphazero]="algo=alphazero game=mnk443 budget.games=8000 algo.test_simulations=0 eval_every=100000 checkpoint_every=20"
 )
 ORDER=(343_ppo 343_reinforce 343_qlearning 343_alphazero 343_a2c 343_dqn
-       444_reinforce 444_ppo 444_qlearning 443_qlearning 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn)
+       444_reinforce 444_ppo 444_qlearning 443_qlearning 444_a2c 444_dqn 443_reinforce 443_ppo 443_a2c 443_dqn
+       444_alphazero 443_alphazero)
 for row in "${@:-${ORDER[@]}}"; do
   [[ -v ROWS[$row] ]] || { echo "error: no row $row (rows: ${ORDER[*]})" >&2; exit 2; }
   dir=runs/boards/$row out=experiments/boards/$row
