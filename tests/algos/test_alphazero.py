@@ -71,6 +71,11 @@ def test_a_tiny_run_reports_its_search_exactly(tmp_path):
     head = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
     for name in ("train/policy_loss", "train/value_loss", "search/depth", "search/improvement"):
         assert name in head
+    # algo.test_simulations=0: no search evaluated, nothing else changed (the same raw net)
+    bare = train(make_cfg(*TINY, "algo.test_simulations=0"), tmp_path / "bare")
+    assert "search" not in bare and "search_as_trained" not in bare
+    assert bare["as_x"] == report["as_x"] and bare["as_o"] == report["as_o"]
+    assert "search (the test-time search" not in eval_table(bare)
 
 
 def test_the_test_time_search_is_evaluated_over_the_whole_tree():
