@@ -169,15 +169,17 @@ def test_acting_from_the_table_equals_acting_with_the_network():
 
 
 def test_schedules_follow_the_share_of_the_budget_played():
-    m = module(temperature=1.0, temperature_final=0.1, lr=2.0, lr_final=0.2, momentum=0.9)
+    m = module(temperature=1.0, temperature_final=0.1, lr=2.0, lr_final=0.2, momentum=0.9,
+               epsilon=0.1, epsilon_final=0.0)
     m.budget_games = 10_000
     opt = torch.optim.SGD(m.net.parameters(), lr=m.algo.lr, momentum=m.algo.momentum)
-    for played, lr, temperature in ((0, 2.0, 1.0), (5_000, 1.1, 0.55), (10_000, 0.2, 0.1),
-                                    (20_000, 0.2, 0.1)):
+    for played, lr, temperature, eps in ((0, 2.0, 1.0, 0.1), (5_000, 1.1, 0.55, 0.05),
+                                         (10_000, 0.2, 0.1, 0.0), (20_000, 0.2, 0.1, 0.0)):
         m.games_played = played
         m.algo.anneal(m, opt)
         assert opt.param_groups[0]["lr"] == pytest.approx(lr)
         assert m.algo.temperature == pytest.approx(temperature)
+        assert m.algo.epsilon == pytest.approx(eps) == m.algo.acting(m).epsilon
     # Games already played within the update count too (2,500 of them here).
     m.games_played = 2_500
     m.algo.anneal(m, opt, games_this_update=2_500)

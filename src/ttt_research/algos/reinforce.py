@@ -224,7 +224,7 @@ class Reinforce(Algorithm):
                  masked_softmax: bool, baseline: bool,
                  minibatches: int, optimizer, temperature_final: float | None,
                  rollouts: int, position_table: bool, momentum: float,
-                 lr_final: float | None, epsilon: float, symmetries: bool,
+                 lr_final: float | None, epsilon: float, epsilon_final: float | None, symmetries: bool,
                  game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
@@ -244,6 +244,7 @@ class Reinforce(Algorithm):
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
         self.temperature_final = number(temperature_final)
+        self.epsilon_start, self.epsilon_final = self.epsilon, number(epsilon_final)  # the same, for epsilon
 
     def configure_optimizers(self):
         if self.optimizer_factory is None:  # the seed's SGD, here with momentum (a stack's: per member)
@@ -330,7 +331,7 @@ class Reinforce(Algorithm):
         """The softmax of the masked logits at its scheduled temperature (0: greedy), with
         ``epsilon`` of moves uniform on top (per member in a population)."""
         t = run.scheduled(self.temperature_start, self.temperature_final)
-        return Acting(temperature=t, epsilon=self.epsilon)
+        return Acting(temperature=t, epsilon=run.scheduled(self.epsilon_start, self.epsilon_final))
 
     def _sample(self, logits: torch.Tensor, streams) -> torch.Tensor:
         """Moves from (..., 9) masked logits at the current temperature (<= 0: greedy, no
@@ -352,6 +353,8 @@ class Reinforce(Algorithm):
         the schedules do not depend on how batches are grouped into updates)."""
         self.temperature = run.scheduled(self.temperature_start, self.temperature_final,
                                          games_this_update)
+        if self.epsilon_final is not None:
+            self.epsilon = run.scheduled(self.epsilon_start, self.epsilon_final, games_this_update)
         if self.lr_final is not None:
             member_optim.set_lr(optimizer, run.scheduled(self.lr, self.lr_final, games_this_update))
 

@@ -7,6 +7,7 @@ from typing import Any
 from ttt_research.algos.spec import (
     OPTIMIZER,
     PROBABILITY,
+    PROBABILITY_FINAL,
     RATE,
     RATE_FINAL,
     TEMPERATURE,
@@ -53,6 +54,8 @@ class Hyper:
     (experiments/reinforce_default: tuned on seeds 1000-1047)"""
     epsilon: Any = 0.0
     """a share of moves played uniformly at random (over the legal cells)"""
+    epsilon_final: Any = None
+    """linear anneal of epsilon over the budget (null: constant)"""
     baseline: Any = False
     """subtract the batch's mean reward"""
     masked_softmax: Any = True
@@ -75,6 +78,7 @@ SPEC = AlgoSpec(
     keys={"rollouts": count(), "minibatches": count(), "lr": RATE, "lr_final": RATE_FINAL,
           "momentum": between(0, 1, "a number in [0, 1)", high_open=True),
           "temperature": TEMPERATURE, "temperature_final": RATE_FINAL, "epsilon": PROBABILITY,
+          "epsilon_final": PROBABILITY_FINAL,
           "baseline": flag(), "masked_softmax": flag(), "position_table": flag(), "optimizer": OPTIMIZER,
           "symmetries": flag()},
     varies=("lr", "lr_final", "momentum", "temperature", "temperature_final", "epsilon"),
