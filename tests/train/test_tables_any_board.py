@@ -228,8 +228,12 @@ def test_alphazero_4_4_4_population_fits_without_a_whole_tree_search(monkeypatch
     table a member, and the run fits a 16 GB machine (11.8 GB)."""
     from ttt_research.train import validate as checks
     monkeypatch.setattr(checks, "available_memory", lambda: 16 * 2**30)  # not the test host's, shared
-    with pytest.raises(ConfigError, match=r"^a population of 30 members needs about 206.4 GB of memory \(30 x 6.8 GB "):
+    with pytest.raises(ConfigError, match=r"^a population of 30 members needs about 206.4 GB of memory \(30 x 6.8 GB "
+                                          r".*: algo.test_simulations=0 \(no whole-tree search, most of each "
+                                          r"member's memory here\), or at most 1 members fit here "):
         validate(make_cfg("game=mnk444", "algo=alphazero", "population.size=30"))
+    with pytest.raises(ConfigError, match=r": algo.search=reached and algo.test_simulations=0 \(no whole-tree"):
+        validate(make_cfg("game=mnk444", "algo=alphazero", "population.size=30", "algo.search=whole"))
     validate(make_cfg("game=mnk444", "algo=alphazero", "population.size=30", "algo.test_simulations=0"))
 
 

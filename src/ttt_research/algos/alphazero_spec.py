@@ -63,6 +63,17 @@ def _memory(cfg: Settings, board: MNK) -> Memory:
     return WHOLE if whole else REACHED
 
 
+def _advice(cfg: Settings, board: MNK) -> str | None:
+    """What leaves out the whole-tree search, where a run on another board makes one."""
+    if _memory(cfg, board) is not WHOLE or board.placements <= 6046:  # tic-tac-toe's: the baseline
+        return None
+    search = value_of(cfg, "algo.search")
+    steps = [] if reached_self_play(search if search in SEARCHES else "auto", board) else ["algo.search=reached"]
+    if value_of(cfg, "algo.test_simulations") != 0:
+        steps.append("algo.test_simulations=0")
+    return f"{' and '.join(steps)} (no whole-tree search, most of each member's memory here)"
+
+
 def _check(cfg: Settings) -> None:
     zero_sum(cfg, "with algo=alphazero (its values are game results, +1 / 0 / -1)")
     win = value_of(cfg, "reward.win")
@@ -135,6 +146,7 @@ SPEC = AlgoSpec(
     # debug=tiny, one member, peaked at 10.26 GB where this estimates 10.1 GB
     memory=WHOLE,
     memory_for=_memory,
+    memory_advice=_advice,
     check=_check,
     no_cell={"mlp25": f"{CELLS}#algoa2c-algoalphazero-algodqn-on-one-layer"},  # at best 2 of 8 seeds
     # A position (algos/alphazero.py's replay): the view (a board of int8), the search's policy

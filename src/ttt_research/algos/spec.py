@@ -173,6 +173,9 @@ class AlgoSpec:
     # Its memory model where its settings and the board (an ``env.mnk.MNK``) choose it: (settings,
     # board) -> a Memory; None: ``memory`` always.
     memory_for: Callable[..., Memory] | None = None
+    # What frees memory for it, said first when the memory check refuses a run: (settings,
+    # board) -> a clause, or None where it has nothing to add to the check's own advice.
+    memory_advice: Callable[..., str | None] | None = None
     buffers: tuple[Buffer, ...] = ()  # what it preallocates per member, sized by its settings
 
     def __post_init__(self) -> None:

@@ -489,6 +489,10 @@ def check_memory(cfg: DictConfig) -> None:
                         "population.vary); train the rest in another job (-m seed=...)")
     else:
         what, advice = "this run", "play fewer games per update (algo.games_per_update)"
+    extra = None if spec.memory_advice is None else spec.memory_advice(
+        settings, runspec.board_of(OmegaConf.select(cfg, "game")))
+    if extra:
+        advice = f"{extra}, or {advice}"
     raise ConfigError(f"{what} needs about {_gb(est.total)} of memory ({held} + "
                       f"{_gb(est.processes * est.base)} for {est.base_holds}), "
                       f"more than the {_gb(free)} this machine has available (MemAvailable): {advice}")
