@@ -22,10 +22,10 @@ from ttt_research.algos.spec import (
     zero_sum,
 )
 from ttt_research.contract import MAX_CELLS, VALUE_MAX
+from ttt_research.errors import need, value_of
 
 if TYPE_CHECKING:  # the spec loads without torch or numpy (tests/algos/test_specs.py)
     from ttt_research.env.mnk import MNK
-from ttt_research.errors import need, value_of
 
 NUMBER = between(0, VALUE_MAX, f"a number in [0, {VALUE_MAX:g}]")
 SIMULATIONS = integer(1, 1024, "an integer in [1, 1024] (simulations per searched move)")
@@ -55,20 +55,26 @@ WHOLE = Memory(per_position_cell=44)
 REACHED = Memory(per_position_cell=1)
 
 
+def _reached(cfg: Settings, board: MNK) -> bool:
+    """``reached_self_play`` of the run's settings (a value the key's rule refuses: ``auto``, the
+    rule says why)."""
+    search = value_of(cfg, "algo.search")
+    return reached_self_play(search if search in SEARCHES else "auto", board)
+
+
 def _memory(cfg: Settings, board: MNK) -> Memory:
     """The whole-tree search's memory where a run makes one (self-play's, or the final
     evaluation of the search), else a value table's."""
-    search, tests = value_of(cfg, "algo.search"), value_of(cfg, "algo.test_simulations")
-    whole = not reached_self_play(search if search in SEARCHES else "auto", board) or tests != 0
+    whole = not _reached(cfg, board) or value_of(cfg, "algo.test_simulations") != 0
     return WHOLE if whole else REACHED
 
 
 def _advice(cfg: Settings, board: MNK) -> str | None:
-    """What leaves out the whole-tree search, where a run on another board makes one."""
-    if _memory(cfg, board) is not WHOLE or board.placements <= 6046:  # tic-tac-toe's: the baseline
+    """What leaves out the whole-tree search, on a board where it is what fills the memory (the
+    boards ``auto`` searches over the reached positions)."""
+    if _memory(cfg, board) is not WHOLE or not reached_self_play("auto", board):
         return None
-    search = value_of(cfg, "algo.search")
-    steps = [] if reached_self_play(search if search in SEARCHES else "auto", board) else ["algo.search=reached"]
+    steps = [] if _reached(cfg, board) else ["algo.search=reached"]
     if value_of(cfg, "algo.test_simulations") != 0:
         steps.append("algo.test_simulations=0")
     return f"{' and '.join(steps)} (no whole-tree search, most of each member's memory here)"
