@@ -35,8 +35,8 @@ TEST_SIMULATIONS = integer(0, 1024, "an integer in [0, 1024] (simulations per se
 
 # ``search=auto``: self-play searches the reached positions on a board of more placements (``MNK.
 # placements``, known before its positions are built) than this (4x4's 10.2M: 4,4,4's 9.1M decision
-# positions), the whole tree's subtrees on the smaller ones (tic-tac-toe's 6,046, 3,4,3's 143,365:
-# there one pass over every position is the cheaper way).
+# positions), the whole tree's subtrees on the smaller ones (tic-tac-toe, 3,4,3's 143,365: there
+# one pass over every position is the cheaper way).
 REACHED_FROM = 1_000_000
 SEARCHES = ("auto", "whole", "reached")  # algo.search's choices
 
