@@ -2,7 +2,7 @@
 
 ``gumbel.py`` plays every position's subtree once from the net's tables over the whole board:
 one forward pass and a few steps over the board's positions per network, then a search is
-a few gathers. On tic-tac-toe (4,520 positions) that is the fast way; on 4,4,4 (9.1M) it is
+a few gathers. On tic-tac-toe, a few thousand positions, that is the fast way; on 4,4,4 (9.1M) it is
 a forward pass over every position and 8.5 GB each update, for searches that visit a few
 hundred of them. This one walks B trees of K = simulations + 1 nodes held as preallocated
 tensors, as the paper draws the search: each simulation goes down from the root one depth
