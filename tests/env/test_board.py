@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ttt_research.env import game as rules
-from ttt_research.env.board import TIC_TAC_TOE, Game, of_config
+from ttt_research.env.board import TIC_TAC_TOE, Game, every_turn, of_config, symmetries, turned
 from ttt_research.errors import ConfigError
 
 
@@ -108,3 +108,20 @@ def test_the_solver_answers_for_another_board_over_its_rows():
     assert bool(first.any()) and not bool(first.all())
     assert s.value[t.next2d[rules.EMPTY_CODE][first].long()].tolist() == [1] * int(first.sum())
     assert solve(g=TIC_TAC_TOE) is solve()  # tic-tac-toe: the 3^9-code solution, as before
+
+
+@pytest.mark.parametrize("board", [TIC_TAC_TOE, Game(3, 4, 3)])
+def test_every_turn_is_each_row_turned_by_each_symmetry_in_order(board):
+    """``every_turn``'s row r S + k is row r ``turned`` by symmetry k, for boards (int8) and
+    per-cell numbers (float) alike: the turned copies reinforce and DQN learn from."""
+    sym = symmetries(board, torch.device("cpu"))
+    S = sym.shape[0]
+    g = torch.Generator().manual_seed(0)
+    for rows in (torch.randint(-1, 2, (5, board.cells), generator=g).to(torch.int8),
+                 torch.rand(5, board.cells, generator=g)):
+        out = every_turn(rows, sym)
+        assert out.shape == (5 * S, board.cells) and out.dtype == rows.dtype
+        for r in range(5):
+            for k in range(S):
+                assert torch.equal(out[r * S + k], turned(rows[r], torch.tensor(k), sym))
+    assert not torch.equal(every_turn(rows, sym)[1], rows[0])  # a turn moves the cells
