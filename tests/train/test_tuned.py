@@ -172,3 +172,32 @@ def test_a_run_without_a_cell_says_so_once_in_its_first_lines_a_population_resum
         assert lines[0].endswith(after)
         said = note("a2c", "mlp25", "a2c_mlp25").line
         assert lines[1] == said and out.count("no tuned cell") == 2  # the tag and the line, once
+
+
+def test_a_cells_reward_on_another_reward_table_is_refused_unless_typed(tmp_path, monkeypatch):
+    """A cell's value of another group (a reward's tie) was tuned with that group's default
+    option: on another option it would replace that option's own value unasked."""
+    import shutil
+
+    from ttt_research.errors import ConfigError
+    from ttt_research.train import cells as cells_module
+
+    conf = tmp_path / "conf"
+    shutil.copytree(config_dir(), conf)
+    (conf / "tuned" / "reinforce_mlp25.yaml").write_text(
+        "# @package _global_\nalgo:\n  rollouts: 128\nreward:\n  tie: 0.5\n")
+    monkeypatch.setattr(cells_module, "config_dir", lambda: conf)
+    assert cells_module.default_choices()["reward"] == "antirez"
+    choices = {"algo": "reinforce", "net": "mlp25", "reward": "zero_sum", "tuned": "reinforce_mlp25"}
+    with pytest.raises(ConfigError) as refused:
+        cells_module.check_groups("reinforce_mlp25", choices, {"algo", "net", "reward"})
+    said = str(refused.value)
+    assert said.startswith("tuned=reinforce_mlp25 sets reward.tie=0.5 for reward=antirez ")
+    assert "chose reward=zero_sum" in said and "(reward.tie=0.0 is zero_sum's own)" in said
+    assert "~tuned" in said
+    # typed, or the table the cell was tuned with, or no cell: nothing to refuse
+    cells_module.check_groups("reinforce_mlp25", choices, {"reward", "reward.tie"})
+    cells_module.check_groups("reinforce_mlp25", {**choices, "reward": "antirez"}, set())
+    cells_module.check_groups(None, choices, set())
+    # the pair's own groups are the cell's to set (a cell of algo=ppo is not "another algo")
+    cells_module.check_groups("reinforce_mlp25", {**choices, "reward": "antirez", "algo": "ppo"}, set())

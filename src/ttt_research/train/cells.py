@@ -13,7 +13,10 @@ Nothing here names an algorithm or a network: the files and the specs do.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import yaml
 
 from ttt_research.algos.spec import CELLS, AlgoSpec, specs
 from ttt_research.errors import ConfigError
@@ -45,6 +48,40 @@ def check_chosen(algo: str | None, chosen: str | None) -> None:
         raise ConfigError(f"tuned={chosen} is a cell of algo={owner} (conf/tuned/{chosen}.yaml), and "
                           f"this run trains algo={algo}: leave tuned out (algo and net choose the "
                           f"cell) or train algo={owner}")
+
+
+PAIR_GROUPS = ("algo", "net")  # the groups that choose a cell: its values are theirs
+
+
+def default_choices() -> dict[str, str]:
+    """Each config group's option when none is chosen (``config.yaml``'s defaults list:
+    ``{"reward": "antirez", ...}``; the optional and override entries left out)."""
+    listed = yaml.safe_load((config_dir() / "config.yaml").read_text())["defaults"]
+    return {k: v for item in listed if isinstance(item, dict)
+            for k, v in item.items() if " " not in k and isinstance(v, str)}
+
+
+def check_groups(chosen: str | None, choices: Mapping[str, str | None], typed: set[str]) -> None:
+    """A cell that sets values of another group than its pair's (``reward.tie``) was tuned with
+    that group's default option: with another option chosen (``reward=zero_sum``), the cell's
+    value would silently replace the option's own, a table nobody asked for. Refused, naming the
+    keys and the option's own values, unless each key is typed too (``typed``: the keys of the
+    command line's overrides) or the cell is left out."""
+    if not chosen or chosen not in cells().values():
+        return
+    body = yaml.safe_load((config_dir() / "tuned" / f"{chosen}.yaml").read_text()) or {}
+    for group, default in default_choices().items():
+        option = choices.get(group)
+        if group in PAIR_GROUPS or not isinstance(body.get(group), dict) or option in (None, default):
+            continue
+        own = yaml.safe_load((config_dir() / group / f"{option}.yaml").read_text()) or {}
+        missing = [k for k in body[group] if f"{group}.{k}" not in typed]
+        if missing:
+            sets = ", ".join(f"{group}.{k}={body[group][k]}" for k in missing)
+            its = " ".join(f"{group}.{k}={own.get(k)}" for k in missing)
+            raise ConfigError(f"tuned={chosen} sets {sets} for {group}={default} (conf/tuned/{chosen}.yaml), "
+                              f"and this run chose {group}={option}: type its value too ({its} is "
+                              f"{option}'s own) or leave the cell out (~tuned)")
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from ttt_research.errors import ConfigError, bounded, is_int, is_number, need, p
 from ttt_research.evaluation.objectives import NAMES as OBJECTIVES
 from ttt_research.population import spec as pop
 from ttt_research.train import cpus, launch, runspec
-from ttt_research.train.cells import check_chosen
+from ttt_research.train.cells import check_chosen, check_groups
 from ttt_research.train.confdir import config_dir
 
 
@@ -186,7 +186,8 @@ def _validate_tuned() -> None:
     """``tuned=NAME`` typed by hand names a file of ``conf/tuned/``. The group is optional (most
     (algorithm, network) pairs have no cell), so Hydra skips a missing option in silence: a typo
     would train without the settings it asked for. A cell of another algorithm is refused too
-    (``cells.check_chosen``)."""
+    (``cells.check_chosen``), and a cell's values of another group (a reward) on another option
+    of that group than the one it was tuned with, unless typed (``cells.check_groups``)."""
     from hydra.core.hydra_config import HydraConfig
 
     try:  # the overrides as typed: an interpolation in one is the value's, resolved (or refused) later
@@ -201,6 +202,8 @@ def _validate_tuned() -> None:
             need(False, "tuned", f"one of {', '.join(cells)} (conf/tuned/; it is chosen by algo and net "
                  "when left out)", name)
     check_chosen(choices.get("algo"), choices.get("tuned"))  # another algorithm's cell: its keys
+    typed = {override.partition("=")[0].lstrip("+~") for override in task}
+    check_groups(choices.get("tuned"), choices, typed)  # a cell's reward values on another table
 
 
 def _net_named(cfg: DictConfig) -> str:
