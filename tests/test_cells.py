@@ -57,7 +57,7 @@ def _hashes(*folders) -> dict[str, str]:
                                  "not be the cell's"),
     (["experiment=flagship"], "error: reinforce_mlp25: experiment=flagship changes the cell's seats"),
     (["++budget.games=5"], "error: reinforce_mlp25: ++budget.games=5 changes the cell's budget "
-                           "(4000000 -> 5)"),
+                           "(1000000 -> 5)"),
     (["net=mlp100"], "error: reinforce_mlp25: net=mlp100 changes the cell's network"),
     (["seat=x", "algo.lr=0.1"], "error: reinforce_mlp25: seat=x algo.lr=0.1 changes the cell's seats"),
 ])

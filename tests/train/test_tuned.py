@@ -201,3 +201,20 @@ def test_a_cells_reward_on_another_reward_table_is_refused_unless_typed(tmp_path
     cells_module.check_groups(None, choices, set())
     # the pair's own groups are the cell's to set (a cell of algo=ppo is not "another algo")
     cells_module.check_groups("reinforce_mlp25", {**choices, "reward": "antirez", "algo": "ppo"}, set())
+
+
+def test_the_cells_that_pay_another_tie_refuse_another_table_in_one_line(tmp_path):
+    """The real cells: each that sets a reward value refuses a run on another reward table that
+    does not type it, before anything is written."""
+    paying = [p for p in CELLS if "reward" in yaml.safe_load(p.read_text())]
+    assert paying  # reinforce_mlp25 pays ties 0.5 on antirez's table
+    for path in paying:
+        algo, net = pair(path)
+        run_dir = tmp_path / path.stem
+        code, out, err = cli(f"algo={algo}", f"net={net}", "reward=zero_sum", "debug=tiny",
+                             f"hydra.run.dir={run_dir}")
+        line = one_error_line(err)
+        assert code == 2 and out == "" and not run_dir.exists()
+        assert line.startswith(f"error: tuned={path.stem} sets reward.") and "reward=zero_sum" in line
+        cfg = make_cfg(f"algo={algo}", f"net={net}", "reward=zero_sum", "reward.tie=0")
+        assert cfg.reward.tie == 0 and cfg.reward.loss == -1  # typed: zero_sum's, as asked

@@ -202,8 +202,7 @@ def _validate_tuned() -> None:
             need(False, "tuned", f"one of {', '.join(cells)} (conf/tuned/; it is chosen by algo and net "
                  "when left out)", name)
     check_chosen(choices.get("algo"), choices.get("tuned"))  # another algorithm's cell: its keys
-    typed = {override.partition("=")[0].lstrip("+~") for override in task}
-    check_groups(choices.get("tuned"), choices, typed)  # a cell's reward values on another table
+    check_groups(choices.get("tuned"), choices, {o.partition("=")[0].lstrip("+~") for o in task})
 
 
 def _net_named(cfg: DictConfig) -> str:

@@ -1,0 +1,35 @@
+"""Issue 60, target 3: the bench's time to a safe agent alone, for the networks and seeds asked,
+on a quiet host (the whole bench takes a quarter of an hour more for figures this does not need).
+
+    PYTHONPATH=src python experiments/cells/time_to_safe.py SRC NETS SEEDS OUT.json
+    e.g. ... ../shared/reference/antirez-ttt-rl/ttt.c mlp25,mlp100 5 experiments/cells/time_to_safe.json
+
+SRC: antirez's ttt.c (built here, patched and seeded as the bench builds it, once per hidden
+size: ``bench/safe.py``'s ``prepare``). Then ``time_to_safe`` exactly as ``bench --compare antirez``
+runs it: seed by seed, sides alternating, the C for its 2M games beside one command of ours a
+seed, then ours again as one population of those seeds on one thread. Prints the bench's lines
+and writes its ``time_to_safe`` block, with the host and the start time, to OUT.json.
+"""
+import json
+import platform
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ttt_research.bench import safe
+
+src, nets, seeds, out = Path(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3]), Path(sys.argv[4])
+started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+begin = time.perf_counter()
+with tempfile.TemporaryDirectory(prefix="ttt-c-") as build:
+    binaries = safe.prepare(src, seeds, Path(build), nets, log=print)
+    block = safe.time_to_safe(binaries, seeds, nets=nets, log=print, population=True)
+print("\n".join(safe.format_lines(block)))
+cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")), platform.processor())
+block.update(host=f"{cpu}, {platform.python_version()}", started=started,
+             wall_s=round(time.perf_counter() - begin, 1))
+out.write_text(json.dumps(block, indent=1) + "\n")
+print(f"wrote {out} ({block['wall_s']:.0f} s)")
