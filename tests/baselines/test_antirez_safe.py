@@ -344,6 +344,41 @@ def test_ours_as_one_population_is_timed_once_per_network_beside_the_seed_by_see
     assert order == [] and block["networks"]["mlp25"]["ours_population"] is None
 
 
+def test_without_singles_only_the_c_runs_seed_by_seed_then_ours_as_one_population(monkeypatch, tmp_path):
+    order = []
+
+    def c_run(binary, games, seed, folder, hidden):
+        order.append(f"c/{seed}")
+        return {"seed": seed, "seconds": 4.0, "unbeatable_as_o": seed == 1, "eval_s": 0.01,
+                "o": {"vs_random": {"win": 0.9, "loss": 0.0 if seed == 1 else 0.01, "tie": 0.1}}}
+
+    def population(seeds, folder, net, overrides=()):
+        order.append(f"{net}/{list(seeds)}")
+        return {"seconds": 6.0, "command": "pop",
+                "members": [{"seed": s, "unbeatable_as_o": True, "o": {}} for s in seeds]}
+
+    monkeypatch.setattr(safe, "run_c", c_run)
+    monkeypatch.setattr(safe, "run_ours", lambda *a, **k: pytest.fail("one command of ours a seed"))
+    monkeypatch.setattr(safe, "run_population", population)
+    block = safe.time_to_safe({25: tmp_path / "ttt-25"}, 2, 1_000, nets=("mlp25", "mlp128"),
+                              population=True, singles=False)
+    assert order == ["c/1", "c/2", "mlp25/[1, 2]", "mlp128/[1, 2]"]
+    pair = block["networks"]["mlp25"]
+    assert pair["ours"] is None and pair["ratio_median_seconds"] is None
+    assert pair["ratio_population_seconds_per_safe_agent"] == pytest.approx(8.0 / 3.0)  # 8 s / 3 s
+    lines = safe.format_lines(block)
+    assert lines[1:5] == [
+        "  net=mlp25 (hidden [25]):",
+        "    antirez's C ttt-rl, NN_HIDDEN_SIZE 25, 1,000 games: 1/2 unbeatable as O (50%, 95% CI 9%-91%); "
+        "median 4.0 s per agent; 8.0 s per safe agent",
+        "    ours, the same seeds as one population on one thread: 2/2 unbeatable as O (100%, 95% CI "
+        "34%-100%); median 3.0 s per agent; 3.0 s per safe agent",
+        "    C / ours: as one population 2.67x"]
+    assert not any("ours, python -m" in line for line in lines)
+    with pytest.raises(ValueError, match="needs population=True"):
+        safe.time_to_safe({25: tmp_path / "ttt-25"}, 2, 1_000, nets=("mlp25",), singles=False)
+
+
 @pytest.mark.slow  # our whole command in a subprocess, a population of 2 (~10 s)
 def test_ours_as_one_population_runs_the_seeds_and_reads_each_members_verdict(tmp_path):
     run = safe.run_population([3, 4], tmp_path, "mlp100", ("debug=tiny",))

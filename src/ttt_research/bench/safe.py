@@ -168,15 +168,18 @@ def _ratio(c: float | None, ours: float | None) -> float | None:
 
 def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict], games: int,
           overrides: Sequence[str], population: dict | None = None) -> dict:
-    """One network's block: both sides' summaries (the C's None where it has no such network),
-    ours as one population where it ran (else None), and the C/ours ratios."""
-    ours = summary(our_runs)
-    ours.update(command=f"python -m ttt_research algo=reinforce net={name} seed=SEED hydra.run.dir=TMP "
-                        "progress=false" + "".join(f" {o}" for o in overrides),
-                config=our_runs[0].pop("config"),
-                timed="the whole command's wall time: imports, training and its evaluations, export, plots")
-    for r in our_runs[1:]:
-        r.pop("config")
+    """One network's block: both sides' summaries (the C's None where it has no such network, ours
+    one command a seed None where they did not run), ours as one population where it ran (else
+    None), and the C/ours ratios."""
+    ours = summary(our_runs) if our_runs else None
+    if ours is not None:
+        ours.update(command=f"python -m ttt_research algo=reinforce net={name} seed=SEED hydra.run.dir=TMP "
+                            "progress=false" + "".join(f" {o}" for o in overrides),
+                    config=our_runs[0].pop("config"),
+                    timed="the whole command's wall time: imports, training and its evaluations, "
+                          "export, plots")
+        for r in our_runs[1:]:
+            r.pop("config")
     width = c_width(hidden)
     together = None if population is None else population_summary(population)
     block = {"hidden": hidden, "ours": ours, "antirez": None, "antirez_note": NO_C if width is None else None,
@@ -188,9 +191,11 @@ def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict]
                  command=f"ttt {games} SEED OUT (the patched copy built with -DNN_HIDDEN_SIZE={width}: "
                          "srand(SEED), network dumped, no interactive game)",
                  timed="the process's wall time: start, training, writing its network, exit")
-        block.update(antirez=c, ratio_median_seconds=_ratio(c["median_seconds"], ours["median_seconds"]),
-                     ratio_seconds_per_safe_agent=_ratio(c["seconds_per_safe_agent"],
-                                                         ours["seconds_per_safe_agent"]))
+        block.update(antirez=c)
+        if ours is not None:
+            block.update(ratio_median_seconds=_ratio(c["median_seconds"], ours["median_seconds"]),
+                         ratio_seconds_per_safe_agent=_ratio(c["seconds_per_safe_agent"],
+                                                             ours["seconds_per_safe_agent"]))
         if together is not None:
             block["ratio_population_seconds_per_safe_agent"] = _ratio(c["seconds_per_safe_agent"],
                                                                       together["seconds_per_safe_agent"])
@@ -199,16 +204,22 @@ def _pair(name: str, hidden: list[int], c_runs: list[dict], our_runs: list[dict]
 
 def time_to_safe(binaries: dict[int, Path], seeds: int, games: int = SAFE_GAMES,
                  overrides: Sequence[str] = (), base: int = SEED_BASE, nets: Sequence[str] = SAFE_NETS,
-                 log: Callable[[str], None] = lambda msg: None, population: bool = False) -> dict:
+                 log: Callable[[str], None] = lambda msg: None, population: bool = False,
+                 singles: bool = True) -> dict:
     """Every network of ``nets``, both sides, over ``seeds`` seeds from ``base``, alternating;
     then, with ``population``, ours again as one population of those seeds per network; the
     ``time_to_safe`` block: ``{"seeds", "safe", "algo", "networks": {NET: its pair}}``.
 
     ``binaries``: the patched C program per hidden size (``antirez.build_seeded``, one for each
     one-layer network of ``nets``); ``games``: its training games; ``overrides``: extra Hydra
-    overrides for our command (tests shrink its budget)."""
+    overrides for our command (tests shrink its budget). ``singles=False`` (with ``population``):
+    no command of ours a seed, only the C's seeds and then ours as one population of them (one
+    command a seed takes a minute on mlp25, which keeps the seeds few; a population's cost per
+    member falls as it grows)."""
     if seeds < 1:
         raise ValueError(f"time_to_safe needs at least one seed, got {seeds}")
+    if not (singles or population):
+        raise ValueError("time_to_safe without singles needs population=True: nothing of ours would run")
     layers = hidden_sizes(nets)
     missing = sorted({w for h in layers.values() if (w := c_width(h)) is not None} - set(binaries))
     if missing:
@@ -220,7 +231,9 @@ def time_to_safe(binaries: dict[int, Path], seeds: int, games: int = SAFE_GAMES,
             for name in nets:
                 width = c_width(layers[name])
                 sides = ("c", "ours") if i % 2 == 0 else ("ours", "c")
-                for side in sides if width is not None else ("ours",):
+                for side in sides:
+                    if (side == "c" and width is None) or (side == "ours" and not singles):
+                        continue  # no C of two layers; no command of ours a seed without singles
                     where = f"time to safe, seed {seed} ({i + 1}/{seeds}), net={name}:"
                     if side == "c":
                         r = run_c(binaries[width], games, seed, Path(tmp), width)
@@ -303,13 +316,16 @@ def format_lines(block: dict) -> list[str]:
         else:
             lines.append(f"    antirez's C ttt-rl, NN_HIDDEN_SIZE {c['hidden']}, {c['games']:,d} games: "
                          f"{side(c)}")
-        lines.append(f"    ours, python -m ttt_research algo=reinforce net={name}: {side(pair['ours'])}")
+        if pair["ours"] is not None:
+            lines.append(f"    ours, python -m ttt_research algo=reinforce net={name}: {side(pair['ours'])}")
         together = pair.get("ours_population")
         if together is not None:
             lines.append(f"    ours, the same seeds as one population on one thread: {side(together)}")
         if c is not None:
-            lines.append(f"    C / ours: median seconds {ratio(pair['ratio_median_seconds'])}, seconds per "
-                         f"safe agent {ratio(pair['ratio_seconds_per_safe_agent'])}"
-                         + ("" if together is None else ", as one population "
-                            f"{ratio(pair['ratio_population_seconds_per_safe_agent'])}"))
+            parts = [] if pair["ours"] is None else [
+                f"median seconds {ratio(pair['ratio_median_seconds'])}",
+                f"seconds per safe agent {ratio(pair['ratio_seconds_per_safe_agent'])}"]
+            if together is not None:
+                parts.append(f"as one population {ratio(pair['ratio_population_seconds_per_safe_agent'])}")
+            lines.append(f"    C / ours: {', '.join(parts)}")
     return lines
