@@ -23,15 +23,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ttt_research.bench import safe
+from ttt_research.errors import UserError
 
 args = [a for a in sys.argv[1:] if a != "--population-only"]
 singles = len(args) == len(sys.argv) - 1
 src, nets, seeds, out = Path(args[0]), args[1].split(","), int(args[2]), Path(args[3])
 started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 begin = time.perf_counter()
-with tempfile.TemporaryDirectory(prefix="ttt-c-") as build:
-    binaries = safe.prepare(src, seeds, Path(build), nets, log=print)
-    block = safe.time_to_safe(binaries, seeds, nets=nets, log=print, population=True, singles=singles)
+try:
+    with tempfile.TemporaryDirectory(prefix="ttt-c-") as build:
+        binaries = safe.prepare(src, seeds, Path(build), nets, log=print)
+        block = safe.time_to_safe(binaries, seeds, nets=nets, log=print, population=True, singles=singles)
+except UserError as err:  # a missing source, a failed command (AntirezError too): one line, as the bench's
+    print(f"error: {err}", file=sys.stderr)
+    sys.exit(2)
 print("\n".join(safe.format_lines(block)))
 cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
             if line.startswith("model name")), platform.processor())

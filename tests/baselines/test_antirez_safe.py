@@ -367,6 +367,7 @@ def test_without_singles_only_the_c_runs_seed_by_seed_then_ours_as_one_populatio
     assert pair["ours"] is None and pair["ratio_median_seconds"] is None
     assert pair["ratio_population_seconds_per_safe_agent"] == pytest.approx(8.0 / 3.0)  # 8 s / 3 s
     lines = safe.format_lines(block)
+    assert lines[0].endswith("seeds 1-2, the C's first, then ours as one population:")
     assert lines[1:5] == [
         "  net=mlp25 (hidden [25]):",
         "    antirez's C ttt-rl, NN_HIDDEN_SIZE 25, 1,000 games: 1/2 unbeatable as O (50%, 95% CI 9%-91%); "

@@ -306,7 +306,9 @@ def format_lines(block: dict) -> list[str]:
         return "n/a (a side has no safe agent)" if x is None else f"{x:.2f}x"
 
     seeds = block["seeds"]
-    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}, sides alternating"
+    singles = any(pair["ours"] is not None for pair in block["networks"].values())
+    which = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+             + (", sides alternating" if singles else ", the C's first, then ours as one population"))
     lines = [f"time to a safe agent (unbeatable as O: no X strategy beats it), algo=reinforce, {which}:"]
     for name, pair in block["networks"].items():
         lines.append(f"  net={name} (hidden {pair['hidden']}):")
