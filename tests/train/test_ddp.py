@@ -112,3 +112,31 @@ def test_ddp_shares_a_population_out_and_resumes_it(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed after" in resumed.stdout
     assert run_folder_files(killed) == run_folder_files(tmp_path / "alone")
+
+
+def test_a_finished_run_leaves_its_process_group_before_writing_its_outputs(tmp_path, monkeypatch):
+    """A finished trainer=ddp process used to leave its gloo group to the exit: rank 1, done
+    first, was now and then ended by gloo ("terminate called without an active exception")
+    while rank 0 wrote the outputs, and Lightning then killed rank 0 (exit -9, once in CI).
+    Every process now parts ways after the fit, finished or stopped, before rank 0 writes."""
+    from tests.helpers.configs import make_cfg
+    from ttt_research.train import run
+
+    calls = []
+    monkeypatch.setattr(run, "part_ways", lambda: calls.append("part_ways"))
+    write_outputs = run.write_outputs
+    monkeypatch.setattr(run, "write_outputs", lambda *a: (calls.append("write_outputs"), write_outputs(*a)))
+    run.train(make_cfg("threads=1"), tmp_path)
+    assert calls == ["part_ways", "write_outputs"]
+
+
+def test_part_ways_closes_the_process_group():
+    """The group is destroyed after the barrier (a one-process gloo group here), and a
+    process without one has nothing to leave."""
+    dist = torch.distributed
+    from ttt_research.train.signals import part_ways
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    part_ways()
+    assert not dist.is_initialized()
+    part_ways()  # nothing to leave: no error

@@ -289,8 +289,10 @@ def _train(cfg, job_cfg, run_dir: Path, ckpt_dir: Path, members: list, folder, s
     trainer.fit(module, ckpt_path=str(resume_from) if resume_from else None)
     stop.games, stop.trained = module.games_played, True
     stop.signum = agreed(trainer, stop.signum)  # trainer=ddp: every process decides the same
+    # trainer=ddp: the processes leave their group together, stopped or finished, before rank 0
+    # writes the outputs alone (the last collective is above: summarise reads what fit gathered).
+    part_ways()
     if stop.signum:  # noted after the last update (or in a resumed run with none left to play)
-        part_ways()  # trainer=ddp: every process stopped after this update; they leave together
         raise stop.stopped(stop.games)
 
     if many:  # population.json and friends; eval.json and policy.onnx of the best member
