@@ -105,6 +105,27 @@ def test_off_nothing_is_turned(monkeypatch):
     assert len(grads) == module.algo.rollouts
 
 
+@pytest.mark.parametrize("table", [True, False])
+def test_symmetries_until_turns_the_early_batches_only(monkeypatch, table):
+    """``symmetries_until=0.5``: the batches that start before half the budget learn the turned
+    positions, the later ones their own alone; 8 batches of 256 games, 4 of each."""
+    turning, turns = [], []
+    anneal, every_turn = Reinforce.anneal, reinforce.every_turn
+
+    def spy_anneal(self, *a, **k):
+        anneal(self, *a, **k)
+        turning.append(self.turning)
+
+    monkeypatch.setattr(Reinforce, "anneal", spy_anneal)
+    monkeypatch.setattr(reinforce, "every_turn", lambda *a: (turns.append(len(turning)), every_turn(*a))[1])
+    first_update("algo=reinforce", "seat=o", "algo.symmetries=true", "algo.symmetries_until=0.5",
+                 "algo.rollouts=2", "algo.minibatches=2", f"algo.position_table={str(table).lower()}",
+                 games=2048)
+    assert turning == [True] * 4 + [False] * 4
+    # Each turned batch turns its positions and targets (per minibatch without the table).
+    assert turns == [k for k in range(1, 5) for _ in range(2 if table else 4)]
+
+
 def test_a_won_move_is_learned_on_every_turn_of_its_position():
     """O wins with the corner 0 where X holds the top edge (cell 1): each of the edge position's 4
     turns (its stabiliser, the left-right mirror, maps it onto itself) learns the turned corner,

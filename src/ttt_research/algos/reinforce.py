@@ -58,7 +58,9 @@ over the distinct ones. The loss terms, with S symmetries:
   common one.
 
 On one layer of 100 (``conf/tuned/reinforce_mlp100.yaml``, where it is on) it took the fresh
-seeds unbeatable as O from 79 of 100 to 99 of 100 (experiments/cells).
+seeds unbeatable as O from 79 of 100 to 99 of 100 (experiments/cells). ``symmetries_until``
+(a share of the budget; null: all of it) turns only the batches that start before it: the
+later ones learn each position from its own games, as without symmetries.
 
 Any m,n,k board (``game``, a ``board.Game``): every (..., 9) below is (..., cells), and the
 position table holds the positions the games reach, found by their view codes
@@ -225,7 +227,7 @@ class Reinforce(Algorithm):
                  minibatches: int, optimizer, temperature_final: float | None,
                  rollouts: int, position_table: bool, momentum: float,
                  lr_final: float | None, epsilon: float, epsilon_final: float | None, symmetries: bool,
-                 game: Game = TIC_TAC_TOE):
+                 symmetries_until: float | None, game: Game = TIC_TAC_TOE):
         super().__init__(net, games_per_update, game)
         self.optimizer_factory = optimizer  # a partial (Hydra ``_partial_: true``) or None: SGD
         # A population's members may each set these: then an (N,) tensor (``number``).
@@ -240,6 +242,8 @@ class Reinforce(Algorithm):
         self.rollouts = max(1, int(rollouts))
         self.position_table = bool(position_table)
         self.symmetries = bool(symmetries)
+        self.symmetries_until = None if symmetries_until is None else float(symmetries_until)
+        self.turning = self.symmetries  # this batch learns the turned positions (``anneal`` decides)
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
         self.temperature_start = self.temperature
@@ -357,6 +361,10 @@ class Reinforce(Algorithm):
             self.epsilon = run.scheduled(self.epsilon_start, self.epsilon_final, games_this_update)
         if self.lr_final is not None:
             member_optim.set_lr(optimizer, run.scheduled(self.lr, self.lr_final, games_this_update))
+        # symmetries_until: the turns help early (a rare position learns from its common siblings);
+        # after it, each position learns from its own games alone.
+        until = self.symmetries_until
+        self.turning = self.symmetries and (until is None or run.scheduled(0.0, 1.0, games_this_update) < until)
 
     # ------------------------------------------------------------------ learning
 
@@ -401,7 +409,7 @@ class Reinforce(Algorithm):
         for idx in order.chunk(self.minibatches):
             share = ep.batch * idx.numel() / view.shape[0]  # games' worth of moves in this step
             v, t, w = view[idx], targets[idx], scaled[idx].abs()
-            if self.symmetries:  # each move learned turned by every symmetry, 1 / S each
+            if self.turning:  # each move learned turned by every symmetry, 1 / S each
                 sym = symmetries(self.game, v.device)  # (S, cells)
                 S = sym.shape[0]
                 v, t, w, share = every_turn(v, sym), every_turn(t, sym), w.repeat_interleave(S), share * S
@@ -430,7 +438,7 @@ class Reinforce(Algorithm):
         The table is the positions the games reach, computed ply by ply as they are reached
         (``algos/reached.py``): the rows no game reaches add nothing to the gradient."""
         forward = self._logits_by_member
-        if self.symmetries:  # the loss makes its own pass over the turned positions: none kept here
+        if self.turning:  # the loss makes its own pass over the turned positions: none kept here
             forward = torch.no_grad()(forward)
         if self.game == TIC_TAC_TOE:
             reached = ReachedTable(forward, *run.positions())
@@ -452,7 +460,7 @@ class Reinforce(Algorithm):
         logits, boards, owner = reached.gathered()  # (W, 9) every member's reached rows
         targets = position_targets(reached.place_of(rows), action, scaled, boards == 0)
         share = games
-        if self.symmetries:  # every row turned by every symmetry, each turn weighing 1 / S
+        if self.turning:  # every row turned by every symmetry, each turn weighing 1 / S
             logits, targets, owner = self._turned_positions(boards, targets, owner, reached.members)
             share = games * symmetries(self.game, boards.device).shape[0]
         # Summed per member: a member's loss is the same number whatever shares its process.

@@ -21,6 +21,9 @@ from ttt_research.algos.spec import (
 )
 from ttt_research.errors import value_of
 
+SHARE_OR_NULL = between(0, 1, "a share of the budget in (0, 1], or null (the whole budget)",
+                        low_open=True, null=True)
+
 
 def _population(cfg: Settings) -> str | None:
     if not value_of(cfg, "algo.position_table"):
@@ -67,6 +70,9 @@ class Hyper:
     symmetries: Any = False
     """also learn every position turned by the board's symmetries (8 on a square, 4 on a rectangle),
     each turn weighing 1/S (a game's step is unchanged; a rare turn learns from its common siblings)"""
+    symmetries_until: Any = None
+    """with symmetries: the share of the budget after which positions are learned unturned only
+    (null: the whole budget)"""
 
 
 SPEC = AlgoSpec(
@@ -80,7 +86,7 @@ SPEC = AlgoSpec(
           "temperature": TEMPERATURE, "temperature_final": RATE_FINAL, "epsilon": PROBABILITY,
           "epsilon_final": PROBABILITY_FINAL,
           "baseline": flag(), "masked_softmax": flag(), "position_table": flag(), "optimizer": OPTIMIZER,
-          "symmetries": flag()},
+          "symmetries": flag(), "symmetries_until": SHARE_OR_NULL},
     varies=("lr", "lr_final", "momentum", "temperature", "temperature_final", "epsilon"),
     check=rollouts_divide,
     population=_population,
