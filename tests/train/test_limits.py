@@ -49,6 +49,9 @@ from ttt_research.train.validate import validate
     (["algo.games_per_update=100", "algo.rollouts=8"], "algo.games_per_update must be a multiple of "
      "algo.rollouts (8): an update plays 8 equal batches, so 100 would play 104 games per update; use e.g. "
      "96 or 104"),
+    # Until when turned positions are learned, in a run that learns none.
+    (["algo.symmetries_until=0.5"], "algo.symmetries_until is set but algo.symmetries is false: it says "
+     "until when the turned positions are learned; add algo.symmetries=true, or drop it"),
 ])
 def test_a_value_the_code_cannot_hold_is_refused_in_one_line(overrides, message, monkeypatch):
     monkeypatch.setattr(config, "MEMBERS_MAX", 1000)  # the grid's count, without a huge grid

@@ -19,10 +19,18 @@ from ttt_research.algos.spec import (
     flag,
     rollouts_divide,
 )
-from ttt_research.errors import value_of
+from ttt_research.errors import ConfigError, value_of
 
 SHARE_OR_NULL = between(0, 1, "a share of the budget in (0, 1], or null (the whole budget)",
                         low_open=True, null=True)
+
+
+def _check(cfg: Settings) -> None:
+    """The rules across keys: the rollouts divide an update; ``symmetries_until`` needs symmetries."""
+    rollouts_divide(cfg)
+    if value_of(cfg, "algo.symmetries_until") is not None and not value_of(cfg, "algo.symmetries"):
+        raise ConfigError("algo.symmetries_until is set but algo.symmetries is false: it says until when "
+                          "the turned positions are learned; add algo.symmetries=true, or drop it")
 
 
 def _population(cfg: Settings) -> str | None:
@@ -88,7 +96,7 @@ SPEC = AlgoSpec(
           "baseline": flag(), "masked_softmax": flag(), "position_table": flag(), "optimizer": OPTIMIZER,
           "symmetries": flag(), "symmetries_until": SHARE_OR_NULL},
     varies=("lr", "lr_final", "momentum", "temperature", "temperature_final", "epsilon"),
-    check=rollouts_divide,
+    check=_check,
     population=_population,
     # Fitted once its table path stopped building (M, 9) targets (issue 25: 1 and 24 members,
     # batches of 2,048 and 8,192, mlp100 and mlp128, as O; within 6%).
