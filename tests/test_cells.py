@@ -100,7 +100,7 @@ def _rewrite(path, **values) -> None:
     # a PPO chunk filed in the reinforce cell, as the old study.py wrote it
     ({"seats": "both", "budget": "300000", "overrides": "algo=ppo"},
      "seats 'both' (the cell's: 'o'), budget '300000' (the cell's: '4000000'), overrides 'algo=ppo' "
-     "(its first chunk's: 'algo.symmetries=true threads=1')"),
+     "(its first chunk's: 'threads=1')"),
     ({"tuned_on": "11000-11015"}, "tuned_on '11000-11015' (its first chunk's: '11000-11047')"),
 ])
 def test_tables_refuse_a_cell_whose_chunks_disagree_naming_the_files(tmp_path, monkeypatch, capsys,
