@@ -242,7 +242,7 @@ class Reinforce(Algorithm):
         self.rollouts = max(1, int(rollouts))
         self.position_table = bool(position_table)
         self.symmetries = bool(symmetries)
-        self.symmetries_until = None if symmetries_until is None else float(symmetries_until)
+        self.symmetries_until = number(symmetries_until)
         self.turning = self.symmetries  # this batch learns the turned positions (``anneal`` decides)
         # Temperature annealing: linear in the share of the budget played, from
         # ``temperature`` to ``temperature_final`` (None: constant).
